@@ -1,0 +1,24 @@
+# RisingSpark: one image for every service (the playground, or meta/compute/compactor/frontend).
+FROM python:3.11-slim-bookworm
+
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/risingspark
+COPY pyproject.toml README.md ./
+COPY risingspark ./risingspark
+COPY frontend ./frontend
+COPY meta ./meta
+COPY compute ./compute
+COPY compactor ./compactor
+COPY migrations ./migrations
+# The same install step as the README's.
+RUN pip install --no-cache-dir -e .
+
+ENV RISINGSPARK_HOST=0.0.0.0 \
+    RISINGSPARK_DATA_DIR=/data
+VOLUME /data
+EXPOSE 4566 5690
+ENTRYPOINT ["risingspark"]
+CMD ["playground"]

@@ -1,0 +1,182 @@
+"""StreamHashAgg: hash aggregation with retraction, as RisingWave's `HashAggExecutor`.
+
+For an epoch's input (``_op``, ``_vnode`` of the group key, input columns) it sums each partial
+(row count, non-NULL counts, sums) over signed rows per group, adds the deltas to the group's state
+looked up at the previous epoch, and yields per group the before/after images of its output row
+(group key, then one value per call), ready for `materialize.emit`. A group whose row count drops
+to zero disappears (its state row is tombstoned and its output deleted). State layout:
+`risingspark.aggregate`.
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from compute.executor.keyed import left_join
+from compute.executor.materialize import AFTER, BEFORE, Pairs, _sst_part
+from risingspark.aggregate import ROW_COUNT, count_column, sum_column, sum_state_type
+from risingspark.chunk import OP, VNODE, signs
+from risingspark.storage.desc import StateTableDesc
+from risingspark.types import DataType, TypeName
+
+OLD = "__o"
+
+
+@dataclass(frozen=True)
+class AggCallSpec:
+    kind: str  # count_star | count | sum | avg
+    arg: str | None  # input column name
+    arg_type: DataType | None
+    return_type: DataType
+    output: str  # output column name
+
+
+@dataclass(frozen=True)
+class HashAggSpec:
+    group_key: tuple[str, ...]  # input column names, also the output's first columns
+    calls: tuple[AggCallSpec, ...]
+    state: StateTableDesc
+
+    @property
+    def output_names(self) -> list[str]:
+        return [*self.group_key, *(c.output for c in self.calls)]
+
+
+@dataclass(frozen=True)
+class AggOutput:
+    state_rows: pa.Table  # SST rows of the state table
+    pairs: Pairs  # before/after images of the output rows, keyed by (_vnode, group key)
+
+
+def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
+    """Per group: the signed sum of every partial over the epoch's input."""
+    sign = signs(rows.column(OP))
+    cols: dict[str, pa.Array] = {VNODE: rows.column(VNODE)}
+    for g in spec.group_key:
+        cols[g] = rows.column(g)
+    cols[ROW_COUNT] = sign
+    for i, c in enumerate(spec.calls):
+        if c.kind == "count_star":
+            continue
+        assert c.arg is not None and c.arg_type is not None
+        x = rows.column(c.arg)
+        cols[count_column(i)] = pc.multiply(sign, pc.cast(pc.is_valid(x), pa.int64()))
+        if c.kind in ("sum", "avg"):
+            x = pc.cast(x, sum_state_type(c.kind, c.arg_type).to_arrow())
+            cols[sum_column(i)] = pc.if_else(pc.greater(sign, 0), x, pc.negate(x))
+    t = pa.table(cols)
+    partials = [n for n in t.column_names if n not in (VNODE, *spec.group_key)]
+    grouped = t.group_by([VNODE, *spec.group_key], use_threads=False).aggregate([(p, "sum") for p in partials])
+    return grouped.rename_columns([n[:-4] if n.endswith("_sum") and n[:-4] in partials else n
+                                   for n in grouped.column_names])
+
+
+def apply(spec: HashAggSpec, rows: pa.Table, old_state: pa.Table, epoch: int) -> AggOutput:
+    """Fold an epoch's input rows into the state (`old_state`: `_vnode` + state columns of the
+    groups the input touches, as stored at the previous epoch)."""
+    return fold(spec, deltas(spec, rows), old_state, epoch)
+
+
+def spark_partials(spec: HashAggSpec) -> list[tuple[str, str]]:
+    """The partials of `deltas` as Spark SQL aggregate expressions ``(name, expression)``, so an
+    epoch round can pre-aggregate its input in Spark (grouped by ``_vnode`` and the group key) and
+    hand `fold` one row per group instead of every input row."""
+    # (op 0 weighs nothing: the seed row that makes a global aggregate's one group exist)
+    sign = (f"CASE WHEN `{OP}` IN (1, 4) THEN CAST(1 AS BIGINT) WHEN `{OP}` IN (2, 3) THEN CAST(-1 AS BIGINT) "
+            f"ELSE CAST(0 AS BIGINT) END")
+    out = [(ROW_COUNT, f"sum({sign})")]
+    for i, c in enumerate(spec.calls):
+        if c.kind == "count_star":
+            continue
+        assert c.arg is not None and c.arg_type is not None
+        out.append((count_column(i), f"sum(CASE WHEN `{c.arg}` IS NULL THEN CAST(0 AS BIGINT) ELSE {sign} END)"))
+        if c.kind in ("sum", "avg"):
+            t = sum_state_type(c.kind, c.arg_type).to_spark()
+            x = f"CAST(`{c.arg}` AS {t})"
+            out.append((sum_column(i), f"CAST(sum(CASE WHEN {sign} > 0 THEN {x} ELSE -{x} END) AS {t})"))
+    return out
+
+
+def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int) -> AggOutput:
+    """Add per-group partials (`deltas`' shape) to the groups' state and derive the outputs."""
+    keys = [VNODE, *spec.group_key]
+    joined = left_join(delta, old_state, keys, right_suffix=OLD)
+    partials = [f.name for f in spec.state.fields if f.name not in spec.group_key]
+    new: dict[str, pa.Array] = {}
+    old: dict[str, pa.Array] = {}
+    for p in partials:
+        o = joined.column(f"{p}{OLD}")
+        d = pc.fill_null(joined.column(p), pa.scalar(0, o.type).cast(joined.column(p).type))
+        old[p] = pc.fill_null(o, pa.scalar(0, o.type))
+        new[p] = _add(old[p], pc.cast(d, o.type))
+    has_before = joined.column(f"__present{OLD}")
+    # A group exists while it has rows; a global aggregate's one group always exists (count 0,
+    # sum NULL over an empty input, as Postgres).
+    has_after = pa.array([True] * joined.num_rows, pa.bool_()) if not spec.group_key \
+        else pc.greater(new[ROW_COUNT], 0)
+
+    state_values = pa.table({**{g: joined.column(g) for g in spec.group_key}, **new})
+    tombstones = pa.table({**{g: joined.column(g) for g in spec.group_key},
+                           **{p: pa.nulls(joined.num_rows, new[p].type) for p in partials}})
+    vnode = joined.column(VNODE)
+    dele = pc.and_(has_before, pc.invert(has_after))
+    state_rows = pa.concat_tables([
+        _sst_part(state_values.filter(has_after), vnode.filter(has_after), epoch, False),
+        _sst_part(tombstones.filter(dele), vnode.filter(dele), epoch, True),
+    ])
+
+    pairs = {VNODE: vnode, **{g: joined.column(g) for g in spec.group_key}}
+    for g in spec.group_key:
+        pairs[f"{g}{BEFORE}"] = joined.column(g)
+        pairs[f"{g}{AFTER}"] = joined.column(g)
+    for i, c in enumerate(spec.calls):
+        pairs[f"{c.output}{BEFORE}"] = _output(c, i, old)
+        pairs[f"{c.output}{AFTER}"] = _output(c, i, new)
+    pairs[f"__present{BEFORE}"] = has_before
+    pairs[f"__present{AFTER}"] = has_after
+    return AggOutput(state_rows, Pairs(pa.table(pairs)))
+
+
+def _add(a: pa.Array, b: pa.Array) -> pa.Array:
+    """a + b keeping a's type. Arrow widens decimal sums past precision 38, so decimals add in
+    decimal256 and narrow back (which raises on a real overflow)."""
+    if pa.types.is_decimal(a.type):
+        wide = pa.decimal256(a.type.precision, a.type.scale)
+        return pc.cast(pc.add(pc.cast(a, wide), pc.cast(b, wide)), a.type)
+    return pc.add(a, b)
+
+
+def _output(call: AggCallSpec, i: int, partials: dict[str, pa.Array]) -> pa.Array:
+    target = call.return_type.to_arrow()
+    if call.kind == "count_star":
+        return partials[ROW_COUNT]
+    count = partials[count_column(i)]
+    if call.kind == "count":
+        return count
+    total = partials[sum_column(i)]
+    nonzero = pc.greater(count, 0)
+    if call.kind == "sum":
+        return pc.if_else(nonzero, pc.cast(total, target), pa.scalar(None, target))
+    # avg
+    if call.return_type.name is TypeName.DOUBLE:
+        quotient = pc.divide(pc.cast(total, pa.float64()), pc.cast(pc.max_element_wise(count, 1), pa.float64()))
+        return pc.if_else(nonzero, quotient, pa.scalar(None, pa.float64()))
+    return _decimal_avg(total, count, target)
+
+
+def _decimal_avg(total: pa.Array, count: pa.Array, target: pa.DataType) -> pa.Array:
+    """sum / count for decimals, rounded half away from zero to the result's scale (Arrow's
+    decimal division overflows its precision, so this divides with Python's decimal)."""
+    quantum = decimal.Decimal(1).scaleb(-target.scale)
+    ctx = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_UP)
+    out: list[decimal.Decimal | None] = []
+    for s, n in zip(total.to_pylist(), count.to_pylist(), strict=True):
+        if not n or s is None:
+            out.append(None)
+        else:
+            out.append(ctx.divide(decimal.Decimal(s), decimal.Decimal(n)).quantize(quantum, context=ctx))
+    return pa.array(out, target)

@@ -1,0 +1,141 @@
+"""StreamMaterialize: writes a job's change stream into its table, as RisingWave's
+`MaterializeExecutor`.
+
+Per key, an epoch's input reduces to at most one before-image and one after-image (see
+`risingspark.stream_plan`). The executor writes the after-image (an upsert at the epoch) or a
+tombstone, and emits the table's change log: Insert, Delete, or an UpdateDelete/UpdateInsert pair;
+a key whose after-image equals its before-image changes nothing.
+
+With ``overwrite`` (a table's conflict handling), the before-image is what the table holds at the
+previous epoch, looked up in storage, and the after-image is the key's last DML op of the epoch
+(by ``_seq``): an insert of an existing key becomes an update, a delete of a missing key does nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from compute.executor.keyed import distinct_keys, first_per_key, last_per_key, left_join, rows_equal
+from risingspark.chunk import EPOCH, OP, SEQ, TOMBSTONE, VNODE, Op, is_insert_op, op_field
+from risingspark.storage.desc import StateTableDesc
+
+BEFORE = "__b"
+AFTER = "__a"
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Per key of an epoch: the key columns, then ``<col>__b`` / ``<col>__a`` images and the
+    ``__present__b`` / ``__present__a`` flags."""
+
+    table: pa.Table
+
+
+@dataclass(frozen=True)
+class MaterializeOutput:
+    sst_rows: pa.Table  # in SST layout, unsorted: upserts and tombstones at the epoch
+    changes: pa.Table  # _op, _vnode, value columns
+    row_delta: int  # inserted minus deleted keys
+
+
+def key_columns(desc: StateTableDesc) -> list[str]:
+    return [VNODE, *desc.pk_names]
+
+
+def pairs_from_changes(desc: StateTableDesc, rows: pa.Table) -> Pairs:
+    """Before/after images per key from a change stream (`_op`, `_vnode`, value columns)."""
+    keys = key_columns(desc)
+    cols = [VNODE, *desc.names]
+    inserts = rows.filter(is_insert_op(rows.column(OP))).select(cols)
+    deletes = rows.filter(pc.invert(is_insert_op(rows.column(OP)))).select(cols)
+    all_keys = distinct_keys([inserts, deletes], keys)
+    t = left_join(all_keys, first_per_key(deletes, keys), keys, right_suffix=BEFORE)
+    t = left_join(t, first_per_key(inserts, keys), keys, right_suffix=AFTER)
+    return Pairs(t)
+
+
+def pairs_from_dml(desc: StateTableDesc, rows: pa.Table, old: pa.Table) -> Pairs:
+    """Before/after images per key from DML (`_op`, `_seq`, `_vnode`, value columns) and the rows
+    the table holds for those keys (`old`: `_vnode` and value columns)."""
+    keys = key_columns(desc)
+    cols = [VNODE, *desc.names]
+    last = last_per_key(rows, keys, SEQ)
+    after = last.filter(is_insert_op(last.column(OP))).select(cols)
+    t = left_join(last.select(keys), old.select(cols), keys, right_suffix=BEFORE)
+    t = left_join(t, after, keys, right_suffix=AFTER)
+    return Pairs(t)
+
+
+@dataclass(frozen=True)
+class _Classified:
+    """Per key of a set of pairs: its images and what changed."""
+
+    before: pa.Table
+    after: pa.Table
+    vnode: pa.ChunkedArray
+    has_a: pa.Array
+    same: pa.Array
+    ins: pa.Array
+    dele: pa.Array
+    upd: pa.Array
+
+
+def _classify(names: list[str], pairs: Pairs) -> _Classified:
+    t = pairs.table
+    has_b = t.column(f"__present{BEFORE}")
+    has_a = t.column(f"__present{AFTER}")
+    before = pa.table({n: t.column(f"{n}{BEFORE}") for n in names})
+    after = pa.table({n: t.column(f"{n}{AFTER}") for n in names})
+    both = pc.and_(has_b, has_a)
+    same = pc.and_(both, rows_equal(before, after, names))
+    return _Classified(before, after, t.column(VNODE), has_a, same, pc.and_(has_a, pc.invert(has_b)),
+                       pc.and_(has_b, pc.invert(has_a)), pc.and_(both, pc.invert(same)))
+
+
+def _changes(c: _Classified) -> pa.Table:
+    def chunk(values: pa.Table, mask: pa.Array, op: Op) -> pa.Table:
+        part = values.filter(mask)
+        ops = pa.array([int(op)] * part.num_rows, pa.int8())
+        return part.add_column(0, pa.field(VNODE, pa.int16(), nullable=False), c.vnode.filter(mask)) \
+                   .add_column(0, op_field(), ops)
+
+    # an update is a U- row directly followed by its U+ row (`risingspark.chunk`)
+    updates = pa.concat_tables([chunk(c.before, c.upd, Op.UPDATE_DELETE), chunk(c.after, c.upd, Op.UPDATE_INSERT)])
+    n_upd = updates.num_rows // 2
+    updates = updates.take(pa.array(np.arange(2 * n_upd).reshape(2, n_upd).T.ravel()))
+    return pa.concat_tables([chunk(c.after, c.ins, Op.INSERT), chunk(c.before, c.dele, Op.DELETE), updates])
+
+
+def changes_of(names: list[str], pairs: Pairs) -> pa.Table:
+    """The change stream (``_op``, ``_vnode``, `names`) of before/after pairs, for an operator whose
+    output feeds other operators rather than a table."""
+    return _changes(_classify(names, pairs))
+
+
+def emit(desc: StateTableDesc, pairs: Pairs, epoch: int) -> MaterializeOutput:
+    """The SST rows and change log of a set of before/after pairs."""
+    names = desc.names
+    c = _classify(names, pairs)
+    changes = _changes(c)
+    write = pc.and_(c.has_a, pc.invert(c.same))
+    upserts = c.after.filter(write)
+    t = pairs.table
+    tombstones = pa.table({n: (t.column(n) if n in desc.pk_names else pa.nulls(t.num_rows, c.before.column(n).type))
+                           for n in names}).filter(c.dele)
+    sst_rows = pa.concat_tables([
+        _sst_part(upserts, c.vnode.filter(write), epoch, False),
+        _sst_part(tombstones, c.vnode.filter(c.dele), epoch, True),
+    ])
+    return MaterializeOutput(sst_rows, changes, pc.sum(c.ins).as_py() - pc.sum(c.dele).as_py()
+                             if t.num_rows else 0)
+
+
+def _sst_part(values: pa.Table, vnodes: pa.Array | pa.ChunkedArray, epoch: int, tombstone: bool) -> pa.Table:
+    n = values.num_rows
+    out = values.add_column(0, pa.field(VNODE, pa.int16(), nullable=False), vnodes)
+    out = out.append_column(pa.field(EPOCH, pa.int64(), nullable=False), pa.array([epoch] * n, pa.int64()))
+    return out.append_column(pa.field(TOMBSTONE, pa.bool_(), nullable=False), pa.array([tombstone] * n, pa.bool_()))

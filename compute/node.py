@@ -1,0 +1,66 @@
+"""The compute node: keeps the streaming jobs meta gave it and runs one epoch round per barrier on
+its SparkSession."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+
+from compute.stream.round import EpochRound, JobRuntime
+from risingspark.barrier import AddJobs, Barrier, EpochResult, Mutation, StreamJob, Throttle
+from risingspark.storage.object_store import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+
+class ComputeNode:
+    def __init__(self, spark, store: ObjectStore, *, parallelism: int = 0,
+                 target_round_s: float = 1.0) -> None:
+        self.spark = spark
+        self.store = store
+        self.default_parallelism = parallelism or spark.sparkContext.defaultParallelism
+        self.target_round_s = target_round_s
+        self._jobs: dict[int, JobRuntime] = {}
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._jobs.clear()
+
+    def run_epoch(self, barrier: Barrier) -> EpochResult:
+        with self._lock:
+            for m in barrier.mutations:
+                self._apply(m)
+            jobs = list(self._jobs.values())
+            # Jobs run upstream first: ids grow with creation, and a job only reads older relations.
+            jobs.sort(key=lambda rt: rt.job.job_id)
+            return EpochRound(self.spark, self.store, barrier, self.target_round_s).run(jobs)
+
+    def _apply(self, mutation: Mutation) -> None:
+        if isinstance(mutation, Throttle):
+            for job_id, rate in mutation.rates:
+                rt = self._jobs.get(job_id)
+                if rt is not None:
+                    rt.job = replace(rt.job, backfill_rate_limit=rate)
+                    logger.info("job %d: backfill rate limit %s", job_id, "unlimited" if rate is None else rate)
+            return
+        if isinstance(mutation, AddJobs):
+            for job in mutation.jobs:
+                self._jobs[job.job_id] = self._runtime(job)
+                logger.info("job %d (%s) added%s", job.job_id, job.name,
+                            " (backfilling)" if job.backfill is not None else "")
+        else:
+            for job_id in mutation.job_ids:
+                if self._jobs.pop(job_id, None) is not None:
+                    logger.info("job %d dropped", job_id)
+
+    def _runtime(self, job: StreamJob) -> JobRuntime:
+        parallelism = job.parallelism or self.default_parallelism
+        progress = {s.scan_id: list(s.vnodes) for s in job.backfill} if job.backfill is not None else None
+        return JobRuntime(job, parallelism, progress, snapshot=job.snapshot)
+
+    @property
+    def job_ids(self) -> list[int]:
+        with self._lock:
+            return sorted(self._jobs)

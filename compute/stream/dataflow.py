@@ -1,0 +1,212 @@
+"""A job's epoch as one Spark job: every stream plan node becomes a DataFrame of changes.
+
+* sources — a table's DML batches, an upstream's change log, or a backfill — yield ``_op`` plus the
+  node's columns;
+* filters and projections are Spark SQL over those columns;
+* an exchange computes ``_vnode`` of its distribution key in Spark and shuffles by it;
+* a hash aggregation pre-aggregates in Spark (``groupBy`` of signed partial sums) and folds the
+  partials into its state in a Python task, which emits the aggregate's change stream;
+* the materialize at the root writes the job's table and change log in a Python task.
+
+Python tasks in the middle of the graph cannot return their files with their rows: each writes a
+manifest (`manifest_path`) that the driver reads once the job has run; the root returns its files
+as rows. Rows flow between operators in Spark without being written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from compute.executor.hash_agg import AggCallSpec, HashAggSpec, spark_partials
+from compute.executor.hash_join import SIDE, JoinSpec
+from compute.metrics import JOB_DURATION, SPARK_JOBS
+from compute.stream.tasks import (
+    META_SCHEMA,
+    hash_agg_changes_task,
+    hash_join_task,
+    manifest_dir,
+    materialize_task,
+)
+from risingspark.chunk import OP, SEQ, VNODE
+from risingspark.errors import FeatureNotSupported
+from risingspark.stream_plan import (
+    StreamDml,
+    StreamExchange,
+    StreamFilter,
+    StreamHashAgg,
+    StreamHashJoin,
+    StreamMaterialize,
+    StreamNode,
+    StreamProject,
+    StreamTableScan,
+    walk,
+)
+from risingspark.types import Field, spark_ddl
+from risingspark.vnode import vnode_expr
+
+if TYPE_CHECKING:
+    from compute.stream.round import EpochRound, JobRuntime
+
+
+def agg_spec(node: StreamHashAgg) -> HashAggSpec:
+    assert node.input is not None and node.state_table is not None
+    in_fields: tuple[Field, ...] = node.input.fields
+    calls = tuple(
+        AggCallSpec(c.kind, in_fields[c.arg].name if c.arg is not None else None,
+                    in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name)
+        for c, out in zip(node.aggs, node.fields[len(node.group_key):], strict=True))
+    return HashAggSpec(tuple(in_fields[i].name for i in node.group_key), calls, node.state_table)
+
+
+def _vnode_column(df: DataFrame, fields: tuple[Field, ...], key: tuple[int, ...]) -> DataFrame:
+    dist = [fields[i] for i in key]
+    return df.withColumn(VNODE, F.expr(vnode_expr([f.name for f in dist], [f.type.to_spark() for f in dist])))
+
+
+class Dataflow:
+    """Builds and runs one job's epoch. `source` replaces the plan's scan (a snapshot split, a
+    change-log batch); otherwise the round provides each leaf's input."""
+
+    def __init__(self, rnd: EpochRound, rt: JobRuntime, source: DataFrame | None = None) -> None:
+        self.rnd = rnd
+        self.rt = rt
+        self.source = source
+        plan = rt.job.plan
+        self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
+        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin) for n in walk(plan))
+
+    def run(self) -> bool:
+        """Run the epoch; False when no input reached the job (no Spark job ran)."""
+        plan = self.rt.job.plan
+        if not isinstance(plan, StreamMaterialize) or plan.input is None or plan.table is None:
+            raise FeatureNotSupported(f"a streaming job must end in StreamMaterialize, not {type(plan).__name__}")
+        df = self.build(plan.input)
+        if df is None:
+            return False
+        started = time.monotonic()
+        mv = plan.table
+        if not isinstance(plan.input, StreamExchange):
+            # Rows arrive partitioned by the key an aggregation grouped them by, which is the MV's
+            # key: only the vnode column needs computing.
+            df = _vnode_column(df, plan.fields, mv.dist_key)
+        version = self.rnd.barrier.version
+        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.overwrite)
+        rows = df.mapInArrow(task, META_SCHEMA).collect()
+        job = self.rt.job
+        self.rnd.out.spark_jobs += 1
+        SPARK_JOBS.labels(job=job.name).inc()
+        JOB_DURATION.labels(job=job.name).observe(time.monotonic() - started)
+        for r in rows:
+            self.rnd.record(r.kind, json.loads(r.payload), job.job_id)
+        if self.has_stateful_middle:
+            self._collect_manifests()
+        return True
+
+    def _collect_manifests(self) -> None:
+        store = self.rnd.store
+        prefix = manifest_dir(self.rnd.env.epoch, self.rt.job.job_id)
+        files = store.list(prefix)
+        for f in files:
+            for kind, payload in json.loads(store.read_bytes(f.path)):
+                self.rnd.record(kind, payload, self.rt.job.job_id)
+        store.delete([f.path for f in files])
+
+    # ---- nodes ----------------------------------------------------------------------------------
+    def build(self, node: StreamNode) -> DataFrame | None:
+        if isinstance(node, StreamDml):
+            return self.source if self.source is not None else self.rnd.source_of(self.rt, node)
+        if isinstance(node, StreamTableScan):
+            df = self.source if self.source is not None else self.rnd.source_of(self.rt, node)
+            assert node.upstream_desc is not None
+            original = node.upstream_desc.names
+            if df is None or original == node.names:
+                return df
+            # In a query over several relations, columns are named alias.column.
+            return df.select(F.col(OP), *[F.col(f"`{a}`").alias(b) for a, b in zip(original, node.names, strict=True)])
+        if isinstance(node, StreamFilter):
+            assert node.input is not None
+            df = self.build(node.input)
+            return None if df is None else df.filter(F.expr(node.predicate))
+        if isinstance(node, StreamProject):
+            assert node.input is not None
+            df = self.build(node.input)
+            if df is None:
+                return None
+            keep = [F.col(OP)] + ([F.col(SEQ)] if SEQ in df.columns else [])
+            return df.select(*keep, *[F.expr(f"TRY_CAST(({e}) AS {f.type.to_spark()})").alias(f.name)
+                                      for e, f in zip(node.exprs, node.fields, strict=True)])
+        if isinstance(node, StreamExchange):
+            assert node.input is not None
+            df = self.build(node.input)
+            if df is None:
+                return None
+            df = _vnode_column(df, node.input.fields, node.dist_key)
+            if self.rt.backfilling and self.rt.no_shuffle:
+                # a no-shuffle backfill's actors already hold every row of their vnodes (the MV
+                # keeps the upstream's distribution key)
+                return df
+            return df.repartition(self.rt.parallelism, VNODE)
+        if isinstance(node, StreamHashAgg):
+            return self._hash_agg(node)
+        if isinstance(node, StreamHashJoin):
+            return self._hash_join(node)
+        raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
+
+    def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
+        lx, rx = node.left, node.right
+        assert isinstance(lx, StreamExchange) and isinstance(rx, StreamExchange)
+        assert lx.input is not None and rx.input is not None
+        assert node.left_state is not None and node.right_state is not None
+        left, right = self.build(lx.input), self.build(rx.input)
+        if left is None and right is None:
+            return None
+        lf, rf = lx.input.fields, rx.input.fields
+        spark_types = [t.to_spark() for t in node.key_types]
+
+        def side(df: DataFrame | None, fields: tuple[Field, ...], key: tuple[int, ...], tag: int) -> DataFrame:
+            if df is None:
+                df = self.rnd.spark.createDataFrame([], f"`{OP}` TINYINT, {spark_ddl(fields)}")
+            # Both sides hash their key cast to the common type, so equal keys meet in one task.
+            df = df.withColumn(VNODE, F.expr(vnode_expr([fields[i].name for i in key], spark_types)))
+            own = {f.name for f in fields}
+            return df.select(F.lit(tag).cast("tinyint").alias(SIDE), F.col(OP), F.col(VNODE),
+                             *[F.col(f"`{f.name}`") if f.name in own else F.lit(None).cast(f.type.to_spark()).alias(f.name)
+                               for f in (*lf, *rf)])
+
+        both = side(left, lf, node.left_key, 0).unionByName(side(right, rf, node.right_key, 1))
+        both = both.repartition(self.rt.parallelism, VNODE)
+        spec = JoinSpec(node.kind, node.left_state, node.right_state, tuple(lf[i].name for i in node.left_key),
+                        tuple(rf[i].name for i in node.right_key), tuple(node.fields[i].name for i in node.stream_key))
+        version = self.rnd.barrier.version
+        task = hash_join_task(self.rnd.env, spec, tuple(version.ssts(node.left_state.table_id)),
+                              tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,
+                              self.op_ids[id(node)])
+        return both.mapInArrow(task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
+        exchange = node.input
+        if not isinstance(exchange, StreamExchange) or exchange.input is None:
+            raise FeatureNotSupported("a hash aggregation must follow an exchange")
+        df = self.build(exchange.input)
+        if not node.group_key and self.rt.backfilling:
+            # A global aggregate has one row even over nothing: while the job backfills, a row that
+            # weighs nothing (op 0) makes its group exist (folding it again later changes nothing).
+            seed = self.rnd.spark.range(1).select(
+                F.lit(0).cast("tinyint").alias(OP),
+                *[F.lit(None).cast(f.type.to_spark()).alias(f.name) for f in exchange.input.fields])
+            df = seed if df is None else df.select(OP, *[f.name for f in exchange.input.fields]).unionByName(seed)
+        if df is None:
+            return None
+        spec = agg_spec(node)
+        df = _vnode_column(df, exchange.input.fields, exchange.dist_key)
+        # Pre-aggregate in Spark: one row of signed partial sums per group reaches Python.
+        df = df.groupBy(VNODE, *spec.group_key).agg(*[F.expr(e).alias(n) for n, e in spark_partials(spec)])
+        assert node.state_table is not None
+        task = hash_agg_changes_task(self.rnd.env, spec, tuple(self.rnd.barrier.version.ssts(node.state_table.table_id)),
+                                     self.rt.job.job_id, self.op_ids[id(node)])
+        return df.mapInArrow(task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")

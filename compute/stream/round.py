@@ -1,0 +1,255 @@
+"""One epoch round on Spark: DML → tables → every streaming job in topological order.
+
+Each job whose inputs changed in the epoch (or that is backfilling) runs as one Spark job (see
+`compute.stream.pipeline`); a job with no input runs nothing, so an idle epoch costs no Spark job.
+Jobs read their upstreams' change logs of this epoch, which the upstream's job wrote earlier in the
+same round; nothing is visible to readers until meta commits the epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from compute.metrics import BACKFILL_FORWARDED, EPOCH_ROUNDS, backfill_labels
+from compute.stream.tasks import (
+    TaskEnv,
+    backfill_task,
+    progress_path,
+    read_files_task,
+)
+from risingspark.barrier import (
+    BackfillReport,
+    Barrier,
+    ChangeLogInfo,
+    EpochResult,
+    SnapshotState,
+    StreamJob,
+    VnodeProgress,
+)
+from risingspark.chunk import OP, SEQ, VNODE
+from risingspark.keys import decode_key
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.object_store import ObjectStore
+from risingspark.stream_plan import StreamDml, StreamHashAgg, StreamTableScan, scans, walk
+from risingspark.types import spark_ddl
+from risingspark.vnode import VNODE_COUNT, actor_vnodes
+
+logger = logging.getLogger(__name__)
+
+# Snapshot rows an actor reads per epoch while backfilling: adapted so a round takes about one
+# barrier interval (as RisingWave's backfill reads until the next barrier arrives).
+INITIAL_CHUNK_ROWS = 200_000
+MIN_CHUNK_ROWS = 10_000
+MAX_CHUNK_ROWS = 4_000_000
+MAX_CHUNK_GROWTH = 4.0
+
+
+@dataclass
+class JobRuntime:
+    """A running job on this compute node. `progress` (per scan, per upstream vnode) is set while it
+    backfills."""
+
+    job: StreamJob
+    parallelism: int
+    progress: dict[int, list[VnodeProgress]] | None = None
+    chunk_rows: int = INITIAL_CHUNK_ROWS
+    snapshot: SnapshotState | None = None  # a snapshot backfill in progress
+    throttled_until: float = 0.0  # a rate-limited snapshot backfill reads its next split after this
+
+    @property
+    def scan(self) -> StreamTableScan | None:
+        """The job's scan of its upstream (None for a table's DML job)."""
+        return next((n for n in walk(self.job.plan) if isinstance(n, StreamTableScan)), None)
+
+    @property
+    def has_agg(self) -> bool:
+        return any(isinstance(n, StreamHashAgg) for n in walk(self.job.plan))
+
+    @property
+    def no_shuffle(self) -> bool:
+        scan = self.scan
+        return scan is not None and scan.backfill_type == "NO_SHUFFLE_BACKFILL"
+
+    @property
+    def backfilling(self) -> bool:
+        return self.progress is not None
+
+
+@dataclass
+class RoundOutput:
+    ssts: list[SstableInfo] = field(default_factory=list)
+    change_logs: list[ChangeLogInfo] = field(default_factory=list)
+    row_deltas: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    rows_in: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    backfill: list[BackfillReport] = field(default_factory=list)
+    finished: list[int] = field(default_factory=list)
+    spark_jobs: int = 0
+
+
+class EpochRound:
+    def __init__(self, spark: SparkSession, store: ObjectStore, barrier: Barrier, target_round_s: float) -> None:
+        self.spark = spark
+        self.store = store
+        self.barrier = barrier
+        self.env = TaskEnv(store.url, barrier.epoch.curr, barrier.epoch.prev)
+        self.target_round_s = target_round_s
+        self.out = RoundOutput()
+        self.changelogs: dict[int, list[str]] = defaultdict(list)
+        self.dml: dict[int, list[str]] = defaultdict(list)
+        for b in barrier.dml:
+            self.dml[b.table_id].append(b.path)
+        self.log_batches = {b.job_id: b for b in barrier.log_batches}
+
+    def run(self, jobs: list[JobRuntime]) -> EpochResult:
+        EPOCH_ROUNDS.inc()
+        for rt in jobs:
+            self._run_job(rt)
+        consumed = tuple(b.batch_id for b in self.barrier.dml)
+        o = self.out
+        return EpochResult(self.env.epoch, tuple(o.ssts), tuple(o.change_logs), dict(o.row_deltas),
+                           tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in))
+
+    # ---- one job ------------------------------------------------------------------------------
+    def _run_job(self, rt: JobRuntime) -> None:
+        started = time.monotonic()
+        if rt.snapshot is not None:
+            from compute.stream.snapshot import run_snapshot_backfill
+
+            run_snapshot_backfill(self, rt)
+            return
+        from compute.stream.dataflow import Dataflow
+
+        ran = Dataflow(self, rt).run()
+        if ran and rt.backfilling:
+            self._collect_backfill(rt, time.monotonic() - started)
+
+    def source_of(self, rt: JobRuntime, src: StreamDml | StreamTableScan) -> DataFrame | None:
+        """A leaf's input this epoch: DML batches, the upstream's change log, or its backfill."""
+        if isinstance(src, StreamDml):
+            paths = self.dml.get(rt.job.job_id)
+            if not paths:
+                return None
+            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(SEQ, pa.int64()),
+                                *(pa.field(f.name, f.type.to_arrow()) for f in src.fields)])
+            return self.read_files(paths, schema, f"`{OP}` TINYINT, `{SEQ}` BIGINT, {spark_ddl(src.fields)}")
+        assert src.upstream_desc is not None
+        upstream = src.upstream_desc
+        paths = self.changelogs.get(upstream.table_id, [])
+        if not rt.backfilling:
+            if not paths:
+                return None
+            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(VNODE, pa.int16()),
+                                *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields)])
+            return self.read_files(paths, schema,
+                                    f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}")
+        return self._backfill_source(rt, scans(rt.job.plan).index(src), upstream, tuple(paths))
+
+    def read_files(self, paths: list[str], schema: pa.Schema, ddl: str) -> DataFrame:
+        n = len(paths)
+        seeds = self.spark.range(0, n, 1, numPartitions=min(n, max(1, self.spark.sparkContext.defaultParallelism)))
+        return seeds.mapInArrow(read_files_task(self.store.url, tuple(paths), schema), ddl)
+
+    def _backfill_source(self, rt: JobRuntime, scan_id: int, upstream: StateTableDesc,
+                         paths: tuple[str, ...]) -> DataFrame:
+        assert rt.progress is not None
+        progress = rt.progress[scan_id]
+        n = rt.parallelism
+        by_vnode = {p.vnode: p for p in progress}
+        actors = tuple(tuple(by_vnode[v] for v in actor_vnodes(i, n) if v in by_vnode) for i in range(n))
+        unfinished = sum(1 for p in progress if not p.finished)
+        budget = rt.chunk_rows
+        rate = rt.job.backfill_rate_limit
+        if rate is not None and rate >= 0:
+            # rows/s per parallelism over one round; a positive limit always reads something
+            budget = max(1, int(rate * n * self.target_round_s)) if rate > 0 else 0
+        limit = 0 if budget == 0 else max(1, math.ceil(budget / max(1, unfinished)))
+        ssts = tuple(self.barrier.version.ssts(upstream.table_id))
+        if rt.no_shuffle:
+            # Each actor walks its vnodes in order from one position; a chunk moves on across as many
+            # vnodes as the budget is expected to cover (rows per vnode estimated from the SSTs).
+            per_vnode = max(1, sum(s.row_count for s in ssts) // VNODE_COUNT)
+            window = max(1, math.ceil(budget / n / per_vnode)) if budget else 1
+            actors = tuple(_walk_window(a, window) for a in actors)
+            limit = 0 if budget == 0 else max(1, math.ceil(budget / max(1, n * window)))
+        task = backfill_task(self.env, rt.job.job_id, scan_id, upstream, ssts, paths, actors, limit)
+        ddl = f"`{OP}` TINYINT, {spark_ddl(upstream.fields)}"
+        return self.spark.range(0, n, 1, numPartitions=n).mapInArrow(task, ddl)
+
+    # ---- results ------------------------------------------------------------------------------
+    def record(self, kind: str, payload: dict, job_id: int) -> None:
+        if kind == "sst":
+            self.out.ssts.append(SstableInfo.from_json(payload))
+        elif kind == "changelog":
+            info = ChangeLogInfo(payload["table_id"], self.env.epoch, payload["path"], payload["row_count"])
+            self.out.change_logs.append(info)
+            self.changelogs[info.table_id].append(info.path)
+        elif kind == "rows":
+            self.out.row_deltas[payload["table_id"]] += payload["delta"]
+            self.out.rows_in[job_id] += payload["input"]
+
+    def _collect_backfill(self, rt: JobRuntime, elapsed: float) -> None:
+        """Read the per-actor progress files of every scan and report what changed."""
+        assert rt.progress is not None
+        snapshot_total = 0
+        for scan_id, scan in enumerate(scans(rt.job.plan)):
+            assert scan.upstream_desc is not None
+            snapshot_total += self._collect_scan(rt, scan_id, scan.upstream_desc)
+        if elapsed > 0 and snapshot_total:
+            scale = min(MAX_CHUNK_GROWTH, max(0.5, self.target_round_s / elapsed))
+            rt.chunk_rows = int(min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, rt.chunk_rows * scale)))
+        total = sum(len(p) for p in rt.progress.values())
+        done = sum(1 for p in rt.progress.values() for v in p if v.finished)
+        if done == total:
+            self.out.finished.append(rt.job.job_id)
+            rt.progress = None
+            logger.info("job %d: backfill finished at epoch %d", rt.job.job_id, self.env.epoch)
+        else:
+            logger.info("job %d: backfill read %d snapshot rows in %.2f s (%d/%d vnodes done)", rt.job.job_id,
+                        snapshot_total, elapsed, done, total)
+
+    def _collect_scan(self, rt: JobRuntime, scan_id: int, upstream: StateTableDesc) -> int:
+        assert rt.progress is not None
+        key_types = [upstream.fields[i].type for i in upstream.pk]
+        by_vnode = {p.vnode: p for p in rt.progress[scan_id]}
+        changed: list[VnodeProgress] = []
+        snapshot_rows = forwarded = 0
+        paths = [progress_path(rt.job.job_id, scan_id, self.env.epoch, i) for i in range(rt.parallelism)]
+        for path in paths:
+            if not self.store.exists(path):
+                continue  # the scan had nothing to read this epoch
+            report = json.loads(self.store.read_bytes(path))
+            snapshot_rows += report["snapshot_rows"]
+            forwarded += report["forwarded_rows"]
+            for vnode, pos, finished, count in report["vnodes"]:
+                p = VnodeProgress(vnode, decode_key(pos, key_types), finished, count)
+                if by_vnode.get(vnode) != p:
+                    changed.append(p)
+                by_vnode[vnode] = p
+        self.store.delete(paths)
+        BACKFILL_FORWARDED.labels(**backfill_labels(rt.job)).inc(forwarded)
+        rt.progress[scan_id] = [by_vnode[v] for v in sorted(by_vnode)]
+        self.out.backfill.append(BackfillReport(rt.job.job_id, upstream.table_id, tuple(changed), snapshot_rows,
+                                                forwarded, scan_id=scan_id))
+        return snapshot_rows
+
+
+def _walk_window(actor: tuple[VnodeProgress, ...], window: int) -> tuple[VnodeProgress, ...]:
+    """The vnodes a no-shuffle actor merges this epoch: the finished ones (they forward changes) and
+    the next `window` unfinished ones in vnode order (they read snapshot); later ones wait, holding
+    nothing yet."""
+    out, reading = [], 0
+    for p in actor:
+        if p.finished:
+            out.append(p)
+        elif reading < window:
+            out.append(p)
+            reading += 1
+    return tuple(out)

@@ -1,0 +1,206 @@
+"""The per-partition functions of an epoch round, run by Spark's ``mapInArrow`` in Python workers.
+
+They hold no Spark code: each receives a partition's rows as Arrow record batches, runs an executor
+kernel, writes its files to the object store with pyarrow, and yields small metadata rows
+(`META_SCHEMA`) that the driver collects and reports to meta. Readers and the block cache are
+per worker process (workers are reused between tasks), so SSTs read in one epoch stay cached.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
+from compute.executor.hash_agg import HashAggSpec, fold
+from compute.executor.hash_join import JoinSpec, join_epoch, touched_keys
+from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
+from risingspark.barrier import VnodeProgress
+from risingspark.chunk import VNODE
+from risingspark.keys import encode_key
+from risingspark.storage.cache import block_cache
+from risingspark.storage.changelog import read_changelog, write_changelog
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.object_store import get_object_store
+from risingspark.storage.reader import ScanResult, StateTableReader, read_schema
+from risingspark.storage.sst import write_sst
+
+logger = logging.getLogger(__name__)
+
+META_SCHEMA = "kind STRING, payload STRING"
+_META_ARROW = pa.schema([("kind", pa.string()), ("payload", pa.string())])
+
+Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+@dataclass(frozen=True)
+class TaskEnv:
+    store_url: str
+    epoch: int
+    prev_epoch: int
+
+    def reader(self) -> StateTableReader:
+        return StateTableReader(get_object_store(self.store_url), block_cache())
+
+
+def _collect(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    parts = [b for b in batches if b.num_rows]
+    if not parts:
+        return None
+    return pa.Table.from_batches(parts)
+
+
+def _meta(items: list[tuple[str, dict]]) -> Iterator[pa.RecordBatch]:
+    if items:
+        yield pa.RecordBatch.from_pydict({"kind": [k for k, _ in items],
+                                          "payload": [json.dumps(p) for _, p in items]}, schema=_META_ARROW)
+
+
+def _write_outputs(env: TaskEnv, desc: StateTableDesc, sst_rows: pa.Table, changes: pa.Table | None,
+                   items: list[tuple[str, dict]]) -> None:
+    store = get_object_store(env.store_url)
+    name = f"{env.epoch}-{uuid.uuid4().hex[:12]}.parquet"
+    if sst_rows.num_rows:
+        info = write_sst(store, desc, sst_rows, f"hummock/{desc.table_id}/{name}", level=0, sub_level=env.epoch)
+        items.append(("sst", info.to_json()))
+    if changes is not None and changes.num_rows:
+        path = f"changelog/{desc.table_id}/{name}"
+        rows = write_changelog(store, desc, changes, path)
+        items.append(("changelog", {"table_id": desc.table_id, "path": path, "row_count": rows}))
+
+
+def materialize_task(env: TaskEnv, desc: StateTableDesc, ssts: tuple[SstableInfo, ...], overwrite: bool) -> Task:
+    """StreamMaterialize over a partition of the job's change stream (or of a table's DML)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        if overwrite:
+            keys = rows.select([VNODE, *desc.pk_names])
+            old = env.reader().lookup(desc, ssts, env.prev_epoch, keys)
+            pairs = pairs_from_dml(desc, rows, old)
+        else:
+            pairs = pairs_from_changes(desc, rows)
+        out = emit(desc, pairs, env.epoch)
+        items: list[tuple[str, dict]] = [("rows", {"table_id": desc.table_id, "delta": out.row_delta,
+                                                   "input": rows.num_rows})]
+        _write_outputs(env, desc, out.sst_rows, out.changes, items)
+        yield from _meta(items)
+
+    return run
+
+
+def manifest_dir(epoch: int, job_id: int) -> str:
+    return f"manifests/{epoch}/{job_id}"
+
+
+def _write_manifest(env: TaskEnv, job_id: int, op_id: int, items: list[tuple[str, dict]]) -> None:
+    """What a task in the middle of a job's graph wrote, for the driver to report after the job.
+    One file per operator and partition, so a retried task replaces its attempt's manifest."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    partition = ctx.partitionId() if ctx is not None else 0
+    path = f"{manifest_dir(env.epoch, job_id)}/{op_id}-{partition}.json"
+    get_object_store(env.store_url).write_bytes(path, json.dumps(items).encode())
+
+
+def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, state_ssts: tuple[SstableInfo, ...], job_id: int,
+                          op_id: int) -> Task:
+    """StreamHashAgg over pre-aggregated partials (one row per group, `hash_agg.spark_partials`):
+    folds them into the state, writes the state's SST (reported by manifest) and yields the
+    aggregate's change stream (``_op``, ``_vnode``, group key, one column per call)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        keys = rows.select([VNODE, *spec.group_key])
+        old = env.reader().lookup(spec.state, state_ssts, env.prev_epoch, keys)
+        agg = fold(spec, rows, old, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.state, agg.state_rows, None, items)
+        if items:
+            _write_manifest(env, job_id, op_id, items)
+        yield from changes_of(spec.output_names, agg.pairs).to_batches(max_chunksize=65536)
+
+    return run
+
+
+def backfill_task(env: TaskEnv, job_id: int, scan_id: int, upstream: StateTableDesc, ssts: tuple[SstableInfo, ...],
+                  changelog_paths: tuple[str, ...], actors: tuple[tuple[VnodeProgress, ...], ...],
+                  limit_per_vnode: int) -> Task:
+    """The arrangement backfill of one actor per input row (column ``id`` = actor index). Yields the
+    rows for the downstream operators; the new per-vnode state goes to a progress file that the
+    driver reads after the job (`progress_path`)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = get_object_store(env.store_url)
+        reader = env.reader()
+        for batch in batches:
+            for actor in batch.column("id").to_pylist():
+                progress = list(actors[actor])
+                changes = read_changelog(store, upstream, changelog_paths)
+                positions = snapshot_positions(progress)
+                if limit_per_vnode > 0:
+                    scan = reader.scan_after(upstream, ssts, env.prev_epoch, positions, limit_per_vnode)
+                else:  # paused (backfill_rate_limit = 0): no snapshot read, changes still merge
+                    scan = ScanResult(read_schema(upstream).empty_table())
+                result = step(upstream, progress, scan, changes)
+                report = {"vnodes": [[p.vnode, encode_key(p.position), p.finished, p.row_count]
+                                     for p in result.progress],
+                          "snapshot_rows": result.snapshot_rows, "forwarded_rows": result.forwarded_rows}
+                store.write_bytes(progress_path(job_id, scan_id, env.epoch, actor), json.dumps(report).encode())
+                yield from result.rows.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def progress_path(job_id: int, scan_id: int, epoch: int, actor: int) -> str:
+    return f"backfill/{job_id}/{epoch}/scan-{scan_id}-actor-{actor}.json"
+
+
+def read_files_task(store_url: str, paths: tuple[str, ...], schema: pa.Schema) -> Task:
+    """A source: input row ``id`` = index into `paths`; yields that file's rows in `schema`.
+    Files are read with pyarrow's file systems, so any object store works without Hadoop."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        store = get_object_store(store_url)
+        for batch in batches:
+            for i in batch.column("id").to_pylist():
+                table = store.read_parquet(paths[i]).select(schema.names).cast(schema)
+                yield from table.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, ...],
+                   right_ssts: tuple[SstableInfo, ...], job_id: int, op_id: int) -> Task:
+    """StreamHashJoin over a partition holding both sides' changes of its join keys (``_side``):
+    looks up the touched keys' rows of each side, writes both sides' state (reported by manifest),
+    and yields the join's change stream."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        keys = touched_keys(spec, rows)
+        reader = env.reader()
+        left = reader.lookup(spec.left, left_ssts, env.prev_epoch, keys, columns=list(spec.left_key))
+        right = reader.lookup(spec.right, right_ssts, env.prev_epoch,
+                              keys.rename_columns([VNODE, *spec.right_key]), columns=list(spec.right_key))
+        out = join_epoch(spec, rows, left, right, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.left, out.left_state_rows, None, items)
+        _write_outputs(env, spec.right, out.right_state_rows, None, items)
+        if items:
+            _write_manifest(env, job_id, op_id, items)
+        yield from out.changes.to_batches(max_chunksize=65536)
+
+    return run

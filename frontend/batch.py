@@ -1,0 +1,234 @@
+"""Local batch execution: SELECTs over tables, MVs and system catalogs at the committed epoch.
+
+Each referenced relation is read from storage at the session's pinned version (MVCC merge of its
+SSTs; merged results are cached per set of SSTs, since SSTs are immutable) and registered in an
+in-process DuckDB; the statement, parsed by sqlglot as Postgres SQL, gets Postgres' output names,
+is rewritten for DuckDB (`frontend.catalog.rewrite`: catalog functions, reg* casts, operators) and
+to the registered names, and runs with Postgres' integer division. Every query runs on its own
+cursor of one DuckDB database per engine, which holds the catalog macros. Distributed execution on
+Spark is for later issues; its entry point would take the same rewritten plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from frontend.binder import CatalogReader, ident
+from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
+from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
+from risingspark.catalog import RelationCatalog
+from risingspark.errors import (
+    DataException,
+    DivisionByZero,
+    FeatureNotSupported,
+    InvalidTextRepresentation,
+    NumericValueOutOfRange,
+    QueryCanceled,
+    RisingSparkError,
+    SyntaxError_,
+    UndefinedColumn,
+    UndefinedFunction,
+    UndefinedTable,
+)
+from risingspark.storage.cache import BlockCache
+from risingspark.storage.desc import HummockVersion
+from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.reader import StateTableReader
+from risingspark.types import DataType, TypeName
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SERVER_VERSION", "VERSION_TEXT", "BatchEngine", "QueryContext", "normalize", "translate_duckdb_error"]
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What a batch query may read: the catalog, the pinned version, and session values."""
+
+    catalog: CatalogReader
+    version: HummockVersion
+    database: str
+    user: str
+    system_rows: Callable[[str, str], pa.Table]  # (schema, name) -> rows of a system table
+    rewrite: RewriteContext | None = None
+
+
+class BatchEngine:
+    """Shared by every session of a frontend: the storage reader and the merged-table cache."""
+
+    def __init__(self, store: ObjectStore, cache_bytes: int = 1 << 30) -> None:
+        self.reader = StateTableReader(store, BlockCache(cache_bytes // 2))
+        self._merged = BlockCache(cache_bytes // 2)
+        self._db = duckdb.connect(config={"threads": 2})
+        for macro in MACROS:
+            self._db.execute(macro)
+
+    def read_relation(self, rel: RelationCatalog, version: HummockVersion, *, hidden: bool = False) -> pa.Table:
+        """Every row of a table or MV at the version's committed epoch (value columns only)."""
+        desc = rel.table_desc
+        ssts = version.ssts(desc.table_id)
+        key = hashlib.sha1("\n".join(sorted(s.path for s in ssts)).encode()).hexdigest()
+        table = self._merged.get_or_load(
+            f"{desc.table_id}:{key}",
+            lambda: self.reader.read(desc, ssts, version.committed_epoch).drop_columns(["_vnode"]))
+        if not hidden:
+            table = table.select([f.name for f in rel.fields if not f.hidden])
+        return table
+
+    def run(self, query: exp.Expression, ctx: QueryContext, *, cancel: threading.Event | None = None,
+            full_relations: bool = False) -> pa.Table:
+        """Run a SELECT (or VALUES) and return its rows, with Postgres' column names."""
+        query = query.copy()
+        con = self._db.cursor()
+        try:
+            con.execute("SET integer_division = true")
+            con.execute("SET TimeZone = 'UTC'")
+            query = rewrite(name_outputs(query), ctx.rewrite)
+            _register_relations(self, con, query, ctx, full_relations)
+            sql = query.sql(dialect="duckdb")
+            logger.debug("batch query on DuckDB: %s", sql)
+            watcher = _Watcher(con, cancel)
+            try:
+                result = con.sql(sql).to_arrow_table() if sql.strip() else pa.table({})
+            finally:
+                watcher.stop()
+            if watcher.fired:
+                raise QueryCanceled("canceling statement due to user request")
+            return normalize(result)
+        except duckdb.Error as e:
+            if cancel is not None and cancel.is_set():
+                raise QueryCanceled("canceling statement due to user request") from None
+            raise translate_duckdb_error(e) from None
+        finally:
+            con.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class _Watcher:
+    """Interrupts DuckDB when the session's cancel event fires."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event | None) -> None:
+        self.fired = False
+        self._done = threading.Event()
+        if cancel is None:
+            return
+        self._thread = threading.Thread(target=self._watch, args=(con, cancel), daemon=True)
+        self._thread.start()
+
+    def _watch(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event) -> None:
+        while not self._done.wait(0.05):
+            if cancel.is_set():
+                self.fired = True
+                con.interrupt()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, query: exp.Expression,
+                        ctx: QueryContext, full: bool) -> None:
+    ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
+    registered: dict[tuple[str, str], str] = {}
+    for table in list(query.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier):
+            if isinstance(table.this, exp.Func | exp.Anonymous):
+                continue  # a table function such as generate_series(...)
+            continue
+        name = ident(table.this)
+        if not table.args.get("db") and name in ctes:
+            continue
+        ref = ctx.catalog.resolve(table)
+        key = (ref.schema, ref.name)
+        if key not in registered:
+            reg = f"__rel_{len(registered)}"
+            if ref.relation is not None:
+                data = engine.read_relation(ref.relation, ctx.version, hidden=full)
+            else:
+                data = ctx.system_rows(ref.schema, ref.name)
+            con.register(reg, data)
+            registered[key] = reg
+        alias = table.args.get("alias")
+        table.set("this", exp.to_identifier(registered[key]))
+        table.set("db", None)
+        table.set("catalog", None)
+        if alias is None:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+
+
+def _wire_type(t: pa.DataType) -> pa.DataType | None:
+    """The Arrow type the wire encodes for a result type (lists of such types included); None when
+    values are sent as their text."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        elem = _wire_type(t.value_type)
+        return pa.list_(elem) if elem is not None else None
+    try:
+        dt = DataType.from_arrow(t)
+    except RisingSparkError:
+        return None
+    if dt.name is TypeName.NUMERIC and pa.types.is_decimal(t):
+        return t if t.precision <= 38 else pa.decimal128(38, min(t.scale, 38))
+    return dt.to_arrow()
+
+
+def normalize(table: pa.Table) -> pa.Table:
+    """Arrow types of a result as the wire knows them (e.g. string views to strings, HUGEINT to
+    numeric, lists of those)."""
+    cols, fields = [], []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        target = _wire_type(f.type)
+        if target is None:
+            col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
+            target = pa.string()
+        elif col.type != target:
+            col = pc.cast(col, target)
+        cols.append(col)
+        fields.append(pa.field(f.name, target))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields)) if fields else table
+
+
+_COLUMN_NOT_FOUND = re.compile(r'Referenced column "([^"]+)" not found')
+_TABLE_NOT_FOUND = re.compile(r'Table with name ([^ ]+) does not exist')
+_FUNC_NOT_FOUND = re.compile(r"(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist")
+
+
+def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
+    msg = str(e).split("\n")[0]
+    body = msg.split(": ", 1)[1] if ": " in msg else msg
+    if isinstance(e, duckdb.ParserException):
+        return SyntaxError_(f"syntax error: {body}")
+    if isinstance(e, duckdb.BinderException | duckdb.CatalogException):
+        if m := _COLUMN_NOT_FOUND.search(msg):
+            return UndefinedColumn(f'column "{m.group(1)}" does not exist')
+        if m := _TABLE_NOT_FOUND.search(msg):
+            return UndefinedTable(f'relation "{m.group(1)}" does not exist')
+        if m := _FUNC_NOT_FOUND.search(msg):
+            return UndefinedFunction(f"function {m.group(1)} does not exist")
+        if "No function matches" in msg:
+            return UndefinedFunction(body)
+        return FeatureNotSupported(body) if "not supported" in msg.lower() else UndefinedFunction(body)
+    if isinstance(e, duckdb.ConversionException):
+        if "out of range" in msg.lower() or "overflow" in msg.lower():
+            return NumericValueOutOfRange(body)
+        return InvalidTextRepresentation(body)
+    if isinstance(e, duckdb.OutOfRangeException):
+        return NumericValueOutOfRange(body)
+    if "Division by zero" in msg or "division by zero" in msg:
+        return DivisionByZero("division by zero")
+    if isinstance(e, duckdb.InvalidInputException):
+        return DataException(body)
+    if isinstance(e, duckdb.NotImplementedException):
+        return FeatureNotSupported(body)
+    return DataException(body)

@@ -1,0 +1,390 @@
+"""Rewrites that let DuckDB run the SQL Postgres clients send, as passes over the sqlglot tree.
+
+Each pass is a function ``(expression, ctx) -> expression``; `RULES` runs them in order. They map
+Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operators, ``COLLATE``
+(dropped), LIKE's default backslash escape, ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
+names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
+(`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
+runs before the rewrites, on the statement as the client wrote it.
+
+>>> import sqlglot
+>>> q = sqlglot.parse_one("SELECT relname FROM pg_class WHERE relname OPERATOR(pg_catalog.~) '^t$' "
+...                       "COLLATE pg_catalog.default", read="risingwave")
+>>> operators(drop_collations(q, None), None).sql("duckdb")
+"SELECT relname FROM pg_class WHERE REGEXP_MATCHES(relname, '^t$')"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, cast
+
+from sqlglot import exp
+
+from frontend.catalog.functions import literal_value, rewrite_call
+from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
+from frontend.catalog.table import SystemContext
+from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
+
+
+@dataclass
+class RewriteContext:
+    """The session's view of the catalog that rewrites consult."""
+
+    sys: SystemContext
+    user: str
+    database: str
+    pid: int = 0
+    settings: dict[str, str] = field(default_factory=dict)  # lower-case name -> value
+
+    def setting(self, name: str) -> str | None:
+        return self.settings.get(name.lower())
+
+    def existing_search_path(self) -> list[str]:
+        names = {s.name for s in self.sys.schemas()}
+        return [s for s in self.sys.search_path if s in names]
+
+    def current_schema(self) -> str | None:
+        path = self.existing_search_path()
+        return path[0] if path else None
+
+    @cached_property
+    def _schemas(self) -> dict[str, int]:
+        return {**SYSTEM_NAMESPACES, **{s.name: s.id for s in self.sys.schemas()}}
+
+    @cached_property
+    def _relations(self) -> dict[tuple[str, str], int]:
+        from frontend.catalog.system import SYSTEM_TABLES
+
+        out = {(t.schema, t.name): t.oid for t in SYSTEM_TABLES.values()}
+        out.update({(self.sys.schema_name(r), r.name): r.id for r in self.sys.relations()})
+        return out
+
+    def namespace_oid(self, name: str) -> int | None:
+        return self._schemas.get(_unquote(name))
+
+    def relation_oid(self, name: str) -> int | None:
+        """The OID of a relation name as ``::regclass`` resolves it (``schema.name`` or searched)."""
+        parts = [_unquote(p) for p in name.split(".")]
+        if len(parts) > 1:
+            return self._relations.get((parts[-2], parts[-1]))
+        for schema in ["pg_catalog", *self.sys.search_path, "rw_catalog"]:
+            oid = self._relations.get((schema, parts[0]))
+            if oid is not None:
+                return oid
+        return None
+
+    def visible_relation_oids(self) -> set[int]:
+        """Relations ``pg_table_is_visible``: first of their name along pg_catalog + search_path."""
+        seen: set[str] = set()
+        out: set[int] = set()
+        for schema in ["pg_catalog", *self.sys.search_path]:
+            for (s, name), oid in self._relations.items():
+                if s == schema and name not in seen:
+                    out.add(oid)
+            seen |= {name for (s, name) in self._relations if s == schema}
+        return out
+
+
+def _unquote(name: str) -> str:
+    name = name.strip()
+    return name[1:-1].replace('""', '"') if name.startswith('"') and name.endswith('"') else name.lower()
+
+
+# ---- output names -----------------------------------------------------------------------------------
+
+_FUNC_NAMES = {exp.CurrentVersion: "version", exp.GroupConcat: "string_agg", exp.Explode: "unnest",
+               exp.ArraySize: "array_length", exp.StrPosition: "position", exp.LogicalAnd: "bool_and",
+               exp.LogicalOr: "bool_or", exp.CurrentTimestamp: "now", exp.Array: "array", exp.Case: "case",
+               exp.Exists: "exists", exp.ArrayAgg: "array_agg"}
+
+
+def output_name(node: Any) -> str:
+    """The column name Postgres gives an unaliased select item."""
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name if node.this.quoted else node.name.lower()
+    if isinstance(node, exp.Paren):
+        return output_name(node.this)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+        return output_name(node.expression)
+    if isinstance(node, exp.Cast | exp.TryCast):
+        inner = output_name(node.this)
+        return inner if inner != "?column?" else _type_name(node.to)
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
+        return output_name(node.this.expressions[0])
+    for cls, name in _FUNC_NAMES.items():
+        if isinstance(node, cls):
+            return name
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return "?column?"
+
+
+def _type_name(to: exp.Expression) -> str:
+    """Postgres' typname of a cast target (``int4``, ``text``, ``regclass``...)."""
+    name = _target_name(to)
+    oid = type_oid(name)
+    from frontend.catalog.oids import PG_TYPES_BY_OID
+
+    return PG_TYPES_BY_OID[oid].name if oid is not None else name
+
+
+def name_outputs(query: exp.Expression) -> exp.Expression:
+    """Alias unaliased select items of the outermost SELECT(s) with Postgres' names."""
+    selects = [query] if isinstance(query, exp.Select) else \
+        [s for s in query.find_all(exp.Select) if s.parent is None or isinstance(s.parent, exp.Union)]
+    for sel in selects:
+        items: list[exp.Expression] = []
+        for e in sel.expressions:
+            if isinstance(e, exp.Alias | exp.Star | exp.Column):
+                items.append(e)
+            else:
+                items.append(cast(exp.Expression, exp.alias_(e, output_name(e), quoted=True)))
+        sel.set("expressions", items)
+    return query
+
+
+# ---- rules --------------------------------------------------------------------------------------------
+
+def qualified_names(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """Drop ``pg_catalog.`` from function calls and schema parts from column references, and name
+    the column of a function in FROM after its alias (``unnest(a) x`` has a column ``x``)."""
+    for node in list(query.find_all(exp.Dot)):
+        if isinstance(node.this, exp.Identifier) and node.this.name.lower() == "pg_catalog" and \
+                isinstance(node.expression, exp.Func):
+            node.replace(node.expression)
+    for col in query.find_all(exp.Column):
+        if col.args.get("db") is not None:
+            col.set("db", None)
+            col.set("catalog", None)
+    for table in query.find_all(exp.Table):
+        if isinstance(table.this, exp.Func):
+            table.set("db", None)
+            alias = table.args.get("alias")
+            if isinstance(alias, exp.TableAlias) and not alias.columns and alias.this is not None:
+                alias.set("columns", [alias.this.copy()])
+    return query
+
+
+_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+    "~~*": lambda a, b: exp.ILike(this=a, expression=b),
+    "!~~*": lambda a, b: exp.Not(this=exp.ILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "!=": lambda a, b: exp.NEQ(this=a, expression=b),
+    "<": lambda a, b: exp.LT(this=a, expression=b),
+    "<=": lambda a, b: exp.LTE(this=a, expression=b),
+    ">": lambda a, b: exp.GT(this=a, expression=b),
+    ">=": lambda a, b: exp.GTE(this=a, expression=b),
+    "||": lambda a, b: exp.DPipe(this=a, expression=b),
+}
+
+
+def operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """``a OPERATOR(pg_catalog.~) b`` -> ``a ~ b`` (and the other operators by name)."""
+    for node in reversed(list(query.find_all(exp.Operator))):
+        op = str(node.args.get("operator") or "").split(".")[-1].strip()
+        build = _OPERATORS.get(op)
+        if build is not None:
+            node.replace(exp.Paren(this=build(node.this, node.expression)))
+    return query
+
+
+def drop_collations(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """``x COLLATE "C"`` -> ``x`` (DuckDB's collations are not Postgres')."""
+    for node in reversed(list(query.find_all(exp.Collate))):
+        node.replace(node.this)
+    return query
+
+
+def like_escape(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """LIKE without ESCAPE escapes with a backslash, as in Postgres."""
+    for node in list(query.find_all(exp.Like, exp.ILike)):
+        if not isinstance(node.parent, exp.Escape):
+            node.replace(exp.Escape(this=node.copy(), expression=exp.Literal.string("\\")))
+    return query
+
+
+def _parse_array(text: str) -> list[str | None] | None:
+    """The items of a one-dimensional Postgres array literal (``{a,"b c",NULL}``)."""
+    s = text.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        return None
+    body, items, cur, quoted, i = s[1:-1], [], "", False, 0
+    was_quoted = False
+    while i < len(body):
+        ch = body[i]
+        if quoted:
+            if ch == "\\" and i + 1 < len(body):
+                i += 1
+                cur += body[i]
+            elif ch == '"':
+                quoted = False
+            else:
+                cur += ch
+        elif ch == '"':
+            quoted = was_quoted = True
+        elif ch == ",":
+            items.append(None if not was_quoted and cur.strip().upper() == "NULL" else cur.strip() if not was_quoted else cur)
+            cur, was_quoted = "", False
+        else:
+            cur += ch
+        i += 1
+    if body.strip():
+        items.append(None if not was_quoted and cur.strip().upper() == "NULL" else cur.strip() if not was_quoted else cur)
+    return items
+
+
+def array_literals(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """``'{a,b}'::text[]`` -> ``CAST(['a', 'b'] AS TEXT[])``."""
+    for node in list(query.find_all(exp.Cast)):
+        to = node.to
+        if isinstance(node.this, exp.Literal) and node.this.is_string and isinstance(to, exp.DataType) and \
+                to.is_type(exp.DataType.Type.ARRAY):
+            items = _parse_array(node.this.this)
+            if items is not None:
+                node.set("this", exp.Array(expressions=[exp.null() if v is None else exp.Literal.string(v)
+                                                        for v in items]))
+    return query
+
+
+_REG = ("regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "regoper", "regconfig")
+_TEXTUAL = {"name": "VARCHAR", "char": "VARCHAR", "bpchar": "VARCHAR", "text": "VARCHAR", "oid": "BIGINT",
+            "xid": "BIGINT", "cid": "BIGINT", "regdictionary": "VARCHAR"}
+
+
+def _target_name(to: exp.Expression) -> str:
+    if isinstance(to, exp.ObjectIdentifier):
+        return to.name.lower()
+    if isinstance(to, exp.DataType) and to.this == exp.DataType.Type.USERDEFINED:
+        kind = to.args.get("kind")
+        return (kind.name if kind is not None else "").lower()
+    if isinstance(to, exp.DataType):
+        return to.sql(dialect="postgres").lower()
+    return to.sql().lower()
+
+
+def _oid_context(node: exp.Expression) -> bool:
+    """Whether a reg* cast is used as an OID (compared, or cast on to an integer) rather than shown."""
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if isinstance(parent, exp.Cast | exp.TryCast):
+        return _target_name(parent.to) in ("oid", "int", "integer", "bigint", "int4", "int8")
+    return isinstance(parent, exp.EQ | exp.NEQ | exp.In | exp.GT | exp.LT | exp.GTE | exp.LTE)
+
+
+def _relname_subquery(arg: exp.Expression) -> exp.Expression:
+    query = exp.select(exp.column("relname", "__c")).from_(
+        exp.Table(this=exp.to_identifier("pg_class"), db=exp.to_identifier("pg_catalog"),
+                  alias=exp.TableAlias(this=exp.to_identifier("__c")))).where(
+        exp.EQ(this=exp.column("oid", "__c"), expression=arg))
+    return exp.Subquery(this=query)
+
+
+def _reg_cast(kind: str, arg: exp.Expression, as_oid: bool, ctx: RewriteContext) -> exp.Expression:
+    value = literal_value(arg)
+    if value is None:
+        return exp.null()
+    if isinstance(value, str) and not value.isdigit():
+        if kind == "regclass":
+            oid = ctx.relation_oid(value)
+            if oid is None:
+                raise UndefinedTable(f'relation "{value}" does not exist')
+        elif kind == "regtype":
+            oid = type_oid(value)
+            if oid is None:
+                raise UndefinedObject(f'type "{value}" does not exist')
+        elif kind == "regnamespace":
+            oid = ctx.namespace_oid(value)
+            if oid is None:
+                raise InvalidSchemaName(f'schema "{value}" does not exist')
+        elif kind == "regrole":
+            oid = next((r.oid for r in ctx.sys.roles if r.name == _unquote(value)), None)
+            if oid is None:
+                raise UndefinedObject(f'role "{value}" does not exist')
+        else:
+            oid = 0
+        if as_oid:
+            return exp.Literal.number(oid)
+        return exp.Literal.string(format_type(oid, -1) or value) if kind == "regtype" else exp.Literal.string(value)
+    if as_oid:
+        return exp.cast(arg, "BIGINT")
+    if kind == "regclass":
+        return _relname_subquery(arg)
+    if kind == "regtype":
+        return exp.Anonymous(this="rs_format_type", expressions=[arg, exp.null()])
+    if kind == "regnamespace":
+        names = {oid: name for name, oid in ctx._schemas.items()}
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=arg.copy(), expression=exp.Literal.number(o)),
+                                    true=exp.Literal.string(n)) for o, n in names.items()])
+    if kind == "regrole":
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=arg.copy(), expression=exp.Literal.number(r.oid)),
+                                    true=exp.Literal.string(r.name)) for r in ctx.sys.roles])
+    return exp.cast(arg, "VARCHAR")
+
+
+def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """Casts to Postgres-only types: reg* types (an OID where compared, a name where shown),
+    ``oid`` (a bigint) and ``name``/``"char"``/``text`` (a varchar)."""
+    for node in reversed(list(query.find_all(exp.Cast, exp.TryCast))):
+        name = _target_name(node.to)
+        if name in _REG and ctx is not None:
+            node.replace(_reg_cast(name, node.this, _oid_context(node), ctx))
+        elif name in _TEXTUAL:
+            node.set("to", exp.DataType.build(_TEXTUAL[name]))
+    return query
+
+
+_NAMED = {exp.CurrentSchema: "current_schema", exp.CurrentSchemas: "current_schemas",
+          exp.CurrentDatabase: "current_database", exp.CurrentCatalog: "current_catalog",
+          exp.CurrentUser: "current_user", exp.SessionUser: "session_user", exp.CurrentVersion: "version",
+          exp.ArraySize: "array_upper"}
+_USER_WORDS = ("current_user", "session_user", "current_role", "user")
+
+
+def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """Postgres catalog functions (`frontend.catalog.functions.BUILDERS`)."""
+    if ctx is None:
+        return query
+    for node in reversed(list(query.find_all(exp.Func, exp.Column))):
+        if isinstance(node, exp.Column):
+            if not node.table and not node.this.quoted and node.name.lower() in _USER_WORDS and \
+                    isinstance(node.this, exp.Identifier):
+                node.replace(exp.Literal.string(ctx.user))
+            continue
+        name = _NAMED.get(type(node))  # type: ignore[arg-type]
+        if name is not None:
+            args = [a for a in node.args.values() if isinstance(a, exp.Expression)][:1]
+        elif isinstance(node, exp.Anonymous):
+            name, args = str(node.this).lower(), list(node.expressions)
+        else:
+            continue
+        out = rewrite_call(name, args, ctx)
+        if out is not None:
+            node.replace(out)
+    return query
+
+
+Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
+RULES: tuple[Rule, ...] = (qualified_names, operators, drop_collations, like_escape, array_literals, casts,
+                           functions)
+
+
+def rewrite(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """Apply every rule in order."""
+    for rule in RULES:
+        query = rule(query, ctx)
+    return query

@@ -1,0 +1,197 @@
+"""`rw_catalog`, with RisingWave's tables and columns: relations, schemas, columns, streaming jobs and
+their fragments, dependencies, table statistics and backfill progress (`rw_ddl_progress`:
+``ddl_id, ddl_statement, create_type, progress, initialized_at, is_serverless_backfill,
+backfill_type``).
+
+A job has one fragment per stream plan here (the whole plan runs as one Spark job per epoch); its
+fragment id is the job id, as in `rw_fragment_backfill_progress`.
+"""
+
+from __future__ import annotations
+
+from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
+from frontend.catalog.relations import relation_type, system_relation, user_relations
+from frontend.catalog.table import SystemContext, SystemTable
+from risingspark.catalog import RelationCatalog, RelationKind
+from risingspark.epoch import epoch_to_datetime
+from risingspark.vnode import VNODE_COUNT
+
+_RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text"
+_JOB = (f"{_RELATION}, initialized_at timestamptz, created_at timestamptz, initialized_at_cluster_version text, "
+        "created_at_cluster_version text")
+CLUSTER_VERSION = "0.1.0"
+
+
+def _epoch(e: int | None):
+    return epoch_to_datetime(e) if e else None
+
+
+def _ddl_progress(ctx: SystemContext) -> list[tuple]:
+    return [(p.ddl_id, p.ddl_statement, p.create_type, p.progress, _epoch(p.initialized_at_epoch),
+             p.is_serverless_backfill, p.backfill_type) for p in ctx.ddl_progress()]
+
+
+def _eta(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    s = int(round(seconds))
+    return f"{s // 3600}h {s // 60 % 60}m {s % 60}s" if s >= 3600 else (f"{s // 60}m {s % 60}s" if s >= 60 else f"{s}s")
+
+
+def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
+    """One row per backfill fragment; a job has one (its scan of the upstream), whose fragment id is
+    the job id."""
+    out = []
+    for p in ctx.ddl_progress():
+        rel = ctx.snapshot.relations.get(p.ddl_id)
+        if rel is None or rel.database_id != ctx.database_id:
+            continue
+        up = ctx.snapshot.relations.get(rel.dependencies[0]) if rel.dependencies else None
+        out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress,
+                    round(p.rows_per_second, 1) if p.rows_per_second is not None else None, _eta(p.eta_seconds)))
+    return out
+
+
+def _jobs_of(kind: RelationKind):
+    def rows(ctx: SystemContext) -> list[tuple]:
+        return [(r.id, r.name, r.schema_id, ROOT_OID, r.definition, "", _epoch(r.initialized_at_epoch),
+                 _epoch(r.created_at_epoch), CLUSTER_VERSION, CLUSTER_VERSION)
+                for r in ctx.relations() if r.kind is kind]
+    return rows
+
+
+def _views(ctx: SystemContext) -> list[tuple]:
+    return [(r.oid, r.name, r.namespace, ROOT_OID, r.definition, "") for r in user_relations(ctx) if r.relkind == "v"]
+
+
+def _relations(ctx: SystemContext) -> list[tuple]:
+    from frontend.catalog.system import SYSTEM_TABLES
+
+    out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, ROOT_OID, r.definition, "")
+           for r in ctx.relations()]
+    out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "")
+            for t in SYSTEM_TABLES.values()]
+    return out
+
+
+def _system_tables(ctx: SystemContext) -> list[tuple]:
+    from frontend.catalog.system import SYSTEM_TABLES
+
+    return [(t.oid, t.name, SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "") for t in SYSTEM_TABLES.values()]
+
+
+def _schemas(ctx: SystemContext) -> list[tuple]:
+    rows: list[tuple] = [(oid, name, ROOT_OID, []) for name, oid in SYSTEM_NAMESPACES.items()]
+    return rows + [(s.id, s.name, ROOT_OID, []) for s in ctx.schemas()]
+
+
+def _columns(ctx: SystemContext) -> list[tuple]:
+    from frontend.catalog.system import SYSTEM_TABLES
+
+    out = []
+    for rel in ctx.relations():
+        pk = set(rel.pk)
+        dist = set(rel.dist_key)
+        for pos, f in enumerate(rel.fields, 1):
+            out.append((rel.id, f.name, pos, f.hidden, pos - 1 in pk, pos - 1 in dist, False, None,
+                        f.type.display(), f.type.oid, f.type.typlen, f.type.pg_typname))
+    for table in SYSTEM_TABLES.values():
+        for pos, c in enumerate(system_relation(table).columns, 1):
+            t = PG_TYPES_BY_OID[c.type.oid]
+            out.append((table.oid, c.name, pos, False, False, False, False, None, c.display, t.oid, t.length,
+                        t.name))
+    return out
+
+
+def _depend(ctx: SystemContext) -> list[tuple]:
+    return [(r.id, dep) for r in ctx.relations() for dep in r.dependencies]
+
+
+def _fragment_flags(rel: RelationCatalog) -> list[str]:
+    flags = ["MVIEW"] if rel.kind is RelationKind.MATERIALIZED_VIEW else ["MVIEW", "DML"]
+    if rel.dependencies:
+        flags.append("STREAM_SCAN")
+    return flags
+
+
+def _fragments(ctx: SystemContext) -> list[tuple]:
+    out = []
+    for r in ctx.relations():
+        if r.plan is None:
+            continue
+        out.append((r.id, r.id, "HASH", [d.table_id for d in r.state_tables], list(r.dependencies),
+                    _fragment_flags(r), r.parallelism or None, VNODE_COUNT))
+    return out
+
+
+def _streaming_jobs(ctx: SystemContext) -> list[tuple]:
+    out = []
+    for r in ctx.relations():
+        if r.plan is None:
+            continue
+        parallelism = f"FIXED({r.parallelism})" if r.parallelism else "ADAPTIVE"
+        out.append((r.id, r.name, r.status.value.upper(), parallelism, VNODE_COUNT, r.resource_group,
+                    r.database_id, r.schema_id))
+    return out
+
+
+def _table_stats(ctx: SystemContext) -> list[tuple]:
+    return [(d.table_id, ctx.row_count(d.table_id), 0, 0) for r in ctx.relations() for d in r.state_tables]
+
+
+def _description(ctx: SystemContext) -> list[tuple]:
+    out = []
+    for r in user_relations(ctx):
+        if r.comment is not None:
+            out.append((r.oid, PG_CLASS_OID, 0, r.comment))
+        out += [(r.oid, PG_CLASS_OID, n, c.comment) for n, c in enumerate(r.columns, 1) if c.comment is not None]
+    return out
+
+
+TABLES = [
+    SystemTable("rw_catalog", "rw_ddl_progress", 500,
+                "ddl_id int8, ddl_statement text, create_type text, progress text, initialized_at timestamptz, "
+                "is_serverless_backfill bool, backfill_type text", _ddl_progress, cached=False),
+    SystemTable("rw_catalog", "rw_fragment_backfill_progress", 501,
+                "job_id int4, fragment_id int4, job_name text, upstream_table_name text, progress text, "
+                "rows_per_second float8, eta text", _fragment_backfill_progress, cached=False),
+    SystemTable("rw_catalog", "rw_tables", 502, _JOB, _jobs_of(RelationKind.TABLE)),
+    SystemTable("rw_catalog", "rw_materialized_views", 503, _JOB, _jobs_of(RelationKind.MATERIALIZED_VIEW)),
+    SystemTable("rw_catalog", "rw_relations", 504, "id int4, name text, relation_type text, schema_id int4, "
+                "owner int4, definition text, acl text", _relations),
+    SystemTable("rw_catalog", "rw_schemas", 505, "id int4, name text, owner int4, acl text[]", _schemas),
+    SystemTable("rw_catalog", "rw_columns", 506,
+                "relation_id int4, name text, position int2, is_hidden bool, is_primary_key bool, "
+                "is_distribution_key bool, is_generated bool, generation_expression text, data_type text, "
+                "type_oid int4, type_len int2, udt_type text", _columns),
+    SystemTable("rw_catalog", "rw_views", 507, _RELATION, _views),
+    SystemTable("rw_catalog", "rw_indexes", 508,
+                "id int4, name text, primary_table_id int4, indkey int2[], schema_id int4, owner int4, "
+                "definition text, acl text, initialized_at timestamptz, created_at timestamptz"),
+    SystemTable("rw_catalog", "rw_functions", 509,
+                "id int4, name text, schema_id int4, owner int4, type text, arg_type_ids int4[], "
+                "return_type_id int4, language text, link text, acl text"),
+    SystemTable("rw_catalog", "rw_depend", 510, "objid int4, refobjid int4", _depend),
+    SystemTable("rw_catalog", "rw_fragments", 511,
+                "fragment_id int4, table_id int4, distribution_type text, state_table_ids int4[], "
+                "upstream_fragment_ids int4[], flags text[], parallelism int4, max_parallelism int4", _fragments),
+    SystemTable("rw_catalog", "rw_table_stats", 512,
+                "id int4, total_key_count int8, total_key_size int8, total_value_size int8", _table_stats,
+                cached=False),
+    SystemTable("rw_catalog", "rw_streaming_jobs", 513,
+                "job_id int4, name text, status text, parallelism text, max_parallelism int4, "
+                "resource_group text, database_id int4, schema_id int4", _streaming_jobs),
+    SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text, resource_group text",
+                lambda ctx: [(d.id, d.name, ROOT_OID, "", d.resource_group)
+                             for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]),
+    SystemTable("rw_catalog", "rw_users", 515,
+                "id int4, name text, is_super bool, create_db bool, create_user bool, can_login bool",
+                lambda ctx: [(r.oid, r.name, r.superuser, r.superuser, r.superuser, True) for r in ctx.roles],
+                cached=False),
+    SystemTable("rw_catalog", "rw_system_tables", 516, _RELATION, _system_tables),
+    SystemTable("rw_catalog", "rw_sources", 517, f"{_RELATION}, connector text"),
+    SystemTable("rw_catalog", "rw_sinks", 518, f"{_RELATION}, connector text"),
+    SystemTable("rw_catalog", "rw_subscriptions", 519, _RELATION),
+    SystemTable("rw_catalog", "rw_description", 520, "objoid int4, classoid int4, objsubid int4, description text",
+                _description),
+]

@@ -1,0 +1,286 @@
+"""Bound expressions: typed as PostgreSQL types them, and rendered as Spark SQL for epoch rounds.
+
+The binder (`frontend.binder`) builds them from sqlglot trees; the stream planner puts their Spark SQL
+text into stream plan nodes.
+
+In streaming, an expression that fails on one row (division by zero, overflow, a cast of a bad
+string) yields NULL for that row instead of failing the epoch, as RisingWave's streaming
+expressions do by default: arithmetic renders as Spark's ``try_*`` functions and casts as
+``TRY_CAST``. Batch queries keep Postgres' errors.
+
+>>> from risingspark.types import INT4
+>>> BinaryOp("/", InputRef(0, "a", INT4), Literal(2, INT4), INT4).to_spark()
+'(CASE WHEN CAST(2 AS INT) = 0 THEN NULL ELSE `a` DIV CAST(2 AS INT) END)'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from risingspark.types import BOOL, DataType, TypeName
+
+
+class BoundExpr:
+    type: DataType
+
+    def to_spark(self) -> str:
+        raise NotImplementedError
+
+    def display(self) -> str:
+        return self.to_spark()
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class InputRef(BoundExpr):
+    index: int
+    name: str
+    type: DataType
+
+    def to_spark(self) -> str:
+        return f"`{self.name}`"
+
+    def display(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Literal(BoundExpr):
+    value: Any
+    type: DataType
+
+    def to_spark(self) -> str:
+        v, t = self.value, self.type
+        if v is None:
+            return f"CAST(NULL AS {t.to_spark()})"
+        if t.name is TypeName.BOOLEAN:
+            return "TRUE" if v else "FALSE"
+        if t.is_integer:
+            return f"CAST({int(v)} AS {t.to_spark()})"
+        if t.name is TypeName.NUMERIC:
+            return f"CAST('{Decimal(v)}' AS {t.to_spark()})"
+        if t.name in (TypeName.REAL, TypeName.DOUBLE):
+            return f"CAST('{float(v)!r}' AS {t.to_spark()})"
+        if t.name is TypeName.DATE:
+            return f"DATE'{v.isoformat() if isinstance(v, dt.date) else v}'"
+        if t.name is TypeName.TIMESTAMP:
+            text = v.isoformat(sep=" ") if isinstance(v, dt.datetime) else str(v)
+            return f"TIMESTAMP_NTZ'{text}'"
+        if t.name is TypeName.TIMESTAMPTZ:
+            text = v.isoformat(sep=" ") if isinstance(v, dt.datetime) else str(v)
+            return f"TIMESTAMP'{text}'"
+        return spark_string(str(v))
+
+    def display(self) -> str:
+        if self.value is None:
+            return "null"
+        if self.type.name is TypeName.VARCHAR:
+            return "'" + str(self.value).replace("'", "''") + "'"
+        return str(self.value)
+
+
+def spark_string(s: str) -> str:
+    """A Spark SQL string literal (backslash escapes are on by default in Spark)."""
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_SPARK_BINARY = {"=": "=", "<>": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "AND": "AND", "OR": "OR"}
+_SPARK_TRY = {"+": "try_add", "-": "try_subtract", "*": "try_multiply", "%": "try_mod", "/": "try_divide"}
+
+
+@dataclass(frozen=True)
+class BinaryOp(BoundExpr):
+    op: str
+    left: BoundExpr
+    right: BoundExpr
+    type: DataType
+
+    def to_spark(self) -> str:
+        lhs, rhs = self.left.to_spark(), self.right.to_spark()
+        if self.op == "/" and self.type.is_integer:
+            # Postgres divides integers truncating toward zero, as Spark's DIV does.
+            return f"(CASE WHEN {rhs} = 0 THEN NULL ELSE {lhs} DIV {rhs} END)"
+        if self.op in _SPARK_TRY:
+            return f"{_SPARK_TRY[self.op]}({lhs}, {rhs})"
+        if self.op == "||":
+            return f"concat({lhs}, {rhs})"
+        if self.op == "IS DISTINCT FROM":
+            return f"(NOT ({lhs} <=> {rhs}))"
+        if self.op == "IS NOT DISTINCT FROM":
+            return f"({lhs} <=> {rhs})"
+        return f"({lhs} {_SPARK_BINARY[self.op]} {rhs})"
+
+    def display(self) -> str:
+        return f"({self.left.display()} {self.op} {self.right.display()})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class UnaryOp(BoundExpr):
+    op: str  # NOT, NEG, IS NULL, IS NOT NULL, IS TRUE, IS FALSE
+    operand: BoundExpr
+    type: DataType
+
+    def to_spark(self) -> str:
+        x = self.operand.to_spark()
+        if self.op == "NOT":
+            return f"(NOT {x})"
+        if self.op == "NEG":
+            return f"try_subtract(0, {x})"
+        if self.op == "IS TRUE":
+            return f"({x} <=> TRUE)"
+        if self.op == "IS FALSE":
+            return f"({x} <=> FALSE)"
+        return f"({x} {self.op})"
+
+    def display(self) -> str:
+        return f"{self.op} {self.operand.display()}" if self.op in ("NOT", "NEG") else \
+            f"{self.operand.display()} {self.op}"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class Cast(BoundExpr):
+    operand: BoundExpr
+    type: DataType
+
+    def to_spark(self) -> str:
+        return f"TRY_CAST({self.operand.to_spark()} AS {self.type.to_spark()})"
+
+    def display(self) -> str:
+        return f"{self.operand.display()}::{self.type.display()}"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class FuncCall(BoundExpr):
+    """A scalar function; `spark` is its Spark SQL name."""
+
+    name: str
+    args: tuple[BoundExpr, ...]
+    type: DataType
+    spark: str = ""
+
+    def to_spark(self) -> str:
+        return f"{self.spark or self.name}({', '.join(a.to_spark() for a in self.args)})"
+
+    def display(self) -> str:
+        return f"{self.name}({', '.join(a.display() for a in self.args)})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return self.args
+
+
+@dataclass(frozen=True)
+class Case(BoundExpr):
+    whens: tuple[tuple[BoundExpr, BoundExpr], ...]
+    default: BoundExpr | None
+    type: DataType
+
+    def to_spark(self) -> str:
+        parts = " ".join(f"WHEN {c.to_spark()} THEN {v.to_spark()}" for c, v in self.whens)
+        tail = f" ELSE {self.default.to_spark()}" if self.default is not None else ""
+        return f"(CASE {parts}{tail} END)"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        out = [e for pair in self.whens for e in pair]
+        return tuple(out + ([self.default] if self.default is not None else []))
+
+
+@dataclass(frozen=True)
+class InList(BoundExpr):
+    operand: BoundExpr
+    items: tuple[BoundExpr, ...]
+    negated: bool
+    type: DataType = BOOL
+
+    def to_spark(self) -> str:
+        items = ", ".join(i.to_spark() for i in self.items)
+        return f"({self.operand.to_spark()} {'NOT ' if self.negated else ''}IN ({items}))"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.operand, *self.items)
+
+
+@dataclass(frozen=True)
+class Like(BoundExpr):
+    operand: BoundExpr
+    pattern: BoundExpr
+    negated: bool
+    case_insensitive: bool
+    type: DataType = BOOL
+
+    def to_spark(self) -> str:
+        x, p = self.operand.to_spark(), self.pattern.to_spark()
+        if self.case_insensitive:
+            x, p = f"lower({x})", f"lower({p})"
+        return f"({'NOT ' if self.negated else ''}{x} LIKE {p})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.operand, self.pattern)
+
+
+@dataclass(frozen=True)
+class AggCallExpr(BoundExpr):
+    """An aggregate in a SELECT list; only the stream planner consumes it."""
+
+    kind: str  # count_star | count | sum | avg
+    arg: BoundExpr | None
+    type: DataType
+
+    def to_spark(self) -> str:
+        raise AssertionError("aggregates are planned, not rendered")
+
+    def display(self) -> str:
+        if self.kind == "count_star":
+            return "count(*)"
+        return f"{self.kind}({self.arg.display() if self.arg else ''})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.arg,) if self.arg is not None else ()
+
+
+def walk(e: BoundExpr):
+    yield e
+    for c in e.children():
+        yield from walk(c)
+
+
+def contains_agg(e: BoundExpr) -> bool:
+    return any(isinstance(x, AggCallExpr) for x in walk(e))
+
+
+def replace_exprs(e: BoundExpr, mapping: dict[BoundExpr, BoundExpr]) -> BoundExpr:
+    """`e` with every subexpression found in `mapping` replaced (the outermost match wins)."""
+    if e in mapping:
+        return mapping[e]
+    if isinstance(e, BinaryOp):
+        return BinaryOp(e.op, replace_exprs(e.left, mapping), replace_exprs(e.right, mapping), e.type)
+    if isinstance(e, UnaryOp):
+        return UnaryOp(e.op, replace_exprs(e.operand, mapping), e.type)
+    if isinstance(e, Cast):
+        return Cast(replace_exprs(e.operand, mapping), e.type)
+    if isinstance(e, FuncCall):
+        return FuncCall(e.name, tuple(replace_exprs(a, mapping) for a in e.args), e.type, e.spark)
+    if isinstance(e, Case):
+        return Case(tuple((replace_exprs(c, mapping), replace_exprs(v, mapping)) for c, v in e.whens),
+                    replace_exprs(e.default, mapping) if e.default is not None else None, e.type)
+    if isinstance(e, InList):
+        return InList(replace_exprs(e.operand, mapping), tuple(replace_exprs(i, mapping) for i in e.items), e.negated)
+    if isinstance(e, Like):
+        return Like(replace_exprs(e.operand, mapping), replace_exprs(e.pattern, mapping), e.negated,
+                    e.case_insensitive)
+    if isinstance(e, AggCallExpr):
+        return AggCallExpr(e.kind, replace_exprs(e.arg, mapping) if e.arg is not None else None, e.type)
+    return e

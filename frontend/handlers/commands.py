@@ -1,0 +1,210 @@
+"""Session and cluster commands: SHOW, SET, RESET, FLUSH, WAIT, CANCEL JOBS, ALTER SYSTEM, SHOW
+PROCESSLIST, KILL, CREATE SCHEMA and COMMENT ON."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from frontend.binder import ident
+from frontend.parser import (
+    AlterParallelismStmt,
+    AlterRateLimitStmt,
+    AlterSystemStmt,
+    CancelJobsStmt,
+    CommentStmt,
+    KillStmt,
+    ResetStmt,
+    SetStmt,
+    ShowStmt,
+    WaitStmt,
+)
+from frontend.pgwire.api import ColumnDesc, StatementResult
+from risingspark.catalog import JobStatus, RelationKind
+from risingspark.errors import (
+    FeatureNotSupported,
+    InvalidParameterValue,
+    UndefinedColumn,
+    UndefinedObject,
+    UndefinedTable,
+    WrongObjectType,
+)
+from risingspark.types import BOOL, INT8, VARCHAR
+
+if TYPE_CHECKING:
+    from frontend.session import Session
+
+logger = logging.getLogger(__name__)
+WORKER_ID = 1  # the playground's one frontend
+
+
+def _text_result(tag: str, names: list[str], rows: list[tuple]) -> StatementResult:
+    return StatementResult(tag, [ColumnDesc(n, VARCHAR.oid) for n in names], rows)
+
+
+def show(session: Session, stmt: ShowStmt) -> StatementResult:
+    words = stmt.words
+    what = " ".join(words)
+    snap = session.frontend.meta.catalog_snapshot()
+    reader = session.catalog_reader()
+    if what == "jobs":
+        rows = [(p.ddl_id, p.ddl_statement, p.create_type, p.progress)
+                for p in session.frontend.meta.ddl_progress() if _in_db(snap, p.ddl_id, reader.database.id)]
+        return StatementResult(f"SHOW {len(rows)}", [ColumnDesc("Id", INT8.oid, 8), ColumnDesc("Statement", VARCHAR.oid),
+                                                     ColumnDesc("Create Type", VARCHAR.oid),
+                                                     ColumnDesc("Progress", VARCHAR.oid)], rows)
+    if words and words[0] in ("tables", "materialized") and (words[0] == "tables" or words[1:2] == ("views",)):
+        kind = RelationKind.TABLE if words[0] == "tables" else RelationKind.MATERIALIZED_VIEW
+        rest = words[1:] if kind is RelationKind.TABLE else words[2:]
+        schema_id = reader.schema_id(rest[1]) if len(rest) == 2 and rest[0] == "from" else reader.current_schema_id()
+        names = sorted(r.name for r in snap.relations.values() if r.kind is kind and r.schema_id == schema_id
+                       and r.status is JobStatus.CREATED)
+        return _text_result(f"SHOW {len(names)}", ["Name"], [(n,) for n in names])
+    if what in ("parameters",):
+        params: list[tuple] = list(session.frontend.meta.params.describe())
+        return StatementResult(f"SHOW {len(params)}", [ColumnDesc("Name", VARCHAR.oid), ColumnDesc("Value", VARCHAR.oid),
+                                                       ColumnDesc("Description", VARCHAR.oid),
+                                                       ColumnDesc("Mutable", BOOL.oid, 1)], params)
+    if what == "all":
+        return _text_result("SHOW", ["Name", "Setting", "Description"], session.vars.all())
+    if len(words) >= 1:
+        name = what if what == "transaction isolation level" or what == "time zone" else words[0]
+        value = session.vars.get(name)
+        spec = session.vars.spec(name)
+        column = "transaction_isolation" if spec.name == "transaction_isolation" else name
+        return _text_result("SHOW", [column], [(value,)])
+    raise FeatureNotSupported("SHOW needs a name")
+
+
+def _in_db(snap, rel_id: int, database_id: int) -> bool:
+    rel = snap.relations.get(rel_id)
+    return rel is not None and rel.database_id == database_id
+
+
+def set_var(session: Session, stmt: SetStmt) -> StatementResult:
+    session.vars.set(stmt.name, stmt.value)
+    return StatementResult("SET_VARIABLE")
+
+
+def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
+    if stmt.name == "all":
+        for name, spec in list(session.vars.spec_items()):
+            if not spec.read_only:
+                session.vars.set(name, None)
+    else:
+        session.vars.set(stmt.name, None)
+    return StatementResult("RESET")
+
+
+def flush(session: Session) -> StatementResult:
+    session.frontend.meta.flush()
+    return StatementResult("FLUSH")
+
+
+def wait(session: Session, stmt: WaitStmt) -> StatementResult:
+    meta = session.frontend.meta
+    snap = meta.catalog_snapshot()
+    reader = session.catalog_reader()
+    if stmt.name is not None:
+        ref = reader.lookup(stmt.name)
+        if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
+            raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+        ids = [ref.relation.id]
+    else:
+        ids = [r.id for r in snap.relations.values() if r.is_creating and r.database_id == reader.database.id]
+    for i in ids:
+        meta.wait_created(i, session.cancel_event)
+    return StatementResult("WAIT")
+
+
+def cancel_jobs(session: Session, stmt: CancelJobsStmt) -> StatementResult:
+    meta = session.frontend.meta
+    cancelled = []
+    for job_id in stmt.ids:
+        rel = meta.catalog_snapshot().relations.get(job_id)
+        if rel is None or not rel.is_creating:
+            continue
+        meta.drop_relation(job_id, cascade=True)
+        cancelled.append((job_id,))
+    return StatementResult(f"CANCEL_JOBS {len(cancelled)}", [ColumnDesc("Id", INT8.oid, 8)], cancelled)
+
+
+def alter_rate_limit(session: Session, stmt: AlterRateLimitStmt) -> StatementResult:
+    ref = session.catalog_reader().lookup(stmt.name)
+    if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
+        raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+    session.frontend.meta.set_backfill_rate_limit(ref.relation.id, stmt.rate)
+    return StatementResult("ALTER_MATERIALIZED_VIEW")
+
+
+def alter_parallelism(session: Session, stmt: AlterParallelismStmt) -> StatementResult:
+    ref = session.catalog_reader().lookup(stmt.name)
+    if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
+        raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+    session.frontend.meta.set_parallelism(ref.relation.id, stmt.parallelism)
+    return StatementResult("ALTER_MATERIALIZED_VIEW")
+
+
+def alter_system(session: Session, stmt: AlterSystemStmt) -> StatementResult:
+    value = None
+    if stmt.value is not None:
+        try:
+            value = int(stmt.value)
+        except ValueError:
+            raise InvalidParameterValue(f'invalid value for parameter "{stmt.name}": "{stmt.value}"') from None
+    session.frontend.meta.params.set(stmt.name, value)
+    return StatementResult("ALTER_SYSTEM")
+
+
+def show_processlist(session: Session) -> StatementResult:
+    """One row per session, as RisingWave: ``Worker Id, Id, User, Host, Database, Time, Info``."""
+    now = time.time()
+    rows = []
+    for s in session.frontend.session_infos():
+        elapsed = f"{int((now - s.query_start) * 1000)}ms" if s.query_start is not None else None
+        rows.append((str(WORKER_ID), str(s.pid), s.user, s.host, s.database, elapsed, s.query))
+    return _text_result(f"SHOW {len(rows)}", ["Worker Id", "Id", "User", "Host", "Database", "Time", "Info"], rows)
+
+
+def kill(session: Session, stmt: KillStmt) -> StatementResult:
+    """Cancel the statement a session is running (the session stays connected)."""
+    target = session.frontend.sessions.get(stmt.process_id)
+    if target is None:
+        raise UndefinedObject(f"no session with process id {stmt.process_id}")
+    logger.info("session %d: KILL of session %d", session.pid, stmt.process_id)
+    target.cancel()
+    return StatementResult("KILL")
+
+
+def create_schema(session: Session, ast: exp.Create) -> StatementResult:
+    """``CREATE SCHEMA [IF NOT EXISTS] name``."""
+    table = ast.this
+    name = ident(table.args.get("db") or table.this) if isinstance(table, exp.Table) else ident(table)
+    reader = session.catalog_reader()
+    if ast.args.get("exists") and session.frontend.meta.catalog_snapshot().schema(reader.database.id, name):
+        return StatementResult("CREATE_SCHEMA", notices=[f'schema "{name}" already exists, skipping'])
+    session.frontend.meta.create_schema(reader.database.id, name)
+    return StatementResult("CREATE_SCHEMA")
+
+
+def comment_on(session: Session, stmt: CommentStmt) -> StatementResult:
+    """``COMMENT ON {TABLE | MATERIALIZED VIEW | VIEW | COLUMN} name IS text``, kept with the relation
+    and shown by `pg_description`, ``obj_description``/``col_description`` and ``\\d+``."""
+    parts = list(stmt.name)
+    column = parts.pop() if stmt.kind == "COLUMN" else None
+    if not parts or len(parts) > 3:
+        raise InvalidParameterValue(f"improper relation name: {'.'.join(stmt.name)}")
+    ref = session.catalog_reader().lookup(parts[-1], parts[-2] if len(parts) > 1 else None)
+    if ref is None or ref.relation is None:
+        raise UndefinedTable(f'relation "{".".join(parts)}" does not exist')
+    rel = ref.relation
+    wanted = {"TABLE": RelationKind.TABLE, "MATERIALIZED VIEW": RelationKind.MATERIALIZED_VIEW}.get(stmt.kind)
+    if wanted is not None and rel.kind is not wanted:
+        raise WrongObjectType(f'"{rel.name}" is not a {wanted.display}')
+    if column is not None and not any(f.name == column and not f.hidden for f in rel.fields):
+        raise UndefinedColumn(f'column "{column}" of relation "{rel.name}" does not exist')
+    session.frontend.meta.set_comment(rel.id, column, stmt.text)
+    return StatementResult("COMMENT")

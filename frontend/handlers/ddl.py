@@ -1,0 +1,230 @@
+"""CREATE TABLE, CREATE MATERIALIZED VIEW, DROP and EXPLAIN CREATE MATERIALIZED VIEW."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from frontend.binder import bind_stream_select, ident
+from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.planner.stream import plan_mv, state_tables_needed
+from risingspark.catalog import (
+    BackfillType,
+    CreateType,
+    JobStatus,
+    RelationCatalog,
+    RelationKind,
+)
+from risingspark.chunk import ROW_ID
+from risingspark.errors import (
+    DuplicateColumn,
+    DuplicateTable,
+    FeatureNotSupported,
+    QueryCanceled,
+    UndefinedColumn,
+    UndefinedTable,
+    WrongObjectType,
+)
+from risingspark.storage.desc import StateTableDesc
+from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json
+from risingspark.types import INT8, VARCHAR, DataType, Field
+
+if TYPE_CHECKING:
+    from frontend.session import Session
+
+
+def _is_materialized(ast: exp.Create) -> bool:
+    props = ast.args.get("properties")
+    return bool(props and any(isinstance(p, exp.MaterializedProperty) for p in props.expressions))
+
+
+def create(session: Session, ast: exp.Create, text: str) -> StatementResult:
+    kind = (ast.args.get("kind") or "").upper()
+    if kind == "TABLE":
+        return create_table(session, ast, text)
+    if kind == "VIEW" and _is_materialized(ast):
+        return create_mv(session, ast, text)
+    if kind == "VIEW":
+        raise FeatureNotSupported("CREATE VIEW is not supported yet; use CREATE MATERIALIZED VIEW")
+    raise FeatureNotSupported(f"CREATE {kind} is not supported yet")
+
+
+def _exists(session: Session, table: exp.Table, if_not_exists: bool) -> StatementResult | None:
+    reader = session.catalog_reader()
+    schema = ident(table.args.get("db")) or None
+    ref = reader.lookup(ident(table.this), schema)
+    if ref is not None and ref.relation is not None:
+        if if_not_exists:
+            return StatementResult("", notices=[f'relation "{ref.name}" already exists, skipping'])
+        raise DuplicateTable(f'relation "{ref.name}" already exists')
+    return None
+
+
+def _schema_id(session: Session, table: exp.Table) -> int:
+    reader = session.catalog_reader()
+    schema = ident(table.args.get("db")) or None
+    return reader.schema_id(schema) if schema else reader.current_schema_id()
+
+
+def create_table(session: Session, ast: exp.Create, text: str) -> StatementResult:
+    schema_ast = ast.this
+    if not isinstance(schema_ast, exp.Schema):
+        raise FeatureNotSupported("CREATE TABLE AS is not supported yet")
+    table = schema_ast.this
+    if (done := _exists(session, table, bool(ast.args.get("exists")))) is not None:
+        done.tag = "CREATE_TABLE"
+        return done
+    if ast.args.get("properties") and any(not isinstance(p, exp.TemporaryProperty)
+                                          for p in ast.args["properties"].expressions):
+        raise FeatureNotSupported("table options (WITH ...) are not supported yet")
+    fields: list[Field] = []
+    pk_names: list[str] = []
+    not_null: list[str] = []
+    for item in schema_ast.expressions:
+        if isinstance(item, exp.ColumnDef):
+            name = ident(item.this)
+            if any(f.name == name for f in fields):
+                raise DuplicateColumn(f'column "{name}" specified more than once')
+            if item.args.get("kind") is None:
+                raise FeatureNotSupported(f'column "{name}" needs a type')
+            dtype = DataType.parse(item.args["kind"].sql(dialect="postgres"))
+            for c in item.args.get("constraints") or []:
+                k = c.args.get("kind")
+                if isinstance(k, exp.PrimaryKeyColumnConstraint):
+                    pk_names.append(name)
+                elif isinstance(k, exp.NotNullColumnConstraint):
+                    if not k.args.get("allow_null"):
+                        not_null.append(name)
+                else:
+                    raise FeatureNotSupported(f"column constraint {c.sql(dialect='postgres')} is not supported yet")
+            fields.append(Field(name, dtype))
+        elif isinstance(item, exp.PrimaryKey):
+            if pk_names:
+                raise FeatureNotSupported("multiple primary keys for a table are not allowed")
+            pk_names = [ident(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions]
+        else:
+            raise FeatureNotSupported(f"table element {item.sql(dialect='postgres')} is not supported yet")
+    if not fields:
+        raise FeatureNotSupported("a table needs at least one column")
+    names = [f.name for f in fields]
+    for n in pk_names:
+        if n not in names:
+            raise UndefinedColumn(f'column "{n}" named in key does not exist')
+    row_id_index = None
+    if pk_names:
+        pk = tuple(names.index(n) for n in pk_names)
+    else:
+        fields.append(Field(ROW_ID, INT8, hidden=True))
+        row_id_index = len(fields) - 1
+        pk = (row_id_index,)
+    rel_id = session.frontend.meta.allocate_ids(1)
+    ftuple = tuple(fields)
+    desc = StateTableDesc(rel_id, ftuple, pk, pk)
+    dml = StreamDml(fields=ftuple, stream_key=pk, table_id=rel_id)
+    plan = StreamMaterialize(fields=ftuple, stream_key=pk, input=StreamExchange(
+        fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, overwrite=True)
+    rel = RelationCatalog(
+        id=rel_id, database_id=session.catalog_reader().database.id, schema_id=_schema_id(session, table),
+        name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
+        status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
+        extra={"not_null": not_null})
+    session.frontend.meta.create_relation(rel)
+    return StatementResult("CREATE_TABLE")
+
+
+def choose_backfill(session: Session, bound) -> BackfillType:
+    """As RisingWave: snapshot backfill when enabled, else arrangement backfill when enabled, else
+    no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each)."""
+    if session.vars.flag("streaming_use_snapshot_backfill") and len(bound.relations) == 1:
+        # (a job over several relations backfills each scan by arrangement backfill for now)
+        return BackfillType.SNAPSHOT_BACKFILL
+    if session.vars.flag("streaming_use_arrangement_backfill"):
+        return BackfillType.ARRANGEMENT_BACKFILL
+    return BackfillType.NO_SHUFFLE_BACKFILL
+
+
+def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: list[int]):
+    query = ast.expression
+    if query is None:
+        raise FeatureNotSupported("CREATE MATERIALIZED VIEW needs AS <query>")
+    props = ast.args.get("properties")
+    for p in props.expressions if props else []:
+        if not isinstance(p, exp.MaterializedProperty):
+            raise FeatureNotSupported(f"materialized view option {p.sql(dialect='postgres')} is not supported yet")
+    bound = bind_stream_select(session.catalog_reader(), query)
+    return bound, plan_mv(bound, mv_id, extra_ids, choose_backfill(session, bound))
+
+
+def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
+    table = ast.this
+    if (done := _exists(session, table, bool(ast.args.get("exists")))) is not None:
+        done.tag = "CREATE_MATERIALIZED_VIEW"
+        return done
+    meta = session.frontend.meta
+    # Bind and plan before taking ids, so an invalid query allocates nothing.
+    bound, _ = _plan(session, ast, text, 0, [0] * 4)
+    first = meta.allocate_ids(1 + state_tables_needed(bound))
+    bound, planned = _plan(session, ast, text, first, [first + 1 + i for i in range(state_tables_needed(bound))])
+    background = session.vars.flag("background_ddl")
+    rate = session.vars.number("backfill_rate_limit")
+    rel = RelationCatalog(
+        id=first, database_id=session.catalog_reader().database.id, schema_id=_schema_id(session, table),
+        name=ident(table.this), kind=RelationKind.MATERIALIZED_VIEW, fields=planned.fields, pk=planned.pk,
+        dist_key=planned.pk, definition=text, status=JobStatus.CREATING,
+        create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
+        backfill_type=choose_backfill(session, bound), plan=node_to_json(planned.plan),
+        state_tables=planned.state_tables, dependencies=(bound.relation.id,),
+        parallelism=session.vars.number("streaming_parallelism"),
+        extra={"backfill_rate_limit": rate} if rate >= 0 else {})
+    meta.create_relation(rel)
+    if not background:
+        try:
+            meta.wait_created(rel.id, session.cancel_event)
+        except QueryCanceled:
+            # As RisingWave: interrupting a foreground CREATE cancels the job.
+            if rel.id in meta.catalog_snapshot().relations:
+                meta.drop_relation(rel.id, cascade=True)
+            raise
+    return StatementResult("CREATE_MATERIALIZED_VIEW")
+
+
+def explain_create(session: Session, ast: exp.Create, text: str) -> StatementResult:
+    if not (ast.args.get("kind", "").upper() == "VIEW" and _is_materialized(ast)):
+        raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
+    _, planned = _plan(session, ast, text, 0, [0] * 4)
+    lines = explain(planned.plan)
+    return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
+
+
+def drop(session: Session, ast: exp.Drop) -> StatementResult:
+    kind = (ast.args.get("kind") or "").upper()
+    materialized = bool(ast.args.get("materialized"))
+    if kind == "TABLE":
+        want, tag = RelationKind.TABLE, "DROP_TABLE"
+    elif kind == "VIEW" and materialized:
+        want, tag = RelationKind.MATERIALIZED_VIEW, "DROP_MATERIALIZED_VIEW"
+    else:
+        raise FeatureNotSupported(f"DROP {'MATERIALIZED ' if materialized else ''}{kind} is not supported yet")
+    reader = session.catalog_reader()
+    notices: list[str] = []
+    targets: list[RelationCatalog] = []
+    tables = ast.args.get("tables") or [ast.this]
+    for t in tables:
+        schema = ident(t.args.get("db")) or None
+        ref = reader.lookup(ident(t.this), schema)
+        if ref is None or ref.relation is None:
+            if ast.args.get("exists"):
+                notices.append(f'{want.display} "{ident(t.this)}" does not exist, skipping')
+                continue
+            raise UndefinedTable(f'{want.display} "{ident(t.this)}" does not exist')
+        rel = ref.relation
+        if rel.kind is not want:
+            hint = "Use DROP MATERIALIZED VIEW to remove a materialized view." if \
+                rel.kind is RelationKind.MATERIALIZED_VIEW else "Use DROP TABLE to remove a table."
+            raise WrongObjectType(f'"{rel.name}" is not a {want.display}', hint=hint)
+        targets.append(rel)
+    for rel in targets:
+        if rel.id in session.frontend.meta.catalog_snapshot().relations:
+            session.frontend.meta.drop_relation(rel.id, cascade=bool(ast.args.get("cascade")))
+    return StatementResult(tag, notices=notices)

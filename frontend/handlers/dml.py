@@ -1,0 +1,216 @@
+"""INSERT, UPDATE and DELETE.
+
+The frontend computes the rows each statement changes — literal rows, or a batch query at the
+committed epoch for INSERT ... SELECT, UPDATE and DELETE — and writes them as a DML batch file
+(``_op``, ``_seq``, every column) to the object store, then registers it with meta. Once registered
+the rows are durable; the table's job applies them at the next barrier, resolving primary-key
+conflicts by overwriting (`compute.executor.materialize`).
+
+As in RisingWave, a statement reads the committed state: a session's own earlier writes are visible
+to it after the next checkpoint, at once after FLUSH, and always with ``SET rw_implicit_flush = true``
+(every write then waits for its checkpoint).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from frontend.binder import ident
+from frontend.parser import FastInsert
+from frontend.pgwire.api import StatementResult
+from frontend.values import cast_column, read_values
+from risingspark.catalog import RelationCatalog, RelationKind
+from risingspark.chunk import OP, SEQ, Op
+from risingspark.errors import (
+    FeatureNotSupported,
+    NotNullViolation,
+    SyntaxError_,
+    UndefinedColumn,
+    WrongObjectType,
+)
+from risingspark.sequence import IdGenerator
+
+if TYPE_CHECKING:
+    from frontend.session import Session
+
+BATCH_ROWS = 262_144  # rows per DML batch file
+ROW_IDS = IdGenerator()
+SEQUENCE = IdGenerator()
+
+
+def _target(session: Session, table: exp.Table, verb: str) -> RelationCatalog:
+    rel = session.catalog_reader().resolve_user(table)
+    if rel.kind is not RelationKind.TABLE:
+        raise WrongObjectType(f'cannot {verb} materialized view "{rel.name}"')
+    return rel
+
+
+def _columns(rel: RelationCatalog, names: tuple[str, ...] | None) -> list[int]:
+    if names is None:
+        return [i for i, f in enumerate(rel.fields) if not f.hidden]
+    out = []
+    by_name = {f.name: i for i, f in enumerate(rel.fields)}
+    for n in names:
+        if n not in by_name or rel.fields[by_name[n]].hidden:
+            raise UndefinedColumn(f'column "{n}" of relation "{rel.name}" does not exist')
+        out.append(by_name[n])
+    return out
+
+
+# ---- INSERT ---------------------------------------------------------------------------------------
+
+def insert_fast(session: Session, stmt: FastInsert) -> StatementResult:
+    rel = _target(session, stmt.table, "insert into")
+    targets = _columns(rel, stmt.columns)
+    texts = read_values(stmt.values_text, len(targets))
+    if texts is not None:
+        arrays = [cast_column(v, rel.fields[i].type) for v, i in zip(texts, targets, strict=True)]
+        if all(a is not None for a in arrays):
+            return _write_inserts(session, rel, dict(zip(targets, arrays, strict=True)), len(texts[0]))
+    # Expressions in the list, or a value that does not convert: take the general path for exact errors.
+    ast = session.parse_sql(stmt.text)
+    assert isinstance(ast, exp.Insert)
+    return insert(session, ast)
+
+
+def insert(session: Session, ast: exp.Insert) -> StatementResult:
+    target = ast.this
+    names: tuple[str, ...] | None = None
+    if isinstance(target, exp.Schema):
+        names = tuple(ident(c) for c in target.expressions)
+        target = target.this
+    if ast.args.get("returning"):
+        raise FeatureNotSupported("INSERT ... RETURNING is not supported")
+    if ast.args.get("conflict"):
+        raise FeatureNotSupported("INSERT ... ON CONFLICT is not supported; a primary-key conflict overwrites the row")
+    rel = _target(session, target, "insert into")
+    targets = _columns(rel, names)
+    source = ast.expression
+    width = _source_width(source)
+    if width is not None and width > len(targets):
+        raise SyntaxError_("INSERT has more expressions than target columns")
+    if width is not None and width < len(targets) and names is not None:
+        raise SyntaxError_("INSERT has more target columns than expressions")
+    cols = [f"c{k}" for k in range(width if width is not None else len(targets))]
+    alias = exp.TableAlias(this=exp.to_identifier("__src"), columns=[exp.to_identifier(c) for c in cols])
+    if isinstance(source, exp.Values):
+        wrapped: exp.Expression = source.copy()
+        wrapped.set("alias", alias)
+    else:
+        wrapped = exp.Subquery(this=source.copy(), alias=alias)
+    select = exp.select(*[
+        exp.Cast(this=exp.column(c, table="__src"), to=exp.DataType.build(rel.fields[i].type.to_duckdb(),
+                                                                           dialect="duckdb")).as_(c)
+        for c, i in zip(cols, targets, strict=False)]).from_(wrapped)
+    rows = session.run_batch(select)
+    arrays = {i: rows.column(k).combine_chunks() for k, i in enumerate(targets[:rows.num_columns])}
+    return _write_inserts(session, rel, arrays, rows.num_rows)
+
+
+def _source_width(source: exp.Expression) -> int | None:
+    if isinstance(source, exp.Values):
+        widths = {len(t.expressions) if isinstance(t, exp.Tuple) else 1 for t in source.expressions}
+        if len(widths) > 1:
+            raise SyntaxError_("VALUES lists must all be the same length")
+        return widths.pop() if widths else 0
+    if isinstance(source, exp.Select) and not any(isinstance(e, exp.Star) or (isinstance(e, exp.Column)
+                                                  and isinstance(e.this, exp.Star)) for e in source.expressions):
+        return len(source.expressions)
+    return None
+
+
+def _write_inserts(session: Session, rel: RelationCatalog, arrays: dict[int, pa.Array], n: int) -> StatementResult:
+    columns = []
+    for i, f in enumerate(rel.fields):
+        if i == rel.row_id_index:
+            columns.append(pa.array(ROW_IDS.next_block(n), pa.int64()))
+        elif i in arrays:
+            columns.append(arrays[i])
+        else:
+            columns.append(pa.nulls(n, f.type.to_arrow()))
+    table = pa.Table.from_arrays(columns, schema=pa.schema([(f.name, f.type.to_arrow()) for f in rel.fields]))
+    for i in rel.pk:
+        if table.column(i).null_count:
+            raise NotNullViolation(f'null value in column "{rel.fields[i].name}" of relation "{rel.name}" '
+                                   f"violates not-null constraint")
+    for i, f in enumerate(rel.fields):
+        if f.name in rel.extra.get("not_null", []) and table.column(i).null_count:
+            raise NotNullViolation(f'null value in column "{f.name}" of relation "{rel.name}" violates '
+                                   f"not-null constraint")
+    write_batches(session, rel, table, np.full(n, int(Op.INSERT), np.int8))
+    return StatementResult(f"INSERT 0 {n}")
+
+
+def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: np.ndarray) -> None:
+    """Make rows durable as DML batches of at most `BATCH_ROWS` rows each."""
+    n = rows.num_rows
+    if n == 0:
+        return
+    seqs = SEQUENCE.next_block(n)
+    full = rows.add_column(0, pa.field(SEQ, pa.int64()), pa.array(seqs)) \
+               .add_column(0, pa.field(OP, pa.int8()), pa.array(ops, pa.int8()))
+    for start in range(0, n, BATCH_ROWS):
+        part = full.slice(start, BATCH_ROWS)
+        path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
+        session.frontend.store.write_parquet(path, part)
+        session.frontend.meta.submit_dml(rel.id, path, part.num_rows)
+
+
+# ---- UPDATE / DELETE ----------------------------------------------------------------------------
+
+def update(session: Session, ast: exp.Update) -> StatementResult:
+    if ast.args.get("from") or ast.args.get("from_") or ast.args.get("returning"):
+        raise FeatureNotSupported("UPDATE ... FROM / RETURNING is not supported")
+    rel = _target(session, ast.this, "update")
+    by_name = {f.name: i for i, f in enumerate(rel.fields)}
+    sets: dict[int, exp.Expression] = {}
+    for eq in ast.expressions:
+        name = ident(eq.this.this if isinstance(eq.this, exp.Column) else eq.this)
+        if name not in by_name or rel.fields[by_name[name]].hidden:
+            raise UndefinedColumn(f'column "{name}" of relation "{rel.name}" does not exist')
+        sets[by_name[name]] = eq.expression
+    old_cols = [exp.column(f.name, quoted=True).as_(f"o{i}") for i, f in enumerate(rel.fields)]
+    new_cols = [exp.Cast(this=e, to=exp.DataType.build(rel.fields[i].type.to_duckdb(), dialect="duckdb"))
+                .as_(f"n{i}") for i, e in sets.items()]
+    select = exp.select(*old_cols, *new_cols).from_(ast.this.copy())
+    if ast.args.get("where"):
+        select = select.where(ast.args["where"].this)
+    rows = session.run_batch(select, full_relations=True)
+    n = rows.num_rows
+    old = pa.Table.from_arrays([rows.column(f"o{i}") for i in range(len(rel.fields))], names=[f.name for f in rel.fields])
+    new_arrays = [pc.cast(rows.column(f"n{i}"), rel.fields[i].type.to_arrow()) if i in sets else old.column(i)
+                  for i in range(len(rel.fields))]
+    new = pa.Table.from_arrays(new_arrays, names=old.column_names).cast(old.schema)
+    for i in rel.pk:
+        if i in sets and new.column(i).null_count:
+            raise NotNullViolation(f'null value in column "{rel.fields[i].name}" of relation "{rel.name}" '
+                                   f"violates not-null constraint")
+    # U- then U+ for each row: interleave so the update's insert follows its delete.
+    order = np.empty(2 * n, np.int64)
+    order[0::2] = np.arange(n)
+    order[1::2] = np.arange(n) + n
+    both = pa.concat_tables([old, new]).take(pa.array(order))
+    ops = np.empty(2 * n, np.int8)
+    ops[0::2] = int(Op.UPDATE_DELETE)
+    ops[1::2] = int(Op.UPDATE_INSERT)
+    write_batches(session, rel, both, ops)
+    return StatementResult(f"UPDATE {n}")
+
+
+def delete(session: Session, ast: exp.Delete) -> StatementResult:
+    if ast.args.get("using") or ast.args.get("returning"):
+        raise FeatureNotSupported("DELETE ... USING / RETURNING is not supported")
+    rel = _target(session, ast.this, "delete from")
+    select = exp.select(*[exp.column(f.name, quoted=True) for f in rel.fields]).from_(ast.this.copy())
+    if ast.args.get("where"):
+        select = select.where(ast.args["where"].this)
+    rows = session.run_batch(select, full_relations=True)
+    rows = rows.cast(pa.schema([(f.name, f.type.to_arrow()) for f in rel.fields]))
+    write_batches(session, rel, rows, np.full(rows.num_rows, int(Op.DELETE), np.int8))
+    return StatementResult(f"DELETE {rows.num_rows}")

@@ -1,0 +1,326 @@
+"""One client connection: startup, the simple query flow, and the message loop.
+
+The extended query flow (Parse/Bind/Describe/Execute/Close) lives in
+`frontend.pgwire.extended`. `error_message` is the one place where exceptions become
+ErrorResponse messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from risingspark.errors import AdminShutdown, FeatureNotSupported, ProtocolViolation, RisingSparkError
+
+from . import backend as be
+from . import messages as m
+from .api import ColumnDesc, ConnectionInfo, PgSession, StatementResult
+from .auth import PasswordAuth
+from .copy import copy_in
+from .datarows import Rows, encode_rows, row_count, slice_rows
+from .extended import ExtendedQuery, is_empty_query
+
+logger = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 60.0
+CHUNK_ROWS = 8192  # rows encoded per DataRow batch
+THREAD_MIN_ROWS = 2048  # Arrow batches at least this long are encoded off the event loop
+
+# Announced at startup unless the session's `startup` returns another value.
+DEFAULT_PARAMETER_STATUS = {
+    "server_version": "13.14.0",
+    "server_encoding": "UTF8",
+    "client_encoding": "UTF8",
+    "DateStyle": "ISO, MDY",
+    "IntervalStyle": "postgres",
+    "TimeZone": "UTC",
+    "integer_datetimes": "on",
+    "standard_conforming_strings": "on",
+}
+
+
+def error_message(exc: BaseException, *, fatal: bool = False) -> bytes:
+    """The ErrorResponse for an exception: a `RisingSparkError` keeps its SQLSTATE and fields,
+    anything else is an internal error (XX000), logged with its traceback."""
+    if isinstance(exc, RisingSparkError):
+        severity = "FATAL" if fatal else exc.severity
+        return be.error_response(severity, exc.sqlstate, exc.message, detail=exc.detail, hint=exc.hint,
+                                position=exc.position)
+    logger.error("internal error: %s", exc, exc_info=exc)
+    return be.error_response("FATAL" if fatal else "ERROR", "XX000", str(exc) or type(exc).__name__)
+
+
+class Connection:
+    """Serves one client socket with a session made by `session_factory`.
+
+    Args:
+        reader, writer: the socket streams.
+        pid, secret: the BackendKeyData a CancelRequest must quote to cancel this connection.
+        session_factory: makes the connection's session after the startup packet.
+        registry: connections by pid, where this one is listed once started (for CancelRequest).
+        auth: password authentication; None trusts every user.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int, secret: int,
+                 session_factory: Callable[[], PgSession], registry: dict[int, Connection],
+                 auth: PasswordAuth | None = None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.sink = be.MessageSink(writer)
+        self.pid = pid
+        self.secret = secret
+        self.session: PgSession | None = None
+        self.in_transaction = False
+        self._session_factory = session_factory
+        self._registry = registry
+        self._auth = auth
+        self._extended = ExtendedQuery(self)
+        self._task: asyncio.Task | None = None
+        self._shutting_down = False
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve until Terminate, EOF, a fatal error or `shutdown`."""
+        self._task = asyncio.current_task()
+        try:
+            if await self._startup():
+                await self._serve()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            logger.debug("connection %d: client went away", self.pid)
+        except asyncio.CancelledError:
+            if self._shutting_down:
+                self.sink.send(error_message(AdminShutdown("terminating connection due to administrator "
+                                                           "command"), fatal=True))
+                self.sink.flush_nowait()
+            raise
+        except ProtocolViolation as exc:
+            logger.info("connection %d: protocol violation: %s", self.pid, exc.message)
+            self._fatal(exc)
+        except Exception as exc:  # never let one connection's failure reach the server
+            self._fatal(exc)
+        finally:
+            await self._close()
+
+    def shutdown(self) -> None:
+        """Stop serving: the client gets FATAL 57P01 and the connection closes."""
+        self._shutting_down = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def cancel_statement(self) -> None:
+        """A CancelRequest named this connection."""
+        if self.session is None:
+            return
+        logger.info("connection %d: cancel requested", self.pid)
+        try:
+            self.session.cancel()
+        except Exception:
+            logger.exception("connection %d: session cancel failed", self.pid)
+
+    def _fatal(self, exc: BaseException) -> None:
+        try:
+            self.sink.send(error_message(exc, fatal=True))
+            self.sink.flush_nowait()
+        except Exception:
+            logger.debug("connection %d: could not report a fatal error", self.pid, exc_info=True)
+
+    async def _close(self) -> None:
+        if self._registry.get(self.pid) is self:
+            del self._registry[self.pid]
+        if self.session is not None:
+            try:
+                await self.session.close()
+            except Exception:
+                logger.exception("connection %d: session close failed", self.pid)
+        self.writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.writer.wait_closed()
+
+    # ---- startup --------------------------------------------------------------------------------
+    async def _read_startup_packet(self) -> m.StartupMessage | m.CancelRequest:
+        packet = await m.read_startup(self.reader)
+        while isinstance(packet, m.SSLRequest | m.GSSENCRequest):
+            self.writer.write(b"N")  # no TLS, no GSSAPI encryption: continue in the clear
+            await self.writer.drain()
+            packet = await m.read_startup(self.reader)
+        return packet
+
+    async def _startup(self) -> bool:
+        """Answer the startup packets; True once ReadyForQuery was sent."""
+        try:
+            async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                packet = await self._read_startup_packet()
+        except TimeoutError:
+            logger.info("connection %d: no startup packet in %.0f s", self.pid, STARTUP_TIMEOUT_S)
+            return False
+        if isinstance(packet, m.CancelRequest):
+            target = self._registry.get(packet.pid)
+            if target is not None and target.secret == packet.secret:
+                target.cancel_statement()
+            else:
+                logger.info("connection %d: cancel request for unknown backend %d", self.pid, packet.pid)
+            return False
+        major, minor = packet.protocol >> 16, packet.protocol & 0xFFFF
+        if major != 3:
+            raise ProtocolViolation(f"unsupported frontend protocol {major}.{minor}: server supports "
+                                    "3.0 to 3.0")
+        options = sorted(k for k in packet.params if k.startswith("_pq_."))
+        if minor > 0 or options:
+            self.sink.send(be.negotiate_protocol_version(0, options))
+        params = {k: v for k, v in packet.params.items() if not k.startswith("_pq_.")}
+        if self._auth is not None:
+            await self._auth.authenticate(self, params.get("user", ""))
+        self.session = self._session_factory()
+        bind = getattr(self.session, "bind_connection", None)
+        if bind is not None:
+            peer = self.writer.get_extra_info("peername")
+            bind(ConnectionInfo(self.pid, peer[0] if isinstance(peer, tuple) else "local"))
+        statuses = {**DEFAULT_PARAMETER_STATUS, "application_name": params.get("application_name", "")}
+        statuses.update(await self.session.startup(params))
+        self.sink.send(be.authentication_ok())
+        for name, value in statuses.items():
+            self.sink.send(be.parameter_status(name, value))
+        self.sink.send(be.backend_key_data(self.pid, self.secret))
+        self.sink.send(be.ready_for_query(b"I"))
+        await self.sink.flush()
+        self._registry[self.pid] = self
+        logger.info("connection %d: started for user %r database %r", self.pid, params.get("user"),
+                    params.get("database"))
+        return True
+
+    # ---- message loop ---------------------------------------------------------------------------
+    async def _serve(self) -> None:
+        skipping = False  # after an error in the extended flow: discard messages until Sync
+        ext = self._extended
+        while True:
+            msg = await m.read_message(self.reader)
+            if isinstance(msg, m.Terminate):
+                return
+            if isinstance(msg, m.Sync):
+                skipping = False
+                ext.sync()
+                self.sink.send(be.ready_for_query(self.status))
+                await self.sink.flush()
+            elif skipping:
+                continue
+            elif isinstance(msg, m.Query):
+                await self._simple_query(msg.sql)
+            elif isinstance(msg, m.Parse | m.Bind | m.Describe | m.Execute | m.Close):
+                try:
+                    await ext.handle(msg)
+                except Exception as exc:
+                    self.send_error(exc)
+                    skipping = True
+            elif isinstance(msg, m.Flush):
+                await self.sink.flush()
+            elif isinstance(msg, m.FunctionCall):
+                self.send_error(FeatureNotSupported("function call messages are not supported"))
+                self.sink.send(be.ready_for_query(self.status))
+                await self.sink.flush()
+            elif isinstance(msg, m.CopyData | m.CopyDone | m.CopyFail):
+                continue  # outside COPY these are ignored, as Postgres does
+            else:
+                raise ProtocolViolation(f"unexpected message {type(msg).__name__}")
+
+    @property
+    def status(self) -> bytes:
+        """The ReadyForQuery status. Statements auto-commit, so an error never leaves ``E``."""
+        return b"T" if self.in_transaction else b"I"
+
+    def send_error(self, exc: BaseException) -> None:
+        self.sink.send(error_message(exc))
+
+    async def _simple_query(self, sql: str) -> None:
+        self._extended.discard_unnamed()
+        assert self.session is not None
+        try:
+            if is_empty_query(sql):
+                self.sink.send(be.empty_query_response())
+            else:
+                count = 0
+                results = self.session.execute_simple(sql)
+                try:
+                    async for result in results:
+                        count += 1
+                        await self.send_result(result)
+                finally:
+                    await _aclose(results)
+                if count == 0:
+                    self.sink.send(be.empty_query_response())
+        except Exception as exc:
+            self.send_error(exc)
+        self.sink.send(be.ready_for_query(self.status))
+        await self.sink.flush()
+
+    # ---- results --------------------------------------------------------------------------------
+    async def send_result(self, result: StatementResult, formats: list[int] | None = None, *,
+                          describe: bool = True, start: int = 0, max_rows: int = 0) -> int:
+        """Send a statement's notices, row description, rows and completion.
+
+        Args:
+            result: the statement's outcome.
+            formats: one format code per column; None for all text.
+            describe: send the RowDescription (the simple flow does; the extended one answered Describe).
+            start: the first row to send (a resumed portal); notices go only with the first batch.
+            max_rows: send at most this many rows (0: all), then PortalSuspended.
+
+        Returns:
+            The row position after this batch; less than the row count when suspended.
+        """
+        if result.copy_in is not None:
+            result = await copy_in(self, result.copy_in)
+        if start == 0:
+            for notice in result.notices:
+                self.sink.send(be.notice_response(notice))
+        if result.empty:
+            self.sink.send(be.empty_query_response())
+            return 0
+        columns = result.columns
+        if columns is not None and formats is None:
+            formats = [0] * len(columns)
+        if columns is not None and describe:
+            self.sink.send(be.row_description(columns, formats or []))
+        total = row_count(result.rows)
+        stop = total if max_rows <= 0 else min(total, start + max_rows)
+        if columns is not None and result.rows is not None and stop > start:
+            await self._send_rows(columns, formats or [], result.rows, start, stop)
+        if stop < total:
+            self.sink.send(be.portal_suspended())
+            return stop
+        tag = result.tag
+        if start > 0 and tag.startswith("SELECT "):  # a resumed portal counts this batch's rows
+            tag = f"SELECT {stop - start}"
+        self._note_transaction(result)
+        self.sink.send(be.command_complete(tag))
+        return stop
+
+    async def _send_rows(self, columns: list[ColumnDesc], formats: list[int], rows: Rows, start: int,
+                         stop: int) -> None:
+        arrow = not isinstance(rows, list)
+        for lo in range(start, stop, CHUNK_ROWS):
+            chunk = slice_rows(rows, lo, min(stop, lo + CHUNK_ROWS))
+            if arrow and row_count(chunk) >= THREAD_MIN_ROWS:
+                data = await asyncio.to_thread(encode_rows, columns, formats, chunk)
+            else:
+                data = encode_rows(columns, formats, chunk)
+            self.sink.send(data)
+            await self.sink.maybe_flush()
+
+    def _note_transaction(self, result: StatementResult) -> None:
+        state = result.in_transaction
+        if state is None:
+            tag = result.tag.upper()
+            if tag in ("BEGIN", "START TRANSACTION"):
+                state = True
+            elif tag in ("COMMIT", "ROLLBACK"):
+                state = False
+        if state is not None:
+            self.in_transaction = state
+
+
+async def _aclose(results: AsyncIterator[StatementResult]) -> None:
+    aclose = getattr(results, "aclose", None)
+    if aclose is not None:
+        await aclose()

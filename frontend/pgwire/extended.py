@@ -1,0 +1,197 @@
+"""The extended query flow: prepared statements and portals.
+
+Parse stores a statement; its description (parameter types and row description) is asked of the
+session only when needed: on Describe S, or on Bind when some parameter types were left 0. Describe P
+runs the statement and keeps the result for the following Execute, which sends it in batches of
+``max_rows`` with PortalSuspended in between. Portals are dropped at Sync outside a transaction
+block, as Postgres drops them when its implicit transaction commits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from risingspark.errors import (
+    InvalidCursorName,
+    InvalidPreparedStatement,
+    ProtocolViolation,
+    RisingSparkError,
+)
+
+from . import backend as be
+from . import messages as m
+from .api import ColumnDesc, StatementResult
+from .codec import decode_params, result_formats
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+
+class DuplicatePreparedStatement(RisingSparkError):
+    sqlstate = "42P05"
+
+
+class DuplicateCursor(RisingSparkError):
+    sqlstate = "42P03"
+
+
+def is_empty_query(sql: str) -> bool:
+    """Only blanks and semicolons: Postgres answers EmptyQueryResponse."""
+    return not sql.replace(";", " ").strip()
+
+
+@dataclass
+class PreparedStatement:
+    sql: str
+    param_oids: list[int]
+    description: tuple[list[int], list[ColumnDesc] | None] | None = None
+    portals: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Portal:
+    statement: PreparedStatement
+    param_oids: list[int]
+    params: list[Any]
+    result_formats: tuple[int, ...]
+    result: StatementResult | None = None
+    position: int = 0  # rows already sent
+
+
+class ExtendedQuery:
+    """A connection's prepared statements and portals, and the handlers of their messages."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._statements: dict[str, PreparedStatement] = {}
+        self._portals: dict[str, Portal] = {}
+
+    async def handle(self, msg: m.Parse | m.Bind | m.Describe | m.Execute | m.Close) -> None:
+        """Answer one extended-protocol message; raises on error (the caller skips to Sync)."""
+        if isinstance(msg, m.Parse):
+            self._parse(msg)
+        elif isinstance(msg, m.Bind):
+            await self._bind(msg)
+        elif isinstance(msg, m.Describe):
+            await self._describe(msg)
+        elif isinstance(msg, m.Execute):
+            await self._execute(msg)
+        else:
+            self._close(msg)
+
+    def sync(self) -> None:
+        """End of an extended-protocol cycle."""
+        if not self._conn.in_transaction:
+            self._drop_portals(list(self._portals))
+
+    def discard_unnamed(self) -> None:
+        """A simple Query destroys the unnamed statement and portal."""
+        self._drop_portals([""])
+        if "" in self._statements:
+            self._drop_statement("")
+
+    # ---- messages -------------------------------------------------------------------------------
+    def _parse(self, msg: m.Parse) -> None:
+        if msg.name and msg.name in self._statements:
+            raise DuplicatePreparedStatement(f'prepared statement "{msg.name}" already exists')
+        if not msg.name and "" in self._statements:
+            self._drop_statement("")
+        self._statements[msg.name] = PreparedStatement(msg.sql, list(msg.param_oids))
+        self._conn.sink.send(be.parse_complete())
+
+    async def _bind(self, msg: m.Bind) -> None:
+        stmt = self._statement(msg.statement)
+        if msg.portal and msg.portal in self._portals:
+            raise DuplicateCursor(f'cursor "{msg.portal}" already exists')
+        oids = stmt.param_oids
+        if len(oids) != len(msg.params) or 0 in oids:
+            oids = (await self._description(stmt))[0]
+        if len(oids) != len(msg.params):
+            raise ProtocolViolation(f"bind message supplies {len(msg.params)} parameters, but prepared "
+                                    f'statement "{msg.statement}" requires {len(oids)}')
+        params = decode_params(msg.params, oids, msg.param_formats)
+        self._drop_portals([msg.portal])
+        self._portals[msg.portal] = Portal(stmt, list(oids), params, msg.result_formats)
+        stmt.portals.add(msg.portal)
+        self._conn.sink.send(be.bind_complete())
+
+    async def _describe(self, msg: m.Describe) -> None:
+        sink = self._conn.sink
+        if msg.kind == "S":
+            oids, columns = await self._description(self._statement(msg.name))
+            sink.send(be.parameter_description(oids))
+            sink.send(be.no_data() if columns is None else be.row_description(columns, [0] * len(columns)))
+        elif msg.kind == "P":
+            portal = self._portal(msg.name)
+            columns = (await self._result(portal)).columns
+            if columns is None:
+                sink.send(be.no_data())
+            else:
+                sink.send(be.row_description(columns, result_formats(portal.result_formats, len(columns))))
+        else:
+            raise ProtocolViolation(f"invalid DESCRIBE message subtype {msg.kind!r}")
+
+    async def _execute(self, msg: m.Execute) -> None:
+        portal = self._portal(msg.portal)
+        result = await self._result(portal)
+        formats = None
+        if result.columns is not None:
+            formats = result_formats(portal.result_formats, len(result.columns))
+        portal.position = await self._conn.send_result(result, formats, describe=False,
+                                                       start=portal.position, max_rows=msg.max_rows)
+
+    def _close(self, msg: m.Close) -> None:
+        if msg.kind == "S":
+            if msg.name in self._statements:
+                self._drop_statement(msg.name)
+        elif msg.kind == "P":
+            self._drop_portals([msg.name])
+        else:
+            raise ProtocolViolation(f"invalid CLOSE message subtype {msg.kind!r}")
+        self._conn.sink.send(be.close_complete())
+
+    # ---- state ----------------------------------------------------------------------------------
+    def _statement(self, name: str) -> PreparedStatement:
+        stmt = self._statements.get(name)
+        if stmt is None:
+            if not name:
+                raise InvalidPreparedStatement("unnamed prepared statement does not exist")
+            raise InvalidPreparedStatement(f'prepared statement "{name}" does not exist')
+        return stmt
+
+    def _portal(self, name: str) -> Portal:
+        portal = self._portals.get(name)
+        if portal is None:
+            raise InvalidCursorName(f'portal "{name}" does not exist')
+        return portal
+
+    def _drop_statement(self, name: str) -> None:
+        self._drop_portals(list(self._statements.pop(name).portals))
+
+    def _drop_portals(self, names: list[str]) -> None:
+        for name in names:
+            portal = self._portals.pop(name, None)
+            if portal is not None:
+                portal.statement.portals.discard(name)
+
+    async def _description(self, stmt: PreparedStatement) -> tuple[list[int], list[ColumnDesc] | None]:
+        if stmt.description is None:
+            if is_empty_query(stmt.sql):
+                stmt.description = (list(stmt.param_oids), None)
+            else:
+                assert self._conn.session is not None
+                oids, columns = await self._conn.session.describe(stmt.sql, list(stmt.param_oids))
+                stmt.description = (list(oids), columns)
+        return stmt.description
+
+    async def _result(self, portal: Portal) -> StatementResult:
+        """Run the portal's statement once; Describe P and Execute share the result."""
+        if portal.result is None:
+            if is_empty_query(portal.statement.sql):
+                portal.result = StatementResult(tag="", empty=True)
+            else:
+                assert self._conn.session is not None
+                portal.result = await self._conn.session.execute(portal.statement.sql, portal.param_oids,
+                                                                 portal.params)
+        return portal.result

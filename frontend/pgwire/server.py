@@ -1,0 +1,105 @@
+"""The RisingSpark Postgres wire server: listens, and serves each connection with its own session.
+
+Usage::
+
+    server = PgServer("0.0.0.0", 4566, Session)
+    await server.start()
+    await server.serve_forever()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+from collections.abc import Callable
+
+from frontend.metrics import CONNECTIONS, CONNECTIONS_TOTAL, NODE
+
+from .api import PgSession
+from .auth import PasswordAuth
+from .connection import Connection
+
+logger = logging.getLogger(__name__)
+
+
+class PgServer:
+    """An asyncio Postgres protocol 3.0 server.
+
+    Args:
+        host: the address to listen on (``"0.0.0.0"``, ``"127.0.0.1"``, ``"localhost"``...).
+        port: the TCP port; 0 picks a free one, see `port` once started.
+        session_factory: makes one `PgSession` per connection.
+        auth: password authentication of every connection; None trusts every user.
+    """
+
+    def __init__(self, host: str, port: int, session_factory: Callable[[], PgSession],
+                 auth: PasswordAuth | None = None) -> None:
+        self._host = host
+        self._port = port
+        self._session_factory = session_factory
+        self._auth = auth
+        self._server: asyncio.Server | None = None
+        self._pids = itertools.count(1)
+        self._registry: dict[int, Connection] = {}  # started connections, for CancelRequest
+        self._connections: set[Connection] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self) -> None:
+        """Bind and start accepting connections."""
+        self._server = await asyncio.start_server(self._handle, self._host, self._port)
+        logger.info("RisingSpark listening on %s:%d", self._host, self.port)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when constructed with port 0)."""
+        if self._server is None or not self._server.sockets:
+            return self._port
+        return self._server.sockets[0].getsockname()[1]
+
+    async def serve_forever(self) -> None:
+        """Serve until cancelled (starting first if needed)."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def stop(self) -> None:
+        """Close the listeners, then every connection (clients get FATAL 57P01)."""
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._connections):
+            conn.shutdown()
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        logger.info("RisingSpark server stopped")
+
+    async def __aenter__(self) -> PgServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        conn = Connection(reader, writer, next(self._pids), secrets.randbits(32), self._session_factory,
+                          self._registry, self._auth)
+        self._tasks.add(task)
+        self._connections.add(conn)
+        CONNECTIONS.labels(NODE).inc()
+        CONNECTIONS_TOTAL.labels(NODE).inc()
+        try:
+            await conn.run()
+        except asyncio.CancelledError:
+            pass  # stopped by `stop`
+        finally:
+            CONNECTIONS.labels(NODE).dec()
+            self._connections.discard(conn)
+            self._tasks.discard(task)

@@ -1,0 +1,394 @@
+"""Frontend sessions: one per connection, implementing the wire server's `PgSession`.
+
+Statements run on a thread pool (they wait on meta, storage and DuckDB), so the event loop keeps
+serving other connections, cancel requests included. Statements auto-commit; BEGIN/COMMIT/ROLLBACK
+are accepted and only tracked for the client's transaction status. The frontend lists its sessions
+(SHOW PROCESSLIST, `pg_stat_activity`, KILL) by their BackendKeyData process id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from typing import Any, cast
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from frontend.batch import BatchEngine, QueryContext
+from frontend.binder import CatalogReader
+from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
+from frontend.catalog.rewrite import RewriteContext
+from frontend.catalog.system import SessionInfo, SystemContext, system_table
+from frontend.handlers import commands, copy, ddl, dml
+from frontend.metrics import NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
+from frontend.parser import (
+    DIALECT,
+    AlterParallelismStmt,
+    AlterRateLimitStmt,
+    AlterSystemStmt,
+    CancelJobsStmt,
+    CommentStmt,
+    CopyStmt,
+    ExplainStmt,
+    FastInsert,
+    FlushStmt,
+    IgnoredStmt,
+    KillStmt,
+    ResetStmt,
+    SetStmt,
+    ShowProcesslistStmt,
+    ShowStmt,
+    SqlStmt,
+    Statement,
+    TransactionStmt,
+    WaitStmt,
+    parse_statement,
+    split_statements,
+)
+from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
+from frontend.positions import locate_error
+from risingspark.catalog import DEFAULT_DATABASE, DEFAULT_USER
+from risingspark.errors import (
+    FeatureNotSupported,
+    InvalidCatalogName,
+    QueryCanceled,
+    RisingSparkError,
+    SyntaxError_,
+    UndefinedTable,
+)
+from risingspark.storage.object_store import ObjectStore
+from risingspark.types import DataType, TypeName
+
+logger = logging.getLogger(__name__)
+
+
+class Frontend:
+    """What every session of a frontend shares: meta, the object store and the batch engine."""
+
+    def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
+                 users: tuple[str, ...] = ()) -> None:
+        self.meta = meta
+        self.store = store
+        self.engine = BatchEngine(store, cache_bytes)
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="frontend")
+        self.roles: tuple[Role, ...] = roles_with(users)
+        self.sessions: dict[int, Session] = {}  # by process id
+        self._sessions_lock = threading.Lock()
+
+    def new_session(self) -> Session:
+        return Session(self)
+
+    def register(self, session: Session) -> None:
+        with self._sessions_lock:
+            self.sessions[session.pid] = session
+
+    def unregister(self, session: Session) -> None:
+        with self._sessions_lock:
+            if self.sessions.get(session.pid) is session:
+                del self.sessions[session.pid]
+
+    def session_infos(self) -> list[SessionInfo]:
+        """Every connected session, by process id."""
+        with self._sessions_lock:
+            sessions = sorted(self.sessions.values(), key=lambda s: s.pid)
+        return [s.info() for s in sessions]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.engine.close()
+
+
+class Session:
+    def __init__(self, frontend: Frontend) -> None:
+        from frontend.session_vars import SessionVars
+
+        self.frontend = frontend
+        self.vars = SessionVars()
+        self.user = DEFAULT_USER
+        self.database = DEFAULT_DATABASE
+        self.cancel_event = threading.Event()
+        self.pid = 0
+        self.host = "local"
+        self.started_at = time.time()
+        self.query: str | None = None
+        self.query_started_at: float | None = None
+
+    def info(self) -> SessionInfo:
+        return SessionInfo(self.pid, self.user, self.host, self.database, self.vars.get("application_name"),
+                           self.started_at, self.query_started_at, self.query)
+
+    # ---- PgSession --------------------------------------------------------------------------------
+    def bind_connection(self, info: ConnectionInfo) -> None:
+        """The wire server's connection: its process id names this session in SHOW PROCESSLIST."""
+        self.pid = info.pid
+        self.host = info.host
+        self.frontend.register(self)
+
+    async def startup(self, params: dict[str, str]) -> dict[str, str]:
+        self.user = params.get("user") or DEFAULT_USER
+        self.database = params.get("database") or self.user
+        if self.frontend.meta.catalog_snapshot().database(self.database) is None:
+            raise InvalidCatalogName(f'database "{self.database}" does not exist')
+        if params.get("application_name"):
+            self.vars.set("application_name", params["application_name"])
+        for opt in re.findall(r"-c\s*([^=\s]+)=(\S+)", params.get("options", "")):
+            self.vars.set(opt[0], opt[1])
+        return {**self.vars.reported(), "session_authorization": self.user}
+
+    async def execute_simple(self, sql: str) -> AsyncIterator[StatementResult]:
+        offset = 0
+        for text in split_statements(sql):
+            if not text:
+                yield StatementResult("", empty=True)
+                continue
+            start = sql.find(text, offset)
+            offset = start + len(text) if start >= 0 else offset
+            yield await self._run(text, max(start, 0))
+
+    async def describe(self, sql: str, param_oids: list[int]) -> tuple[list[int], list[ColumnDesc] | None]:
+        oids = [o or 25 for o in param_oids] + [25] * max(0, _param_count(sql) - len(param_oids))
+        text = substitute_params(sql, [None] * len(oids), oids)
+        stmt = parse_statement(text) if text.strip() else None
+        if isinstance(stmt, SqlStmt) and isinstance(stmt.ast, exp.Select | exp.Union):
+            table = await self._in_thread(self.run_batch, exp.select("*").from_(
+                exp.Subquery(this=stmt.ast, alias=exp.TableAlias(this=exp.to_identifier("__d")))).limit(0))
+            return oids, columns_of(table)
+        if isinstance(stmt, ShowStmt):
+            result = await self._in_thread(self._dispatch, stmt)
+            return oids, result.columns
+        return oids, None
+
+    async def execute(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult:
+        text = substitute_params(sql, params, param_oids)
+        stmts = split_statements(text)
+        if len(stmts) > 1:
+            raise FeatureNotSupported("cannot insert multiple commands into a prepared statement")
+        if not stmts[0]:
+            return StatementResult("", empty=True)
+        return await self._run(stmts[0], 0 if text == sql else None)
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    async def close(self) -> None:
+        self.cancel_event.set()
+        self.frontend.unregister(self)
+
+    # ---- running statements ----------------------------------------------------------------------
+    async def _run(self, text: str, offset: int | None = 0) -> StatementResult:
+        """Run one statement; `offset` is where it starts in the client's query string (for error
+        positions), None when unknown."""
+        self.cancel_event.clear()
+        started, kind = time.monotonic(), "other"
+        self.query, self.query_started_at = text, time.time()
+        try:
+            stmt = parse_statement(text)
+            kind = statement_kind(stmt)
+            result = await self._in_thread(self._dispatch, stmt)
+            if self.cancel_event.is_set() and not result.tag:
+                raise QueryCanceled("canceling statement due to user request")
+        except Exception as e:
+            QUERY_ERRORS.labels(NODE, kind).inc()
+            if isinstance(e, RisingSparkError) and e.position is None and offset is not None:
+                pos = locate_error(text, e)
+                e.position = None if pos is None else offset + pos
+            raise
+        finally:
+            QUERY_DURATION.labels(NODE, kind).observe(time.monotonic() - started)
+            self.query_started_at = None
+        return result
+
+    async def _in_thread(self, fn, *args):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.frontend.pool, fn, *args)
+
+    async def run_in_thread(self, fn, *args):
+        """Run blocking work (storage, meta, DuckDB) on the frontend's thread pool."""
+        return await self._in_thread(fn, *args)
+
+    def _dispatch(self, stmt: Statement) -> StatementResult:
+        if isinstance(stmt, SqlStmt):
+            return self._dispatch_sql(stmt)
+        if isinstance(stmt, FastInsert):
+            return self._after_dml(dml.insert_fast(self, stmt))
+        if isinstance(stmt, ShowProcesslistStmt):
+            return commands.show_processlist(self)
+        if isinstance(stmt, KillStmt):
+            return commands.kill(self, stmt)
+        if isinstance(stmt, CommentStmt):
+            return commands.comment_on(self, stmt)
+        if isinstance(stmt, CopyStmt):
+            return copy.copy_from(self, stmt)
+        if isinstance(stmt, ShowStmt):
+            return commands.show(self, stmt)
+        if isinstance(stmt, SetStmt):
+            return commands.set_var(self, stmt)
+        if isinstance(stmt, ResetStmt):
+            return commands.reset_var(self, stmt)
+        if isinstance(stmt, FlushStmt):
+            return commands.flush(self)
+        if isinstance(stmt, WaitStmt):
+            return commands.wait(self, stmt)
+        if isinstance(stmt, CancelJobsStmt):
+            return commands.cancel_jobs(self, stmt)
+        if isinstance(stmt, AlterSystemStmt):
+            return commands.alter_system(self, stmt)
+        if isinstance(stmt, AlterRateLimitStmt):
+            return commands.alter_rate_limit(self, stmt)
+        if isinstance(stmt, AlterParallelismStmt):
+            return commands.alter_parallelism(self, stmt)
+        if isinstance(stmt, ExplainStmt):
+            inner = parse_statement(stmt.inner)
+            if isinstance(inner, SqlStmt) and isinstance(inner.ast, exp.Create):
+                return ddl.explain_create(self, inner.ast, inner.text)
+            raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
+        if isinstance(stmt, TransactionStmt):
+            return StatementResult(stmt.tag, in_transaction=stmt.in_transaction)
+        if isinstance(stmt, IgnoredStmt):
+            return StatementResult(stmt.tag)
+        raise FeatureNotSupported(f"statement {type(stmt).__name__} is not supported")
+
+    def _dispatch_sql(self, stmt: SqlStmt) -> StatementResult:
+        ast = stmt.ast
+        if isinstance(ast, exp.Select | exp.Union | exp.Values):
+            table = self.run_batch(ast)
+            return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
+        if isinstance(ast, exp.Insert):
+            return self._after_dml(dml.insert(self, ast))
+        if isinstance(ast, exp.Update):
+            return self._after_dml(dml.update(self, ast))
+        if isinstance(ast, exp.Delete):
+            return self._after_dml(dml.delete(self, ast))
+        if isinstance(ast, exp.Create) and (ast.args.get("kind") or "").upper() == "SCHEMA":
+            return commands.create_schema(self, ast)
+        if isinstance(ast, exp.Create):
+            return ddl.create(self, ast, stmt.text)
+        if isinstance(ast, exp.Drop):
+            return ddl.drop(self, ast)
+        if isinstance(ast, exp.Set):
+            raise FeatureNotSupported(f"SET form {ast.sql()!r} is not supported")
+        if isinstance(ast, exp.Transaction | exp.Commit | exp.Rollback):
+            return StatementResult({exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
+                                    exp.Rollback: "ROLLBACK"}[type(ast)])
+        raise FeatureNotSupported(f"{type(ast).__name__.upper()} statements are not supported yet")
+
+    # ---- helpers for handlers -------------------------------------------------------------------
+    def parse_sql(self, text: str) -> exp.Expression:
+        """Parse with sqlglot, bypassing the fast paths of `parse_statement`."""
+        try:
+            return cast(exp.Expression, sqlglot.parse_one(text, read=DIALECT))
+        except ParseError as e:
+            raise SyntaxError_(f"syntax error: {str(e).splitlines()[0]}") from None
+
+    def catalog_reader(self) -> CatalogReader:
+        snap = self.frontend.meta.catalog_snapshot()
+        if snap.database(self.database) is None:
+            raise InvalidCatalogName(f'database "{self.database}" does not exist')
+        return CatalogReader(snap, self.database, self.vars.search_path())
+
+    def run_batch(self, query: exp.Expression, *, full_relations: bool = False) -> pa.Table:
+        meta = self.frontend.meta
+        reader = self.catalog_reader()
+        version = meta.pin_version()
+        try:
+            sys_ctx = SystemContext(reader.snapshot, reader.database.id, self.database, meta.ddl_progress,
+                                    self.user, tuple(reader.search_path), tuple(self.vars.all()),
+                                    self.frontend.roles, self.frontend.session_infos, meta.row_count)
+
+            def system_rows(schema: str, name: str) -> pa.Table:
+                t = system_table(schema, name)
+                if t is None:
+                    raise UndefinedTable(f'relation "{schema}.{name}" does not exist')
+                return t.build(sys_ctx)
+
+            settings = {name: value for name, value, _ in self.vars.all()}
+            rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
+            ctx = QueryContext(reader, version, self.database, self.user, system_rows, rewrite)
+            return self.frontend.engine.run(query, ctx, cancel=self.cancel_event, full_relations=full_relations)
+        finally:
+            meta.unpin_version(version)
+
+    def _after_dml(self, result: StatementResult) -> StatementResult:
+        if self.vars.flag("rw_implicit_flush"):
+            self.frontend.meta.flush()
+        return result
+
+    def after_dml(self, result: StatementResult) -> StatementResult:
+        """After a write: wait for its checkpoint when ``rw_implicit_flush`` is on."""
+        return self._after_dml(result)
+
+
+def columns_of(table: pa.Table) -> list[ColumnDesc]:
+    out = []
+    for f in table.schema:
+        if pa.types.is_list(f.type):
+            elem = DataType.from_arrow(f.type.value_type)
+            out.append(ColumnDesc(f.name, PG_TYPES_BY_OID[elem.oid].array_oid))
+            continue
+        t = DataType.from_arrow(f.type)
+        if t.name is TypeName.NUMERIC and pa.types.is_decimal(f.type) and t.precision is not None:
+            t = DataType(TypeName.NUMERIC, f.type.precision, f.type.scale)
+        out.append(ColumnDesc(f.name, t.oid, t.typlen, t.typmod))
+    return out
+
+
+# ---- parameters of the extended protocol ------------------------------------------------------------
+
+_PARAM = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|/\*.*?\*/|\$(\d+)""", re.DOTALL)
+_CAST_BY_OID = {16: "boolean", 20: "bigint", 21: "smallint", 23: "integer", 700: "real", 701: "double precision",
+                1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1043: "varchar", 25: "varchar"}
+
+
+def _param_count(sql: str) -> int:
+    nums = [int(m.group(1)) for m in _PARAM.finditer(sql) if m.group(1)]
+    return max(nums, default=0)
+
+
+def sql_literal(value: Any, oid: int) -> str:
+    """A parameter value as a SQL literal of the parameter's type."""
+    if value is None:
+        cast = _CAST_BY_OID.get(oid)
+        return f"CAST(NULL AS {cast})" if cast and oid != 25 else "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value) if oid in (0, 20, 21, 23, 25, 1700) else f"CAST({value} AS {_CAST_BY_OID.get(oid, 'bigint')})"
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS double precision)"
+    if isinstance(value, Decimal):
+        return f"CAST('{value}' AS numeric)"
+    if isinstance(value, dt.datetime):
+        return f"CAST('{value.isoformat(sep=' ')}' AS {'timestamptz' if value.tzinfo else 'timestamp'})"
+    if isinstance(value, dt.date):
+        return f"CAST('{value.isoformat()}' AS date)"
+    if isinstance(value, bytes | bytearray | memoryview):
+        raise FeatureNotSupported("bytea parameters are not supported")
+    text = "'" + str(value).replace("'", "''") + "'"
+    cast = _CAST_BY_OID.get(oid)
+    return f"CAST({text} AS {cast})" if cast and oid not in (25, 1043) else text
+
+
+def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
+    """Replace ``$n`` outside quotes and comments by the literal of parameter n."""
+
+    def repl(m: re.Match) -> str:
+        if m.group(1) is None:
+            return m.group(0)
+        i = int(m.group(1)) - 1
+        if i >= len(params):
+            from risingspark.errors import ProtocolViolation
+
+            raise ProtocolViolation(f"there is no parameter ${i + 1}")
+        return sql_literal(params[i], oids[i] if i < len(oids) else 0)
+
+    return _PARAM.sub(repl, sql) if params else sql

@@ -1,0 +1,140 @@
+"""Session variables (``SET`` / ``SHOW``): one table of names, defaults, checks and help lines, as
+RisingWave's `SessionConfig`. Names are case-insensitive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from risingspark.errors import InvalidParameterValue, UndefinedParameter
+
+
+def _bool(v: str) -> str:
+    s = v.strip().lower()
+    if s in ("true", "on", "yes", "1", "t"):
+        return "true"
+    if s in ("false", "off", "no", "0", "f"):
+        return "false"
+    raise InvalidParameterValue(f'invalid value for a boolean parameter: "{v}"')
+
+
+def _int(minimum: int) -> Callable[[str], str]:
+    def check(v: str) -> str:
+        s = v.strip().lower()
+        if s == "default":
+            raise InvalidParameterValue("DEFAULT is handled by SET ... TO DEFAULT")
+        try:
+            n = int(s)
+        except ValueError:
+            raise InvalidParameterValue(f'invalid value for an integer parameter: "{v}"') from None
+        if n < minimum:
+            raise InvalidParameterValue(f"value {n} is below the minimum {minimum}")
+        return str(n)
+    return check
+
+
+def _text(v: str) -> str:
+    return v
+
+
+def _onoff(v: str) -> str:
+    return "on" if _bool(v) == "true" else "off"
+
+
+@dataclass(frozen=True)
+class VarSpec:
+    name: str
+    default: str
+    help: str
+    check: Callable[[str], str] = _text
+    read_only: bool = False
+    report: bool = False  # announced in ParameterStatus at startup
+
+
+SPECS: dict[str, VarSpec] = {v.name: v for v in (
+    VarSpec("search_path", '"$user", public', "Schemas searched for unqualified names"),
+    VarSpec("application_name", "", "Name of the client application", report=True),
+    VarSpec("client_encoding", "UTF8", "Client character set (only UTF8)", report=True),
+    VarSpec("datestyle", "ISO, MDY", "Display format of dates", report=True),
+    VarSpec("intervalstyle", "postgres", "Display format of intervals", report=True),
+    VarSpec("timezone", "UTC", "Time zone of timestamptz values", report=True),
+    VarSpec("extra_float_digits", "1", "Digits of floating-point output", _int(-15)),
+    VarSpec("standard_conforming_strings", "on", "Backslashes are literal in strings", _onoff, report=True),
+    VarSpec("transaction_isolation", "read committed", "Isolation level (statements auto-commit)"),
+    VarSpec("statement_timeout", "0", "Statement timeout in milliseconds (0: none)", _int(0)),
+    VarSpec("lock_timeout", "0", "Accepted for compatibility", _int(0)),
+    VarSpec("idle_in_transaction_session_timeout", "0", "Accepted for compatibility", _int(0)),
+    VarSpec("streaming_parallelism", "0", "Actors per fragment of new streaming jobs (0: one per Spark core)",
+            _int(0)),
+    VarSpec("background_ddl", "false", "CREATE MATERIALIZED VIEW returns at once; the backfill runs "
+            "in the background (SHOW JOBS)", _bool),
+    VarSpec("backfill_rate_limit", "-1", "Backfill rows per second per parallelism of new jobs "
+            "(-1: unlimited, 0: paused)", _int(-1)),
+    VarSpec("streaming_use_snapshot_backfill", "true", "New MVs backfill from a fixed snapshot read in bulk, "
+            "then catch up from the upstream's change log", _bool),
+    VarSpec("streaming_use_arrangement_backfill", "true", "Without snapshot backfill: per-vnode arrangement "
+            "backfill (parallelism independent of the upstream) rather than no-shuffle backfill", _bool),
+    VarSpec("rw_implicit_flush", "false", "Every INSERT/UPDATE/DELETE waits until its rows are visible", _bool),
+    VarSpec("enable_serverless_backfill", "false", "Accepted for compatibility: backfills run on the cluster's "
+            "Spark", _bool),
+    VarSpec("client_min_messages", "notice", "Lowest level of messages sent to the client"),
+    VarSpec("default_transaction_isolation", "read committed", "Isolation level of new transactions"),
+    VarSpec("transaction_read_only", "off", "Accepted for compatibility", _onoff),
+    VarSpec("default_transaction_read_only", "off", "Accepted for compatibility", _onoff),
+    VarSpec("bytea_output", "hex", "Output format of bytea values"),
+    VarSpec("row_security", "on", "Accepted for compatibility", _onoff),
+    VarSpec("default_table_access_method", "heap", "Access method of new tables", read_only=True),
+    VarSpec("server_version", "13.14.0", "Postgres version the server speaks", read_only=True, report=True),
+    VarSpec("server_version_num", "130014", "Postgres version number", read_only=True),
+    VarSpec("server_encoding", "UTF8", "Server character set", read_only=True, report=True),
+    VarSpec("integer_datetimes", "on", "Timestamps are 64-bit integers", read_only=True, report=True),
+    VarSpec("is_superuser", "on", "The user is a superuser", read_only=True, report=True),
+    VarSpec("max_identifier_length", "63", "Longest identifier", read_only=True),
+)}
+
+# Postgres spells some reported names in mixed case.
+REPORTED_NAMES = {"datestyle": "DateStyle", "intervalstyle": "IntervalStyle", "timezone": "TimeZone"}
+ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": "timezone",
+           "implicit_flush": "rw_implicit_flush"}
+
+
+class SessionVars:
+    def __init__(self) -> None:
+        self._values = {n: s.default for n, s in SPECS.items()}
+
+    @staticmethod
+    def spec(name: str) -> VarSpec:
+        key = ALIASES.get(name.lower(), name.lower())
+        spec = SPECS.get(key)
+        if spec is None:
+            raise UndefinedParameter(f'unrecognized configuration parameter "{name}"')
+        return spec
+
+    def get(self, name: str) -> str:
+        return self._values[self.spec(name).name]
+
+    def set(self, name: str, value: str | None) -> VarSpec:
+        spec = self.spec(name)
+        if spec.read_only:
+            raise InvalidParameterValue(f'parameter "{spec.name}" cannot be changed')
+        self._values[spec.name] = spec.default if value is None else spec.check(value)
+        return spec
+
+    @staticmethod
+    def spec_items() -> list[tuple[str, VarSpec]]:
+        return list(SPECS.items())
+
+    def flag(self, name: str) -> bool:
+        return self.get(name) == "true"
+
+    def number(self, name: str) -> int:
+        return int(self.get(name))
+
+    def search_path(self) -> list[str]:
+        return [p.strip().strip('"') for p in self.get("search_path").split(",")]
+
+    def reported(self) -> dict[str, str]:
+        return {REPORTED_NAMES.get(n, n): self._values[n] for n, s in SPECS.items() if s.report}
+
+    def all(self) -> list[tuple[str, str, str]]:
+        return [(n, self._values[n], s.help) for n, s in sorted(SPECS.items())]

@@ -1,0 +1,135 @@
+"""The statements the parser produces besides sqlglot trees: short command statements (SHOW, SET,
+FLUSH, WAIT, COPY, ...) as small frozen dataclasses, and `SqlStmt` wrapping a sqlglot tree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+
+@dataclass(frozen=True)
+class ShowStmt:
+    words: tuple[str, ...]  # lower-cased, e.g. ("jobs",), ("materialized", "views"), ("search_path",)
+
+
+@dataclass(frozen=True)
+class SetStmt:
+    name: str
+    value: str | None  # None: DEFAULT
+
+
+@dataclass(frozen=True)
+class ResetStmt:
+    name: str
+
+
+@dataclass(frozen=True)
+class FlushStmt:
+    pass
+
+
+@dataclass(frozen=True)
+class WaitStmt:
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class CancelJobsStmt:
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ExplainStmt:
+    inner: str
+
+
+@dataclass(frozen=True)
+class AlterSystemStmt:
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class AlterRateLimitStmt:
+    """``ALTER MATERIALIZED VIEW name SET BACKFILL_RATE_LIMIT { = | TO } n | DEFAULT``."""
+
+    name: str
+    rate: int | None
+
+
+@dataclass(frozen=True)
+class AlterParallelismStmt:
+    """``ALTER MATERIALIZED VIEW name SET PARALLELISM { = | TO } n | ADAPTIVE``."""
+
+    name: str
+    parallelism: int  # 0: adaptive
+
+
+@dataclass(frozen=True)
+class TransactionStmt:
+    tag: str  # BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE
+    in_transaction: bool | None = None  # True for ROLLBACK TO SAVEPOINT: the block stays open
+
+
+@dataclass(frozen=True)
+class IgnoredStmt:
+    """Accepted for client compatibility; does nothing (DISCARD ALL, SET SESSION CHARACTERISTICS)."""
+
+    tag: str
+
+
+@dataclass(frozen=True)
+class ShowProcesslistStmt:
+    """``SHOW PROCESSLIST``."""
+
+
+@dataclass(frozen=True)
+class KillStmt:
+    """``KILL [worker_id:]process_id``: cancel the statement a session is running."""
+
+    process_id: int
+
+
+@dataclass(frozen=True)
+class CommentStmt:
+    """``COMMENT ON {TABLE | MATERIALIZED VIEW | VIEW | COLUMN} name IS {'text' | NULL}``."""
+
+    kind: str  # TABLE, MATERIALIZED VIEW, VIEW or COLUMN
+    name: tuple[str, ...]  # [schema.]relation[.column], identifiers folded
+    text: str | None
+
+
+@dataclass(frozen=True)
+class CopyStmt:
+    """``COPY table [(columns)] FROM STDIN [options]`` in text or CSV format."""
+
+    table: tuple[str, ...]  # [schema.]name, folded
+    columns: tuple[str, ...] | None
+    format: str = "text"  # text, csv or binary
+    delimiter: str = "\t"
+    null: str = "\\N"
+    header: bool = False
+    quote: str = '"'
+    escape: str = '"'
+
+
+@dataclass(frozen=True)
+class FastInsert:
+    """``INSERT INTO t [(cols)] VALUES ...`` whose body goes to `frontend.values`."""
+
+    table: exp.Table
+    columns: tuple[str, ...] | None
+    values_text: str
+    text: str
+
+
+@dataclass(frozen=True)
+class SqlStmt:
+    ast: exp.Expression
+    text: str
+
+
+Statement = (ShowStmt | SetStmt | ResetStmt | FlushStmt | WaitStmt | CancelJobsStmt | ExplainStmt
+             | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | IgnoredStmt
+             | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt)

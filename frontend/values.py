@@ -1,0 +1,105 @@
+"""A fast reader for ``VALUES (...), (...)`` lists of plain literals.
+
+Bulk loads send INSERTs with thousands of rows; parsing them into expression trees costs far more
+than storing them. When every item is a literal (number, quoted string, NULL, TRUE, FALSE), the
+rows are read by one regex scan and each column is cast by Arrow to its column type. Anything else
+(an expression, a cast, DEFAULT) returns None and the statement takes the general path, which also
+gives Postgres' exact error for a value that does not convert.
+
+>>> read_values("VALUES (1, 'a''b', NULL), (2, 'c', TRUE)", 3)
+[['1', '2'], ['a\\'b', 'c'], [None, 'true']]
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from risingspark.types import DataType, TypeName
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<open>\()
+      | (?P<close>\))
+      | (?P<comma>,)
+      | '(?P<str>(?:[^']|'')*)'
+      | (?P<num>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))
+      | (?P<kw>NULL|TRUE|FALSE)\b
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def read_values(text: str, ncols: int) -> list[list[str | None]] | None:
+    """Columns of literal texts (None for NULL), or None when the list is not plain literals."""
+    m = re.match(r"\s*VALUES", text, re.IGNORECASE)
+    if not m:
+        return None
+    pos = m.end()
+    cols: list[list[str | None]] = [[] for _ in range(ncols)]
+    end = len(text.rstrip().rstrip(";").rstrip())
+    expect_row = True
+    while pos < end:
+        t = _TOKEN.match(text, pos)
+        if t is None:
+            return None
+        pos = t.end()
+        if expect_row:
+            if t.lastgroup != "open":
+                return None
+            row: list[str | None] = []
+            while True:
+                v = _TOKEN.match(text, pos)
+                if v is None or v.lastgroup not in ("str", "num", "kw"):
+                    return None
+                pos = v.end()
+                if v.lastgroup == "str":
+                    row.append(v.group("str").replace("''", "'"))
+                elif v.lastgroup == "num":
+                    row.append(v.group("num"))
+                else:
+                    kw = v.group("kw").upper()
+                    row.append(None if kw == "NULL" else kw.lower())
+                sep = _TOKEN.match(text, pos)
+                if sep is None:
+                    return None
+                pos = sep.end()
+                if sep.lastgroup == "close":
+                    break
+                if sep.lastgroup != "comma":
+                    return None
+            if len(row) != ncols:
+                return None
+            for c, v2 in zip(cols, row, strict=True):
+                c.append(v2)
+            expect_row = False
+        else:
+            if t.lastgroup != "comma":
+                return None
+            expect_row = True
+    if expect_row or not cols or not cols[0] and ncols:
+        return None
+    return cols
+
+
+def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
+    """Arrow's cast of literal texts to a column type, rounding numerics as Postgres does; None
+    when a value does not convert (the general path then reports the error)."""
+    arr = pa.array(values, pa.string())
+    try:
+        if t.name is TypeName.NUMERIC:
+            p, s = t.effective_precision_scale
+            wide = pc.cast(arr, pa.decimal128(38, min(38, max(s, 18))))
+            rounded = pc.round(wide, ndigits=s, round_mode="half_towards_infinity")
+            return pc.cast(rounded, pa.decimal128(p, s))
+        if t.is_integer and any(v is not None and not _is_int(v) for v in values):
+            return None
+        return pc.cast(arr, t.to_arrow())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _is_int(v: str) -> bool:
+    return v.lstrip("+-").isdigit()

@@ -1,0 +1,87 @@
+"""Meta's HTTP API (FastAPI): cluster state and job progress as JSON, the dashboard at ``/`` (see
+`meta.dashboard`), and Prometheus ``/metrics``.
+
+Errors are returned as ``{"sqlstate", "message"}`` from the same error classes the wire uses.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+
+from meta.dashboard.routes import mount_dashboard
+from meta.service import DdlProgress, MetaService
+from risingspark.errors import RisingSparkError
+
+
+class ClusterModel(BaseModel):
+    committed_epoch: int
+    version_id: int
+    system_params: dict[str, int]
+    relations: int
+    last_barrier_error: str | None
+
+
+class TableLevelsModel(BaseModel):
+    table_id: int
+    l0_sub_levels: int
+    l0_ssts: int
+    l1_ssts: int
+    rows: int
+
+
+class RelationModel(BaseModel):
+    id: int
+    name: str
+    kind: str
+    status: str
+    definition: str
+    dependencies: list[int]
+
+
+def create_app(meta: MetaService) -> FastAPI:
+    app = FastAPI(title="RisingSpark meta", version="0.1.0",
+                  description="Cluster state, streaming jobs and backfill progress of a RisingSpark cluster.")
+
+    @app.exception_handler(RisingSparkError)
+    async def _error(_: Request, exc: RisingSparkError) -> JSONResponse:
+        return JSONResponse(status_code=400, content=exc.to_json())
+
+    @app.get("/api/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/cluster", response_model=ClusterModel)
+    def cluster() -> ClusterModel:
+        v = meta.hummock.version
+        return ClusterModel(committed_epoch=v.committed_epoch, version_id=v.id, system_params=meta.params.all(),
+                            relations=len(meta.catalog.snapshot.relations),
+                            last_barrier_error=meta.barriers.last_error)
+
+    @app.get("/api/ddl_progress", response_model=list[DdlProgress])
+    def ddl_progress() -> list[DdlProgress]:
+        """Creating streaming jobs and their backfill progress, as `rw_catalog.rw_ddl_progress`."""
+        return meta.ddl_progress()
+
+    @app.get("/api/relations", response_model=list[RelationModel])
+    def list_relations() -> list[RelationModel]:
+        return [RelationModel(id=r.id, name=r.name, kind=r.kind.value, status=r.status.value,
+                              definition=r.definition, dependencies=list(r.dependencies))
+                for r in sorted(meta.catalog.snapshot.relations.values(), key=lambda r: r.id)]
+
+    @app.get("/api/tables/{table_id}/levels", response_model=TableLevelsModel)
+    def table_levels(table_id: int) -> TableLevelsModel:
+        """The LSM shape of one state table: L0 sub-levels (one per checkpoint that wrote it) and L1."""
+        levels = meta.hummock.version.levels(table_id)
+        return TableLevelsModel(table_id=table_id, l0_sub_levels=len(levels.l0),
+                                l0_ssts=sum(len(s.ssts) for s in levels.l0), l1_ssts=len(levels.l1),
+                                rows=meta.row_count(table_id))
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    mount_dashboard(app, meta)
+    return app

@@ -1,0 +1,347 @@
+"""The barrier manager: injects a barrier every ``barrier_interval_ms``, has the compute node run the
+epoch round, and commits the round in one meta-store transaction.
+
+One round at a time: barrier E+1 is injected only after E has committed (or failed), so a round
+always reads the state committed at ``E.prev``. A failed round triggers recovery, as RisingWave's
+`GlobalBarrierManager`: the compute node drops its jobs, meta re-adds every job from the meta store
+with its persisted backfill positions, and uncommitted DML batches are delivered again. Files the
+failed round wrote are referenced by nothing and are swept as garbage.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from meta.barrier.command import ComputeClient
+from meta.catalog import CatalogManager, post_order
+from meta.history import BarrierSample, RingBuffer
+from meta.hummock import HummockManager
+from meta.metrics import METRICS
+from meta.snapshot_backfill import SnapshotBackfills
+from meta.store.schema import backfill_progress, dml_batches, table_stats
+from meta.store.store import MetaStore
+from risingspark.barrier import (
+    AddJobs,
+    BackfillReport,
+    Barrier,
+    DmlBatch,
+    EpochResult,
+    Mutation,
+    ScanProgress,
+    StreamJob,
+    VnodeProgress,
+)
+from risingspark.catalog import JobStatus, RelationCatalog
+from risingspark.epoch import Epoch, EpochGenerator, EpochPair
+from risingspark.keys import decode_key, encode_key
+from risingspark.storage.object_store import ObjectStore
+from risingspark.stream_plan import node_from_json, scans
+
+logger = logging.getLogger(__name__)
+
+RECOVERY_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+# DML rows one barrier delivers at most (a larger backlog waits for the next barriers), so an epoch
+# round's memory is bounded whatever the size of an INSERT.
+MAX_DML_ROWS_PER_BARRIER = 1_000_000
+CHANGE_LOG_RETENTION_MS = 60_000
+BARRIER_HISTORY = 4096  # recent barriers kept for the dashboard
+
+
+class BarrierManager:
+    def __init__(self, store: MetaStore, catalog: CatalogManager, hummock: HummockManager,
+                 objects: ObjectStore, compute: ComputeClient, snapshots: SnapshotBackfills, *,
+                 interval_ms: Callable[[], int], on_commit: Callable[[EpochResult], None] | None = None) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._hummock = hummock
+        self._objects = objects
+        self._compute = compute
+        self._snapshots = snapshots
+        self._interval_ms = interval_ms
+        self._on_commit = on_commit
+        self._epochs = EpochGenerator(hummock.version.committed_epoch)
+        self._cond = threading.Condition()
+        self._mutations: list[Mutation] = []
+        self._requested = False
+        self._stopping = False
+        self._needs_recovery = True  # the first barrier after start re-adds every job
+        self._failures = 0
+        self._injected = 0  # barriers injected so far
+        self._committed_seq = 0  # the injection number of the newest committed barrier
+        self._oldest_pending: int | None = None  # oldest uncommitted DML batch after the last commit
+        self._dml_budget_hit = False
+        self._flushers = 0  # FLUSH calls waiting
+        self._last_error: str | None = None
+        self._thread: threading.Thread | None = None
+        self.history: RingBuffer[BarrierSample] = RingBuffer(BARRIER_HISTORY)  # committed barriers, newest last
+
+    # ---- control ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="barrier-manager", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread:
+            self._thread.join(timeout=120)
+
+    def add_mutation(self, mutation: Mutation) -> None:
+        with self._cond:
+            self._mutations.append(mutation)
+            self._requested = True
+            self._cond.notify_all()
+
+    def request_recovery(self) -> None:
+        with self._cond:
+            self._needs_recovery = True
+            self._requested = True
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Wait until every DML batch submitted before this call is committed, and a barrier
+        injected after it has committed; return the committed epoch."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._store.begin() as conn:
+            newest = conn.execute(sa.select(sa.func.max(dml_batches.c.id))).scalar() or 0
+        with self._cond:
+            target = self._injected + 1
+            self._requested = True
+            self._flushers += 1
+            self._oldest_pending = newest or None  # until the next commit says otherwise
+            self._cond.notify_all()
+            try:
+                self._wait_flushed(target, newest, deadline)
+            finally:
+                self._flushers -= 1
+        return self._hummock.version.committed_epoch
+
+    def _wait_flushed(self, target: int, newest: int, deadline: float | None) -> None:
+        with self._cond:
+            while self._committed_seq < target or self._dml_backlog_upto(newest):
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError("FLUSH timed out waiting for a checkpoint")
+                if self._stopping:
+                    raise RuntimeError("the cluster is shutting down")
+                self._cond.wait(remaining if remaining is not None else 1.0)
+
+    def _backfilling(self, result: EpochResult) -> bool:
+        snapshot = self._catalog.snapshot
+        finished = set(result.finished_jobs)
+        return any(r.job_id not in finished and r.job_id in snapshot.relations and
+                   snapshot.relations[r.job_id].extra.get("backfill_rate_limit") is None
+                   for r in result.backfill)
+
+    def _dml_backlog_upto(self, batch_id: int) -> bool:
+        """Whether an uncommitted DML batch with an id at most `batch_id` remains."""
+        if batch_id == 0 or self._oldest_pending is None:
+            return False
+        return self._oldest_pending <= batch_id
+
+    @property
+    def last_error(self) -> str | None:
+        return self._last_error
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        last_start = 0.0
+        while True:
+            with self._cond:
+                while not self._stopping:
+                    wait = last_start + self._interval_ms() / 1000 - time.monotonic()
+                    if self._requested or wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._stopping:
+                    return
+                self._requested = False
+                mutations, self._mutations = self._mutations, []
+                recovery, self._needs_recovery = self._needs_recovery, False
+                self._injected += 1
+                seq = self._injected
+            last_start = time.monotonic()
+            try:
+                self._round(seq, mutations, recovery)
+                self._failures = 0
+                self._last_error = None
+            except Exception as e:  # noqa: BLE001 - any failure of a round means recovery
+                self._failures += 1
+                self._last_error = f"{type(e).__name__}: {e}"
+                backoff = RECOVERY_BACKOFF_S[min(self._failures, len(RECOVERY_BACKOFF_S)) - 1]
+                logger.exception("epoch round %d failed; recovering in %.1fs", seq, backoff)
+                METRICS.recoveries.inc()
+                with self._cond:
+                    self._needs_recovery = True
+                    self._cond.wait(backoff)
+
+    def _round(self, seq: int, mutations: list[Mutation], recovery: bool) -> None:
+        prev = self._hummock.version.committed_epoch
+        epoch = self._epochs.next()
+        if recovery:
+            self._compute.reset()
+            everything = self._all_jobs()
+            mutations = [everything, *[m for m in mutations if not isinstance(m, AddJobs)]]
+            logger.info("recovery: re-adding %d streaming jobs at epoch %d", len(everything.jobs), epoch)
+        dml = self._pending_dml()
+        version = self._hummock.pin()
+        started = time.monotonic()
+        try:
+            barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), recovery,
+                              tuple(self._snapshots.log_batches(prev)))
+            result = self._compute.run_epoch(barrier)
+        finally:
+            self._hummock.unpin(version)
+        committing = time.monotonic()
+        self._commit(result, dml)
+        commit_s = time.monotonic() - committing
+        elapsed = time.monotonic() - started
+        METRICS.barrier_latency.observe(elapsed)
+        METRICS.epoch_commit_latency.observe(commit_s)
+        METRICS.committed_epoch.set(epoch)
+        self.history.append(BarrierSample(time.time(), epoch, elapsed, commit_s, result.spark_jobs))
+        if result.spark_jobs:
+            logger.info("epoch %d committed in %.0f ms (%d Spark jobs, %d DML batches)", epoch, elapsed * 1000,
+                        result.spark_jobs, len(dml))
+        else:
+            logger.debug("epoch %d committed (idle)", epoch)
+        oldest = None
+        if self._flushers:  # only a waiting FLUSH needs to know the DML backlog
+            with self._store.begin() as conn:
+                oldest = conn.execute(sa.select(sa.func.min(dml_batches.c.id))
+                                      .where(dml_batches.c.committed_epoch.is_(None))).scalar()
+        with self._cond:
+            self._committed_seq = seq
+            self._oldest_pending = oldest
+            if self._dml_budget_hit or self._backfilling(result):
+                # A DML backlog beyond one barrier's budget, or a backfill with more to read: go on at
+                # once, as RisingWave's backfill keeps reading its snapshot between barriers.
+                self._requested = True
+            self._cond.notify_all()
+        if self._on_commit:
+            self._on_commit(result)
+        if seq % 10 == 0:
+            self._housekeeping()
+
+    def _commit(self, result: EpochResult, dml: list[DmlBatch]) -> None:
+        live = self._catalog.snapshot.relations
+        live_tables = {d.table_id for r in live.values() for d in r.state_tables}
+        ssts = [s for s in result.ssts if s.table_id in live_tables]
+        logs = [c for c in result.change_logs if c.table_id in live_tables]
+        # Files the round wrote for jobs dropped meanwhile: nothing will ever reference them.
+        stale = [s.path for s in result.ssts if s.table_id not in live_tables] + \
+                [c.path for c in result.change_logs if c.table_id not in live_tables]
+        consumed = set(result.consumed_dml)
+        with self._store.transaction() as tx:
+            conn = tx.conn
+            self._hummock.commit_epoch(tx, result.epoch, ssts, logs)
+            if consumed:
+                conn.execute(dml_batches.update().where(dml_batches.c.id.in_(consumed))
+                             .values(committed_epoch=result.epoch))
+            for table_id, delta in result.row_count_deltas.items():
+                if table_id in live_tables and delta:
+                    _add_row_count(conn, table_id, delta)
+            for report in result.backfill:
+                if report.job_id in live:
+                    _save_progress(conn, report)
+                    self._snapshots.commit(conn, report)
+            self._snapshots.remove(conn, list(result.finished_jobs))
+            for job_id in result.finished_jobs:
+                if job_id in live and live[job_id].status is JobStatus.CREATING:
+                    self._catalog.set_status(tx, job_id, JobStatus.CREATED)
+                    self._catalog.set_initialized(tx, job_id, result.epoch)
+                    logger.info("job %d (%s) finished backfill at epoch %d", job_id, live[job_id].name,
+                                result.epoch)
+        if stale:
+            self._objects.delete(stale)
+        # The rows are in SSTs now: the DML files are no longer needed.
+        done = [b for b in dml if b.batch_id in consumed]
+        if done:
+            self._objects.delete([b.path for b in done])
+            with self._store.transaction() as tx:
+                tx.conn.execute(dml_batches.delete().where(dml_batches.c.id.in_([b.batch_id for b in done])))
+
+    def _housekeeping(self) -> None:
+        before = Epoch.from_unix_ms(int(time.time() * 1000) - CHANGE_LOG_RETENTION_MS).value
+        needed = self._snapshots.oldest_needed_epoch()
+        if needed is not None:
+            before = min(before, needed)
+        with self._store.transaction() as tx:
+            self._hummock.truncate_change_logs(tx, before)
+        self._hummock.vacuum(protected=self._snapshots.pinned_paths())
+
+    # ---- inputs of a barrier --------------------------------------------------------------------
+    def _pending_dml(self) -> list[DmlBatch]:
+        with self._store.begin() as conn:
+            rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
+                                .order_by(dml_batches.c.id)).all()
+        live = self._catalog.snapshot.relations
+        out: list[DmlBatch] = []
+        total = 0
+        self._dml_budget_hit = False
+        for r in rows:
+            if r.table_id not in live:
+                continue
+            if out and total + r.row_count > MAX_DML_ROWS_PER_BARRIER:
+                self._dml_budget_hit = True
+                break
+            out.append(DmlBatch(r.id, r.table_id, r.path, r.row_count))
+            total += r.row_count
+        return out
+
+    def _all_jobs(self) -> AddJobs:
+        rels = [r for r in self._catalog.snapshot.relations.values() if r.plan is not None and not r.extra.get("queued")]
+        return AddJobs(tuple(self.stream_job(r) for r in _topological(rels)))
+
+    def stream_job(self, rel: RelationCatalog) -> StreamJob:
+        creating = rel.status is JobStatus.CREATING
+        backfill = self.load_progress(rel) if creating else None
+        snapshot = self._snapshots.load(rel.id) if creating else None
+        assert rel.plan is not None
+        return StreamJob(rel.id, rel.name, node_from_json(rel.plan), rel.parallelism, rel.dependencies, backfill,
+                         rel.extra.get("backfill_rate_limit"), snapshot)
+
+    def load_progress(self, rel: RelationCatalog) -> tuple[ScanProgress, ...]:
+        assert rel.plan is not None
+        out = []
+        with self._store.begin() as conn:
+            for scan_id, scan in enumerate(scans(node_from_json(rel.plan))):
+                assert scan.upstream_desc is not None
+                desc = scan.upstream_desc
+                key_types = [desc.fields[i].type for i in desc.pk]
+                rows = conn.execute(sa.select(backfill_progress).where(
+                    (backfill_progress.c.job_id == rel.id) & (backfill_progress.c.scan_id == scan_id))
+                    .order_by(backfill_progress.c.vnode)).all()
+                out.append(ScanProgress(scan_id, scan.upstream_id, tuple(
+                    VnodeProgress(r.vnode, decode_key(r.position, key_types), r.finished, r.row_count) for r in rows)))
+        return tuple(out)
+
+
+def _topological(rels: list[RelationCatalog]) -> list[RelationCatalog]:
+    by_id = {r.id: r for r in rels}
+    return post_order(sorted(rels, key=lambda r: r.id),
+                      lambda r: [by_id[d] for d in r.dependencies if d in by_id])
+
+
+def _add_row_count(conn, table_id: int, delta: int) -> None:
+    updated = conn.execute(table_stats.update().where(table_stats.c.table_id == table_id)
+                           .values(row_count=table_stats.c.row_count + delta)).rowcount
+    if not updated:
+        conn.execute(table_stats.insert().values(table_id=table_id, row_count=delta))
+
+
+def _save_progress(conn, report: BackfillReport) -> None:
+    for v in report.vnodes:
+        values = {"position": encode_key(v.position), "finished": v.finished, "row_count": v.row_count}
+        updated = conn.execute(backfill_progress.update().where(
+            (backfill_progress.c.job_id == report.job_id) & (backfill_progress.c.scan_id == report.scan_id)
+            & (backfill_progress.c.vnode == v.vnode)).values(**values)).rowcount
+        if not updated:
+            conn.execute(backfill_progress.insert().values(job_id=report.job_id, scan_id=report.scan_id,
+                                                           upstream_id=report.upstream_id, vnode=v.vnode, **values))

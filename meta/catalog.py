@@ -1,0 +1,196 @@
+"""The catalog manager: databases, schemas and relations, persisted in the meta store and mirrored
+in memory. Frontends bind against an immutable `CatalogSnapshot`, re-read when `version` moves."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+import sqlalchemy as sa
+
+from meta.store.schema import databases, relations, schemas
+from meta.store.store import MetaStore, Txn, next_ids
+from risingspark.catalog import (
+    DEFAULT_DATABASE,
+    DEFAULT_RESOURCE_GROUP,
+    DEFAULT_SCHEMA,
+    BackfillType,
+    CreateType,
+    DatabaseCatalog,
+    JobStatus,
+    RelationCatalog,
+    RelationKind,
+    SchemaCatalog,
+)
+from risingspark.storage.desc import StateTableDesc
+from risingspark.types import Field
+
+logger = logging.getLogger(__name__)
+
+# Ids below this are reserved for system catalogs (their OIDs in pg_class).
+FIRST_USER_ID = 1000
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    version: int
+    databases: dict[int, DatabaseCatalog] = field(default_factory=dict)
+    schemas: dict[int, SchemaCatalog] = field(default_factory=dict)
+    relations: dict[int, RelationCatalog] = field(default_factory=dict)
+
+    def database(self, name: str) -> DatabaseCatalog | None:
+        return next((d for d in self.databases.values() if d.name == name), None)
+
+    def schema(self, database_id: int, name: str) -> SchemaCatalog | None:
+        return next((s for s in self.schemas.values() if s.database_id == database_id and s.name == name), None)
+
+    def relation(self, schema_id: int, name: str) -> RelationCatalog | None:
+        return next((r for r in self.relations.values() if r.schema_id == schema_id and r.name == name), None)
+
+    def dependents(self, relation_id: int) -> list[RelationCatalog]:
+        return [r for r in self.relations.values() if relation_id in r.dependencies]
+
+
+def post_order(roots: Iterable[RelationCatalog],
+               edges: Callable[[RelationCatalog], Iterable[RelationCatalog]]) -> list[RelationCatalog]:
+    """Every relation reachable from `roots` through `edges`, each after those it leads to
+    (dependencies first when `edges` gives dependencies; dependents first when it gives dependents)."""
+    out: list[RelationCatalog] = []
+    seen: set[int] = set()
+
+    def visit(r: RelationCatalog) -> None:
+        if r.id in seen:
+            return
+        seen.add(r.id)
+        for nxt in edges(r):
+            visit(nxt)
+        out.append(r)
+
+    for root in roots:
+        visit(root)
+    return out
+
+
+class CatalogManager:
+    def __init__(self, store: MetaStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._snapshot = self._load()
+        self._changed = threading.Condition(self._lock)
+
+    @property
+    def snapshot(self) -> CatalogSnapshot:
+        return self._snapshot
+
+    def _load(self) -> CatalogSnapshot:
+        with self._store.transaction() as tx:
+            conn = tx.conn
+            if conn.execute(sa.select(databases.c.id).where(databases.c.name == DEFAULT_DATABASE)).first() is None:
+                db_id = next_ids(conn, "catalog", 1, start=FIRST_USER_ID)
+                conn.execute(databases.insert().values(id=db_id, name=DEFAULT_DATABASE,
+                                                       resource_group=DEFAULT_RESOURCE_GROUP))
+                conn.execute(schemas.insert().values(id=next_ids(conn, "catalog"), database_id=db_id,
+                                                     name=DEFAULT_SCHEMA))
+            dbs = {r.id: DatabaseCatalog(r.id, r.name, r.resource_group) for r in conn.execute(sa.select(databases))}
+            schs = {r.id: SchemaCatalog(r.id, r.database_id, r.name) for r in conn.execute(sa.select(schemas))}
+            rels = {r.id: _relation_from_row(r) for r in conn.execute(sa.select(relations))}
+        return CatalogSnapshot(1, dbs, schs, rels)
+
+    # ---- writes (inside a transaction; memory follows the commit) ------------------------------
+    def allocate_ids(self, tx: Txn, count: int) -> int:
+        return next_ids(tx.conn, "catalog", count, start=FIRST_USER_ID)
+
+    def _stage(self, tx: Txn) -> dict[int, RelationCatalog]:
+        if "catalog" not in tx.staged:
+            tx.staged["catalog"] = dict(self._snapshot.relations)
+            tx.on_commit(lambda: self._install(tx.staged["catalog"]))
+        return tx.staged["catalog"]
+
+    def _install(self, rels: dict[int, RelationCatalog]) -> None:
+        with self._lock:
+            s = self._snapshot
+            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, s.schemas, rels)
+            self._changed.notify_all()
+
+    def create_relation(self, tx: Txn, rel: RelationCatalog) -> None:
+        tx.conn.execute(relations.insert().values(**_relation_to_row(rel)))
+        self._stage(tx)[rel.id] = rel
+
+    def set_status(self, tx: Txn, rel_id: int, status: JobStatus) -> None:
+        tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(status=status.value))
+        staged = self._stage(tx)
+        if rel_id in staged:
+            staged[rel_id] = replace(staged[rel_id], status=status)
+
+    def set_initialized(self, tx: Txn, rel_id: int, epoch: int) -> None:
+        tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(initialized_at_epoch=epoch))
+        staged = self._stage(tx)
+        if rel_id in staged:
+            staged[rel_id] = replace(staged[rel_id], initialized_at_epoch=epoch)
+
+    def set_parallelism(self, tx: Txn, rel_id: int, parallelism: int) -> None:
+        tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(parallelism=parallelism))
+        staged = self._stage(tx)
+        if rel_id in staged:
+            staged[rel_id] = replace(staged[rel_id], parallelism=parallelism)
+
+    def set_extra(self, tx: Txn, rel_id: int, extra: dict) -> None:
+        tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(extra=json.dumps(extra)))
+        staged = self._stage(tx)
+        if rel_id in staged:
+            staged[rel_id] = replace(staged[rel_id], extra=extra)
+
+    def create_schema(self, tx: Txn, schema: SchemaCatalog) -> None:
+        tx.conn.execute(schemas.insert().values(id=schema.id, database_id=schema.database_id, name=schema.name))
+        tx.on_commit(lambda: self._install_schema(schema))
+
+    def _install_schema(self, schema: SchemaCatalog) -> None:
+        with self._lock:
+            s = self._snapshot
+            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, {**s.schemas, schema.id: schema}, s.relations)
+            self._changed.notify_all()
+
+    def drop_relations(self, tx: Txn, ids: list[int]) -> None:
+        tx.conn.execute(relations.delete().where(relations.c.id.in_(ids)))
+        staged = self._stage(tx)
+        for i in ids:
+            staged.pop(i, None)
+
+    def wait_for_change(self, seen_version: int, timeout: float) -> int:
+        with self._lock:
+            self._changed.wait_for(lambda: self._snapshot.version != seen_version, timeout)
+            return self._snapshot.version
+
+
+def _relation_to_row(r: RelationCatalog) -> dict:
+    return {
+        "id": r.id, "database_id": r.database_id, "schema_id": r.schema_id, "name": r.name,
+        "kind": r.kind.value, "fields": json.dumps([f.to_json() for f in r.fields]),
+        "pk": json.dumps(list(r.pk)), "dist_key": json.dumps(list(r.dist_key)), "definition": r.definition,
+        "status": r.status.value, "create_type": r.create_type.value,
+        "backfill_type": r.backfill_type.value if r.backfill_type else None,
+        "plan": json.dumps(r.plan) if r.plan is not None else None,
+        "state_tables": json.dumps([d.to_json() for d in r.state_tables]),
+        "dependencies": json.dumps(list(r.dependencies)), "parallelism": r.parallelism,
+        "row_id_index": r.row_id_index, "created_at_epoch": r.created_at_epoch,
+        "initialized_at_epoch": r.initialized_at_epoch, "resource_group": r.resource_group,
+        "extra": json.dumps(r.extra),
+    }
+
+
+def _relation_from_row(r) -> RelationCatalog:
+    return RelationCatalog(
+        id=r.id, database_id=r.database_id, schema_id=r.schema_id, name=r.name, kind=RelationKind(r.kind),
+        fields=tuple(Field.from_json(f) for f in json.loads(r.fields)), pk=tuple(json.loads(r.pk)),
+        dist_key=tuple(json.loads(r.dist_key)), definition=r.definition, status=JobStatus(r.status),
+        create_type=CreateType(r.create_type),
+        backfill_type=BackfillType(r.backfill_type) if r.backfill_type else None,
+        plan=json.loads(r.plan) if r.plan else None,
+        state_tables=tuple(StateTableDesc.from_json(d) for d in json.loads(r.state_tables)),
+        dependencies=tuple(json.loads(r.dependencies)), parallelism=r.parallelism, row_id_index=r.row_id_index,
+        created_at_epoch=r.created_at_epoch, initialized_at_epoch=r.initialized_at_epoch,
+        resource_group=r.resource_group, extra=json.loads(r.extra),
+    )

@@ -1,0 +1,405 @@
+"""The meta service: the one place that changes the cluster's state.
+
+Frontends call it for DDL, DML registration, FLUSH, progress and pinned versions; the barrier
+manager drives the compute nodes; the compaction scheduler hands tasks to compactors. In the
+playground every caller holds this object; other deployments reach it through the HTTP API
+(`meta.api`), which exposes the same operations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import sqlalchemy as sa
+
+from meta.barrier.command import ComputeClient
+from meta.barrier.manager import BarrierManager
+from meta.catalog import CatalogManager, CatalogSnapshot, post_order
+from meta.compaction.scheduler import CompactionScheduler
+from meta.hummock import HummockManager
+from meta.metrics import METRICS, backfill_labels
+from meta.progress import ProgressRate, format_progress
+from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, SnapshotBackfills
+from meta.store.schema import backfill_progress, dml_batches, table_stats
+from meta.store.store import MetaStore, Txn, next_ids
+from meta.system_params import SystemParams
+from risingspark.barrier import AddJobs, DropJobs, EpochResult, Throttle
+from risingspark.catalog import BackfillType, JobStatus, RelationCatalog, RelationKind, SchemaCatalog
+from risingspark.errors import (
+    DependentObjectsStillExist,
+    DuplicateSchema,
+    DuplicateTable,
+    FeatureNotSupported,
+    QueryCanceled,
+    UndefinedTable,
+)
+from risingspark.storage.desc import HummockVersion
+from risingspark.storage.object_store import ObjectStore
+from risingspark.stream_plan import StreamHashAgg, find, node_from_json, scans
+from risingspark.vnode import VNODE_COUNT
+
+logger = logging.getLogger(__name__)
+
+QUEUED = "queued"  # relation.extra flag: a creating job waiting for a slot
+QUEUED_PROGRESS = "Queued: waiting for a free slot (max_concurrent_creating_streaming_jobs)"
+
+
+@dataclass(frozen=True)
+class DdlProgress:
+    """One row of `rw_catalog.rw_ddl_progress` (and of `SHOW JOBS`)."""
+
+    ddl_id: int
+    ddl_statement: str
+    create_type: str
+    progress: str
+    initialized_at_epoch: int | None
+    is_serverless_backfill: bool
+    backfill_type: str | None
+    consumed_rows: int
+    total_rows: int
+    rows_per_second: float | None
+    eta_seconds: float | None
+
+
+class MetaService:
+    def __init__(self, store: MetaStore, objects: ObjectStore, compute: ComputeClient) -> None:
+        self.store = store
+        self.objects = objects
+        self._compute = compute
+        self.params = SystemParams(store)
+        self.catalog = CatalogManager(store)
+        self.hummock = HummockManager(store, objects)
+        self.snapshots = SnapshotBackfills(store)
+        self.barriers = BarrierManager(store, self.catalog, self.hummock, objects, compute, self.snapshots,
+                                       interval_ms=self._round_interval_ms,
+                                       on_commit=self._after_commit)
+        self.compaction = CompactionScheduler(store, self.catalog, self.hummock)
+        self._lock = threading.Lock()
+        self._start_lock = threading.RLock()
+        self._row_counts: dict[int, int] = {}
+        self._consumed: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)  # (scan, vnode) -> rows
+        self._rates: dict[int, ProgressRate] = defaultdict(ProgressRate)
+        self._load_progress()
+
+    def _round_interval_ms(self) -> int:
+        """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and
+        makes every `checkpoint_frequency`-th one a checkpoint; here nothing a round does is visible
+        before a checkpoint commits it, so one round runs per checkpoint."""
+        return self.params.barrier_interval_ms * self.params.get("checkpoint_frequency")
+
+    def start(self) -> None:
+        self.sweep_orphans()
+        self.barriers.start()
+        self.start_queued_jobs()
+
+    def stop(self) -> None:
+        self.barriers.stop()
+
+    # ---- catalog --------------------------------------------------------------------------------
+    def catalog_snapshot(self) -> CatalogSnapshot:
+        return self.catalog.snapshot
+
+    def allocate_ids(self, count: int) -> int:
+        with self.store.transaction() as tx:
+            return self.catalog.allocate_ids(tx, count)
+
+    def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
+        """Persist a new table or MV and start its streaming job at the next barrier."""
+        snap = self.catalog.snapshot
+        for dep in rel.dependencies:
+            up = snap.relations.get(dep)
+            if up is None:
+                raise UndefinedTable(f"relation with id {dep} does not exist")
+            if up.is_creating:
+                raise FeatureNotSupported(
+                    f'cannot create a materialized view on "{up.name}" while it is still being created',
+                    hint=f"WAIT MATERIALIZED VIEW {up.name}, or wait until SHOW JOBS no longer lists it")
+        rel = replace(rel, created_at_epoch=self.hummock.version.committed_epoch)
+        with self._start_lock:
+            queued = rel.is_creating and not self._has_free_slot()
+            if queued:
+                rel = replace(rel, extra={**rel.extra, QUEUED: True})
+            with self.store.transaction() as tx:
+                if self.catalog.snapshot.relation(rel.schema_id, rel.name) is not None:
+                    raise DuplicateTable(f'relation "{rel.name}" already exists')
+                self.catalog.create_relation(tx, rel)
+                if rel.is_creating and not queued:
+                    self._prepare_backfill(tx, rel)
+            if rel.plan is not None and not queued:
+                self.barriers.add_mutation(AddJobs((self.barriers.stream_job(rel),)))
+        logger.info("created %s %s (id %d, %s%s)", rel.kind.display, rel.name, rel.id, rel.status.value,
+                    ", queued" if queued else "")
+        return rel
+
+    def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
+        """Create a schema in a database (42P06 if it exists)."""
+        with self.store.transaction() as tx:
+            if self.catalog.snapshot.schema(database_id, name) is not None:
+                raise DuplicateSchema(f'schema "{name}" already exists')
+            schema = SchemaCatalog(self.catalog.allocate_ids(tx, 1), database_id, name)
+            self.catalog.create_schema(tx, schema)
+        logger.info("created schema %s (id %d)", name, schema.id)
+        return schema
+
+    def set_comment(self, rel_id: int, column: str | None, comment: str | None) -> None:
+        """Set (or with None remove) the comment of a relation or of one of its columns."""
+        rel = self.catalog.snapshot.relations.get(rel_id)
+        if rel is None:
+            raise UndefinedTable(f"relation with id {rel_id} does not exist")
+        extra = dict(rel.extra)
+        if column is None:
+            extra.pop("comment", None)
+            if comment is not None:
+                extra["comment"] = comment
+        else:
+            columns = {k: v for k, v in (extra.get("column_comments") or {}).items() if k != column}
+            if comment is not None:
+                columns[column] = comment
+            extra["column_comments"] = columns
+        with self.store.transaction() as tx:
+            self.catalog.set_extra(tx, rel_id, extra)
+
+    # ---- the creating-job slots (max_concurrent_creating_streaming_jobs) --------------------------
+    def _has_free_slot(self) -> bool:
+        limit = self.params.get("max_concurrent_creating_streaming_jobs")
+        running = sum(1 for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED))
+        return limit == 0 or running < limit
+
+    def _prepare_backfill(self, tx: Txn, rel: RelationCatalog) -> None:
+        """A job's backfill state when it starts: per-vnode progress, and for a snapshot backfill
+        the snapshot itself (fixed now, so a queued job reads the data as of its start)."""
+        if rel.backfill_type is BackfillType.SNAPSHOT_BACKFILL:
+            with self._lock:
+                live_rows = self._row_counts.get(rel.dependencies[0], 0)
+            rate = rel.extra.get("backfill_rate_limit")
+            aggregates = rel.plan is not None and bool(find(node_from_json(rel.plan), StreamHashAgg))
+            target = AGG_SPLIT_TARGET_ROWS if aggregates else SPLIT_TARGET_ROWS
+            split_rows = target if not rate else min(target, max(10_000, rate * max(1, rel.parallelism or 2)))
+            self.snapshots.create(tx, rel.id, rel.dependencies[0], self.hummock.version, live_rows, split_rows)
+        assert rel.plan is not None
+        tx.conn.execute(backfill_progress.insert(), [
+            {"job_id": rel.id, "scan_id": scan_id, "upstream_id": scan.upstream_id, "vnode": v, "position": None,
+             "finished": False, "row_count": 0}
+            for scan_id, scan in enumerate(scans(node_from_json(rel.plan))) for v in range(VNODE_COUNT)])
+
+    def start_queued_jobs(self) -> None:
+        """Start queued creating jobs, oldest first, while slots are free."""
+        with self._start_lock:
+            while self._has_free_slot():
+                queued = sorted((r for r in self.catalog.snapshot.relations.values()
+                                 if r.is_creating and r.extra.get(QUEUED)), key=lambda r: r.id)
+                if not queued:
+                    return
+                rel = queued[0]
+                extra = {k: v for k, v in rel.extra.items() if k != QUEUED}
+                with self.store.transaction() as tx:
+                    self.catalog.set_extra(tx, rel.id, extra)
+                    self._prepare_backfill(tx, replace(rel, extra=extra))
+                started = self.catalog.snapshot.relations[rel.id]
+                self.barriers.add_mutation(AddJobs((self.barriers.stream_job(started),)))
+                logger.info("job %d (%s) leaves the queue and starts its backfill", rel.id, rel.name)
+
+    def drop_relation(self, rel_id: int, *, cascade: bool = False) -> list[RelationCatalog]:
+        """Drop a relation (and, with `cascade`, everything that depends on it). Returns what was
+        dropped, dependents first."""
+        snap = self.catalog.snapshot
+        rel = snap.relations.get(rel_id)
+        if rel is None:
+            raise UndefinedTable(f"relation with id {rel_id} does not exist")
+        order = _dependents_first(snap, rel)
+        if len(order) > 1 and not cascade:
+            dep = order[0]
+            raise DependentObjectsStillExist(
+                f"cannot drop {rel.kind.display} {rel.name} because other objects depend on it",
+                detail=f"{dep.kind.display} {dep.name} depends on {rel.kind.display} {rel.name}",
+                hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        ids = [r.id for r in order]
+        table_ids = [d.table_id for r in order for d in r.state_tables]
+        with self.store.transaction() as tx:
+            conn = tx.conn
+            self.catalog.drop_relations(tx, ids)
+            self.hummock.drop_tables(tx, table_ids)
+            conn.execute(backfill_progress.delete().where(backfill_progress.c.job_id.in_(ids)))
+            self.snapshots.remove(conn, ids)
+            conn.execute(table_stats.delete().where(table_stats.c.table_id.in_(table_ids)))
+            dml_paths = [r.path for r in conn.execute(sa.select(dml_batches.c.path)
+                                                      .where(dml_batches.c.table_id.in_(ids)))]
+            conn.execute(dml_batches.delete().where(dml_batches.c.table_id.in_(ids)))
+        self.objects.delete(dml_paths)
+        with self._lock:
+            for i in ids:
+                self._consumed.pop(i, None)
+                self._rates.pop(i, None)
+            for t in table_ids:
+                self._row_counts.pop(t, None)
+        self.barriers.add_mutation(DropJobs(tuple(ids)))
+        for r in order:
+            logger.info("dropped %s %s (id %d)", r.kind.display, r.name, r.id)
+        self.start_queued_jobs()
+        return order
+
+    def set_backfill_rate_limit(self, rel_id: int, rate: int | None) -> None:
+        """Change a job's backfill rate limit (rows/s per parallelism; None: unlimited, 0: paused). A
+        running backfill applies it at the next barrier (a Throttle mutation)."""
+        rel = self.catalog.snapshot.relations.get(rel_id)
+        if rel is None:
+            raise UndefinedTable(f"relation with id {rel_id} does not exist")
+        extra = {k: v for k, v in rel.extra.items() if k != "backfill_rate_limit"}
+        if rate is not None:
+            extra["backfill_rate_limit"] = rate
+        with self.store.transaction() as tx:
+            self.catalog.set_extra(tx, rel_id, extra)
+        if rel.status is JobStatus.CREATING:
+            self.barriers.add_mutation(Throttle(((rel_id, rate),)))
+        logger.info("job %d (%s): backfill rate limit set to %s", rel_id, rel.name,
+                    "unlimited" if rate is None else rate)
+
+    def set_parallelism(self, rel_id: int, parallelism: int) -> None:
+        """Reschedule a job on `parallelism` actors (0: one per core). Its actors are rebuilt at the
+        next barrier from the committed state; a backfill resumes from its per-vnode progress."""
+        rel = self.catalog.snapshot.relations.get(rel_id)
+        if rel is None:
+            raise UndefinedTable(f"relation with id {rel_id} does not exist")
+        with self.store.transaction() as tx:
+            self.catalog.set_parallelism(tx, rel_id, parallelism)
+        # Rebuilt through recovery, whose barrier reads every job's progress after the last commit.
+        self.barriers.request_recovery()
+        logger.info("job %d (%s): parallelism set to %s", rel_id, rel.name, parallelism or "adaptive")
+
+    def wait_created(self, rel_id: int, cancelled: threading.Event | None = None) -> RelationCatalog:
+        """Block until the job has finished its backfill. Raises if it was dropped meanwhile."""
+        seen = -1
+        while True:
+            snap = self.catalog.snapshot
+            rel = snap.relations.get(rel_id)
+            if rel is None:
+                raise QueryCanceled("the streaming job was cancelled")
+            if rel.status is JobStatus.CREATED:
+                return rel
+            if cancelled is not None and cancelled.is_set():
+                raise QueryCanceled("canceling statement due to user request")
+            seen = self.catalog.wait_for_change(snap.version if seen != snap.version else seen, 0.2)
+
+    # ---- DML --------------------------------------------------------------------------------------
+    def submit_dml(self, table_id: int, path: str, row_count: int) -> int:
+        """Record a DML batch already written to the object store. Once this returns the rows are
+        durable: the next barriers deliver them until an epoch that consumed them commits."""
+        with self.store.transaction() as tx:
+            batch_id = next_ids(tx.conn, "dml_batch")
+            tx.conn.execute(dml_batches.insert().values(id=batch_id, table_id=table_id, path=path,
+                                                        row_count=row_count, committed_epoch=None))
+        rel = self.catalog.snapshot.relations.get(table_id)
+        name = rel.name if rel else str(table_id)
+        METRICS.dml_rows.labels(job=name).inc(row_count)
+        METRICS.dml_batches.labels(job=name).inc()
+        return batch_id
+
+    def flush(self, timeout: float | None = None) -> int:
+        return self.barriers.flush(timeout)
+
+    # ---- reads --------------------------------------------------------------------------------
+    def pin_version(self) -> HummockVersion:
+        return self.hummock.pin()
+
+    def unpin_version(self, version: HummockVersion) -> None:
+        self.hummock.unpin(version)
+
+    @property
+    def default_parallelism(self) -> int | None:
+        """The compute node's parallelism for jobs that set none (None when meta cannot tell)."""
+        return getattr(self._compute, "default_parallelism", None)
+
+    def row_count(self, table_id: int) -> int:
+        with self._lock:
+            return self._row_counts.get(table_id, 0)
+
+    def ddl_progress(self) -> list[DdlProgress]:
+        snap = self.catalog.snapshot
+        snapshot_totals = self.snapshots.total_rows()
+        out = []
+        for rel in sorted(snap.relations.values(), key=lambda r: r.id):
+            if rel.status is not JobStatus.CREATING:
+                continue
+            with self._lock:
+                consumed = sum(self._consumed.get(rel.id, {}).values())
+                # A snapshot backfill's total is fixed: the live rows at its snapshot epoch.
+                total = snapshot_totals.get(rel.id)
+                if total is None:
+                    total = sum(self._row_counts.get(d, 0) for d in _scanned(rel))
+                rate = self._rates[rel.id]
+            queued = bool(rel.extra.get(QUEUED))
+            out.append(DdlProgress(
+                ddl_id=rel.id, ddl_statement=rel.definition, create_type=rel.create_type.value,
+                progress=QUEUED_PROGRESS if queued else format_progress(consumed, total), initialized_at_epoch=rel.initialized_at_epoch,
+                is_serverless_backfill=False, backfill_type=rel.backfill_type.value if rel.backfill_type else None,
+                consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
+                eta_seconds=rate.eta_seconds(total)))
+        return out
+
+    # ---- after each commit ------------------------------------------------------------------------
+    def _after_commit(self, result: EpochResult) -> None:
+        snap = self.catalog.snapshot
+        now = time.monotonic()
+        with self._lock:
+            for table_id, delta in result.row_count_deltas.items():
+                self._row_counts[table_id] = self._row_counts.get(table_id, 0) + delta
+            for report in result.backfill:
+                rel = snap.relations.get(report.job_id)
+                if rel is None:
+                    continue
+                per_vnode = self._consumed[report.job_id]
+                for v in report.vnodes:
+                    per_vnode[(report.scan_id, v.vnode)] = v.row_count
+                consumed = sum(per_vnode.values())
+                self._rates[report.job_id].record(consumed, now)
+                METRICS.backfill_snapshot_rows.labels(**backfill_labels(rel)).inc(report.rows_read)
+                total = sum(self._row_counts.get(d, 0) for d in _scanned(rel))
+                METRICS.backfill_progress_ratio.labels(**backfill_labels(rel)).set(
+                    min(1.0, consumed / total) if total else 0)
+            for job_id in result.finished_jobs:
+                self._consumed.pop(job_id, None)
+                self._rates.pop(job_id, None)
+                rel = snap.relations.get(job_id)
+                if rel is not None:
+                    METRICS.backfill_progress_ratio.labels(**backfill_labels(rel)).set(1.0)
+        if result.finished_jobs:
+            self.start_queued_jobs()
+
+    def _load_progress(self) -> None:
+        with self.store.begin() as conn:
+            for r in conn.execute(sa.select(table_stats)):
+                self._row_counts[r.table_id] = int(r.row_count)
+            for r in conn.execute(sa.select(backfill_progress)):
+                self._consumed[r.job_id][(r.scan_id, r.vnode)] = int(r.row_count)
+
+    # ---- garbage ------------------------------------------------------------------------------
+    def sweep_orphans(self, min_age_s: float = 0.0) -> int:
+        """Delete object-store files nothing references: what rounds that never committed wrote.
+        Only files older than `min_age_s` are considered, so a running round's files are safe."""
+        with self.store.begin() as conn:
+            referenced = self.hummock.referenced_paths(conn)
+            referenced |= {r.path for r in conn.execute(sa.select(dml_batches.c.path))}
+        now = time.time()
+        orphans = [o.path for prefix in ("hummock", "changelog", "dml", "backfill")
+                   for o in self.objects.list(prefix)
+                   if o.path not in referenced and now - o.mtime >= min_age_s]
+        if orphans:
+            self.objects.delete(orphans)
+            logger.info("deleted %d unreferenced files", len(orphans))
+        return len(orphans)
+
+
+def _dependents_first(snap: CatalogSnapshot, rel: RelationCatalog) -> list[RelationCatalog]:
+    return post_order([rel], lambda r: snap.dependents(r.id))
+
+
+__all__ = ["MetaService", "DdlProgress", "RelationKind"]
+
+
+def _scanned(rel: RelationCatalog) -> list[int]:
+    """The upstream of each scan of a job (a self-join scans its upstream twice)."""
+    return [s.upstream_id for s in scans(node_from_json(rel.plan))] if rel.plan else list(rel.dependencies)

@@ -1,0 +1,114 @@
+"""Catalog objects shared by every service: databases, schemas and relations (tables, materialized
+views), with their streaming-job state.
+
+Meta owns and persists them; the frontend binds names against a snapshot of them; compute builds
+epoch rounds from their stream plans.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from risingspark.storage.desc import StateTableDesc
+from risingspark.types import Field
+
+DEFAULT_DATABASE = "dev"
+DEFAULT_SCHEMA = "public"
+DEFAULT_USER = "root"
+DEFAULT_RESOURCE_GROUP = "default"
+
+
+class RelationKind(enum.StrEnum):
+    TABLE = "table"
+    MATERIALIZED_VIEW = "materialized_view"
+
+    @property
+    def display(self) -> str:
+        return "table" if self is RelationKind.TABLE else "materialized view"
+
+
+class JobStatus(enum.StrEnum):
+    CREATING = "creating"
+    CREATED = "created"
+
+
+class CreateType(enum.StrEnum):
+    FOREGROUND = "FOREGROUND"
+    BACKGROUND = "BACKGROUND"
+
+
+class BackfillType(enum.StrEnum):
+    """As RisingWave's `rw_ddl_progress.backfill_type`."""
+
+    ARRANGEMENT_BACKFILL = "ARRANGEMENT_BACKFILL"
+    SNAPSHOT_BACKFILL = "SNAPSHOT_BACKFILL"
+    NO_SHUFFLE_BACKFILL = "NO_SHUFFLE_BACKFILL"
+
+
+@dataclass(frozen=True)
+class DatabaseCatalog:
+    id: int
+    name: str
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+
+
+@dataclass(frozen=True)
+class SchemaCatalog:
+    id: int
+    database_id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class RelationCatalog:
+    """A table or materialized view, and its streaming job.
+
+    Attributes:
+        fields: every column, hidden ones included (``_row_id``, stream-key columns an MV keeps).
+        pk: indices of the stream key (a table's primary key, or its hidden ``_row_id``).
+        dist_key: indices hashed to the vnode of each row.
+        definition: the CREATE statement as the user wrote it.
+        plan: the stream plan (`risingspark.stream_plan` JSON) the compute node runs.
+        state_tables: descriptors of every state table of the job; the first is the relation's own
+            data (its `table_id` equals `id`).
+        dependencies: ids of the relations the job reads.
+    """
+
+    id: int
+    database_id: int
+    schema_id: int
+    name: str
+    kind: RelationKind
+    fields: tuple[Field, ...]
+    pk: tuple[int, ...]
+    dist_key: tuple[int, ...]
+    definition: str
+    status: JobStatus = JobStatus.CREATED
+    create_type: CreateType = CreateType.FOREGROUND
+    backfill_type: BackfillType | None = None
+    plan: dict[str, Any] | None = None
+    state_tables: tuple[StateTableDesc, ...] = ()
+    dependencies: tuple[int, ...] = ()
+    parallelism: int = 0
+    row_id_index: int | None = None
+    created_at_epoch: int = 0
+    initialized_at_epoch: int | None = None
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def table_desc(self) -> StateTableDesc:
+        return self.state_tables[0]
+
+    @property
+    def visible_fields(self) -> list[Field]:
+        return [f for f in self.fields if not f.hidden]
+
+    @property
+    def is_creating(self) -> bool:
+        return self.status is JobStatus.CREATING
+
+    def with_status(self, status: JobStatus) -> RelationCatalog:
+        return replace(self, status=status)

@@ -1,0 +1,42 @@
+"""Unique, increasing 64-bit ids without a round trip: hidden ``_row_id`` values and the order of DML
+operations, as RisingWave's row id generator.
+
+An id is ``(ticks << 10) | node_id``: ticks start at the milliseconds since 2021-01-01 times 4096 and
+advance by one per id (running ahead of the clock under bursts), so ids stay increasing across
+restarts and unique across up to 1024 frontends with distinct node ids.
+
+>>> g = IdGenerator(node_id=3)
+>>> ids = g.next_block(3)
+>>> bool(ids[0] < ids[1] < ids[2]) and all(int(i) & 1023 == 3 for i in ids)
+True
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from risingspark.epoch import EPOCH_BASE_MS
+
+NODE_BITS = 10
+TICKS_PER_MS = 4096
+
+
+class IdGenerator:
+    def __init__(self, node_id: int = 0) -> None:
+        if not 0 <= node_id < (1 << NODE_BITS):
+            raise ValueError(f"node id must be below {1 << NODE_BITS}")
+        self._node = node_id
+        self._next_tick = 0
+        self._lock = threading.Lock()
+
+    def next_block(self, n: int) -> np.ndarray:
+        """`n` consecutive ids as an int64 array."""
+        with self._lock:
+            now = (int(time.time() * 1000) - EPOCH_BASE_MS) * TICKS_PER_MS
+            first = max(now, self._next_tick)
+            self._next_tick = first + n
+        ticks = np.arange(first, first + n, dtype=np.int64)
+        return (ticks << NODE_BITS) | self._node

@@ -1,0 +1,1 @@
+"""Hummock: the LSM tree of Parquet SSTs that stores every table, MV and operator state."""

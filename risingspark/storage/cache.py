@@ -1,0 +1,129 @@
+"""The block cache: decoded SSTs kept in memory, least recently used evicted first.
+
+SSTs are immutable (a path is never rewritten), so a cached table is always correct; nothing is ever
+invalidated, entries only age out. One cache per process (`block_cache()`) serves every task a Spark
+Python worker runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BLOCK_CACHE_MB = 512
+BLOCK_CACHE_ENV = "RISINGSPARK_BLOCK_CACHE_MB"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int
+    misses: int
+    evictions: int
+    entries: int
+    bytes: int
+    capacity_bytes: int
+
+
+class BlockCache:
+    """A thread-safe LRU of ``path -> pa.Table`` bounded by the tables' `nbytes`.
+
+    A table larger than the whole capacity is returned but not kept. Loads run outside the lock, so
+    two threads missing the same path at once may both load it (the second result is dropped).
+    """
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self._capacity = max(0, int(capacity_bytes))
+        self._entries: OrderedDict[str, tuple[pa.Table, int]] = OrderedDict()
+        self._bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._evictions = 0
+        self._lock = threading.Lock()
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self._capacity
+
+    def get(self, path: str) -> pa.Table | None:
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is None:
+                return None
+            self._entries.move_to_end(path)
+            return entry[0]
+
+    def get_or_load(self, path: str, loader: Callable[[], pa.Table]) -> pa.Table:
+        """The cached table of `path`, calling `loader()` on a miss."""
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry is not None:
+                self._entries.move_to_end(path)
+                self._hits += 1
+                return entry[0]
+            self._misses += 1
+        table = loader()
+        self.put(path, table)
+        return table
+
+    def put(self, path: str, table: pa.Table) -> None:
+        size = table.nbytes
+        if size > self._capacity:
+            return
+        with self._lock:
+            if path in self._entries:
+                self._entries.move_to_end(path)
+                return
+            self._entries[path] = (table, size)
+            self._bytes += size
+            while self._bytes > self._capacity:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self._bytes -= evicted
+                self._evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __contains__(self, path: str) -> bool:
+        with self._lock:
+            return path in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._evictions, len(self._entries), self._bytes,
+                              self._capacity)
+
+
+_GLOBAL: BlockCache | None = None
+_GLOBAL_LOCK = threading.Lock()
+
+
+def block_cache() -> BlockCache:
+    """The process-global cache, sized by ``RISINGSPARK_BLOCK_CACHE_MB`` (default 512) at first use."""
+    global _GLOBAL
+    if _GLOBAL is None:
+        with _GLOBAL_LOCK:
+            if _GLOBAL is None:
+                raw = os.environ.get(BLOCK_CACHE_ENV, "")
+                try:
+                    mb = float(raw) if raw.strip() else DEFAULT_BLOCK_CACHE_MB
+                except ValueError:
+                    logger.warning("ignoring invalid %s=%r, using %d MB", BLOCK_CACHE_ENV, raw,
+                                   DEFAULT_BLOCK_CACHE_MB)
+                    mb = DEFAULT_BLOCK_CACHE_MB
+                _GLOBAL = BlockCache(int(mb * 1024 * 1024))
+                logger.info("block cache of %.0f MB", mb)
+    return _GLOBAL

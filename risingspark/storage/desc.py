@@ -1,0 +1,124 @@
+"""Descriptors of state tables and SSTs, shared by meta (which records them) and compute/compactor
+(which read and write them).
+
+An SST is one immutable Parquet file of one state table, sorted by ``(_vnode, pk...)`` and, for the
+same key, by ``_epoch`` descending. Its columns, in order::
+
+    | _vnode int16 | value columns ... (the pk columns among them) | _epoch int64 | _tombstone bool |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
+from risingspark.types import Field, arrow_schema
+
+
+@dataclass(frozen=True)
+class StateTableDesc:
+    """The layout of a state table: value columns, the key, and the distribution key.
+
+    Attributes:
+        table_id: the state table's id (a user table's or MV's id for their own data).
+        fields: the value columns in storage order; the pk columns are among them.
+        pk: indices into `fields` of the key columns, in key order (all ascending).
+        dist_key: indices into `fields` whose hash gives the vnode (a subset of `pk`; empty means a
+            singleton table living in vnode 0).
+    """
+
+    table_id: int
+    fields: tuple[Field, ...]
+    pk: tuple[int, ...]
+    dist_key: tuple[int, ...] = ()
+
+    @property
+    def pk_names(self) -> list[str]:
+        return [self.fields[i].name for i in self.pk]
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def value_schema(self) -> pa.Schema:
+        return arrow_schema(self.fields)
+
+    def sst_schema(self) -> pa.Schema:
+        return pa.schema(
+            [pa.field(VNODE, pa.int16(), nullable=False)]
+            + list(arrow_schema(self.fields))
+            + [pa.field(EPOCH, pa.int64(), nullable=False), pa.field(TOMBSTONE, pa.bool_(), nullable=False)]
+        )
+
+    def to_json(self) -> dict:
+        return {"table_id": self.table_id, "fields": [f.to_json() for f in self.fields],
+                "pk": list(self.pk), "dist_key": list(self.dist_key)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> StateTableDesc:
+        return cls(int(d["table_id"]), tuple(Field.from_json(f) for f in d["fields"]),
+                   tuple(d["pk"]), tuple(d.get("dist_key", ())))
+
+
+@dataclass(frozen=True)
+class SstableInfo:
+    """What the meta store records of one SST. `sst_id` is 0 until meta assigns one at commit."""
+
+    path: str
+    table_id: int
+    level: int  # 0 for L0
+    sub_level: int  # the epoch of the checkpoint that added it, for L0; 0 otherwise
+    min_vnode: int
+    max_vnode: int
+    min_epoch: int
+    max_epoch: int
+    row_count: int
+    tombstone_count: int
+    size_bytes: int
+    sst_id: int = 0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: dict) -> SstableInfo:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class SubLevel:
+    """One L0 sub-level: the SSTs one checkpoint added to a table (they may overlap each other's
+    vnode ranges; they never hold the same key twice)."""
+
+    sub_level_id: int
+    ssts: tuple[SstableInfo, ...]
+
+
+@dataclass(frozen=True)
+class TableLevels:
+    """The levels of one state table. L0 sub-levels are ordered oldest first; L1 SSTs are a sorted
+    run ordered by `min_vnode` whose vnode ranges do not overlap."""
+
+    table_id: int
+    l0: tuple[SubLevel, ...] = ()
+    l1: tuple[SstableInfo, ...] = ()
+
+    def all_ssts(self) -> list[SstableInfo]:
+        return [s for sub in self.l0 for s in sub.ssts] + list(self.l1)
+
+
+@dataclass(frozen=True)
+class HummockVersion:
+    """Every live SST by table and level, as of `committed_epoch`."""
+
+    id: int
+    committed_epoch: int
+    tables: dict[int, TableLevels] = field(default_factory=dict)
+
+    def levels(self, table_id: int) -> TableLevels:
+        return self.tables.get(table_id) or TableLevels(table_id)
+
+    def ssts(self, table_id: int) -> list[SstableInfo]:
+        return self.levels(table_id).all_ssts()

@@ -1,0 +1,307 @@
+"""MVCC reads of one state table at an epoch, over the SSTs of all its levels.
+
+Rows come back in the *read shape*: ``_vnode`` then the value columns (no ``_epoch`` and
+``_tombstone``), live rows only, sorted by ``(_vnode, pk)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
+from risingspark.errors import InvalidParameterValue
+from risingspark.storage.cache import BlockCache
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.mvcc import (
+    compare_rows,
+    compare_to_positions,
+    key_names,
+    merge_versions,
+    positions_table,
+    same_key_as_previous,
+    sort_keys,
+    sort_table,
+    vnode_array,
+)
+from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.sst import read_sst
+
+logger = logging.getLogger(__name__)
+
+MAX_IO_THREADS = 8
+
+
+def read_schema(desc: StateTableDesc) -> pa.Schema:
+    """The schema of rows returned by reads: ``_vnode`` and the value columns."""
+    schema = desc.sst_schema()
+    return pa.schema([schema.field(n) for n in [VNODE, *desc.names]])
+
+
+def to_read_shape(desc: StateTableDesc, rows: pa.Table) -> pa.Table:
+    return rows.select([VNODE, *desc.names])
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """One step of a backfill snapshot read (`StateTableReader.scan_after`).
+
+    Attributes:
+        rows: the live rows read, in read shape, sorted by ``(_vnode, pk)``.
+        positions: the new position (last key processed) of every vnode that advanced.
+        finished: the vnodes with nothing after their new position.
+        rows_per_vnode: the number of live rows in `rows` for every vnode scanned.
+    """
+
+    rows: pa.Table
+    positions: dict[int, tuple] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
+    rows_per_vnode: dict[int, int] = field(default_factory=dict)
+
+
+def _sorted_vnodes(vnodes: Iterable[int]) -> np.ndarray:
+    return np.unique(np.fromiter((int(v) for v in vnodes), dtype=np.int64))
+
+
+def _overlaps(sst: SstableInfo, vnodes: np.ndarray) -> bool:
+    i = int(np.searchsorted(vnodes, sst.min_vnode, side="left"))
+    return i < len(vnodes) and vnodes[i] <= sst.max_vnode
+
+
+def _ranges_to_indices(start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The concatenation of ``range(start[i], start[i] + length[i])``, vectorized."""
+    total = int(length.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(length) - length
+    return np.arange(total, dtype=np.int64) + np.repeat(start - offsets, length)
+
+
+def slice_vnodes(table: pa.Table, vnodes: np.ndarray) -> pa.Table:
+    """The rows of `vnodes` (sorted) from `table` (sorted by ``_vnode``), by zero-copy slices."""
+    if table.num_rows == 0:
+        return table
+    vn = vnode_array(table)
+    lo = np.searchsorted(vn, vnodes, side="left")
+    hi = np.searchsorted(vn, vnodes, side="right")
+    nonempty = lo < hi
+    lo, hi = lo[nonempty], hi[nonempty]
+    if len(lo) == 0:
+        return table.slice(0, 0)
+    # merge adjacent ranges (consecutive vnodes that are both requested)
+    run_start = np.ones(len(lo), dtype=bool)
+    run_start[1:] = lo[1:] != hi[:-1]
+    starts = lo[run_start]
+    ends = hi[np.append(run_start[1:], True)]
+    if len(starts) == 1 and starts[0] == 0 and ends[0] == table.num_rows:
+        return table
+    return pa.concat_tables([table.slice(int(s), int(e - s)) for s, e in zip(starts, ends, strict=True)])
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """Some non-NULL value of type `t`."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(Decimal(0), t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    return pa.array([0], pa.int64()).cast(t)[0]
+
+
+def _null_safe_keys(left: pa.Table, right: pa.Table, names: Sequence[str]
+                    ) -> tuple[pa.Table, pa.Table, list[str]]:
+    """Append join-key columns to both sides so NULL keys match NULL keys (a hash join never does)."""
+    join_names: list[str] = []
+    for i, name in enumerate(names):
+        lcol, rcol = left.column(name), right.column(name)
+        if lcol.null_count == 0 and rcol.null_count == 0:
+            join_names.append(name)
+            continue
+        zero = _zero(lcol.type)
+        value, flag = f"__rs_key_{i}", f"__rs_null_{i}"
+        left = left.append_column(value, pc.fill_null(lcol, zero)).append_column(flag, pc.is_null(lcol))
+        right = right.append_column(value, pc.fill_null(rcol, zero)).append_column(flag, pc.is_null(rcol))
+        join_names += [value, flag]
+    return left, right, join_names
+
+
+class StateTableReader:
+    """Reads state tables from SSTs, through a `BlockCache` when given one."""
+
+    def __init__(self, store: ObjectStore, cache: BlockCache | None = None, *,
+                 io_threads: int = MAX_IO_THREADS) -> None:
+        self.store = store
+        self.cache = cache
+        self.io_threads = max(1, io_threads)
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    def _select(self, ssts: Iterable[SstableInfo], epoch: int | None,
+                vnodes: np.ndarray | None) -> list[SstableInfo]:
+        """The SSTs that may hold versions visible at `epoch` of the given vnodes."""
+        return [s for s in ssts if (epoch is None or s.min_epoch <= epoch)
+                and (vnodes is None or _overlaps(s, vnodes))]
+
+    def _load(self, desc: StateTableDesc, ssts: Sequence[SstableInfo],
+              vnodes: np.ndarray | None) -> list[pa.Table]:
+        def load(sst: SstableInfo) -> pa.Table:
+            table = read_sst(self.store, sst.path, desc, cache=self.cache,
+                             vnodes=None if vnodes is None else vnodes.tolist())
+            return table if vnodes is None else slice_vnodes(table, vnodes)
+
+        if len(ssts) <= 1 or self.io_threads == 1:
+            return [load(s) for s in ssts]
+        with ThreadPoolExecutor(min(self.io_threads, len(ssts)), thread_name_prefix="sst-read") as pool:
+            return list(pool.map(load, ssts))
+
+    # ---- reads ------------------------------------------------------------------------------
+    def read(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, *,
+             vnodes: Iterable[int] | None = None) -> pa.Table:
+        """Every live row at `epoch` (of `vnodes` only, when given), sorted by ``(_vnode, pk)``."""
+        wanted = None if vnodes is None else _sorted_vnodes(vnodes)
+        files = self._select(ssts, epoch, wanted)
+        rows = merge_versions(self._load(desc, files, wanted), desc, epoch)
+        logger.debug("table %d: read %d rows at epoch %s from %d of %d SSTs", desc.table_id,
+                     rows.num_rows, epoch, len(files), len(ssts))
+        return to_read_shape(desc, rows)
+
+    def lookup(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+               keys: pa.Table, *, columns: Sequence[str] | None = None) -> pa.Table:
+        """The live rows at `epoch` of the given keys (``_vnode`` + pk columns), in read shape.
+
+        With `columns` (a subset of the pk, e.g. a join key that leads the pk), `keys` holds
+        ``_vnode`` and those columns, and every row matching them is returned (a prefix lookup)."""
+        names = [VNODE, *columns] if columns is not None else key_names(desc)
+        schema = desc.sst_schema()
+        keys = keys.select(names).cast(pa.schema([schema.field(n) for n in names]))
+        if keys.num_rows == 0:
+            return read_schema(desc).empty_table()
+        wanted = _sorted_vnodes(vnode_array(keys).tolist())
+        files = self._select(ssts, epoch, wanted)
+        matched = []
+        for table in self._load(desc, files, wanted):
+            if epoch is not None and table.num_rows:
+                table = table.filter(pc.less_equal(table.column(EPOCH), pa.scalar(epoch, pa.int64())))
+            if table.num_rows == 0:
+                continue
+            left, right, join_names = _null_safe_keys(table, keys, names)
+            joined = left.join(right.select(join_names).group_by(join_names).aggregate([]),
+                               keys=join_names, join_type="left semi")
+            matched.append(joined.select(schema.names))
+        rows = merge_versions(matched, desc, epoch)
+        logger.debug("table %d: looked up %d keys at epoch %s, %d found", desc.table_id, keys.num_rows,
+                     epoch, rows.num_rows)
+        return to_read_shape(desc, rows)
+
+    def scan_after(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+                   positions: Mapping[int, tuple | None], limit_per_vnode: int) -> ScanResult:
+        """Read the next rows after each vnode's position, as an LSM merge iterator would.
+
+        The algorithm, for every vnode ``v`` in `positions` at once:
+
+        1. In each SST (rows sorted by ``(_vnode, pk, _epoch desc)``), keep the versions with
+           ``_epoch <= epoch``, find the first row of ``v`` with key after ``v``'s position (a
+           binary search run for all vnodes together) and take up to `limit_per_vnode` rows from
+           there.
+        2. If the SST has more rows of ``v`` after those taken, the last key taken is a candidate
+           bound: past it, that SST's rows were not looked at. ``v``'s bound is the smallest
+           candidate over the SSTs; with no candidate, every remaining row of ``v`` was taken.
+        3. Merge the taken versions with key <= bound (newest version per key, tombstones hide the
+           key). Each SST contributed every version of such keys newer than the ones it left out, so
+           the merge sees the newest version of each key over all SSTs.
+        4. The new position is the bound (or the vnode's last key taken, when there is no bound, in
+           which case the vnode is finished). A bound is a key after the old position, so every call
+           advances every unfinished vnode; a vnode with nothing after its position is finished.
+
+        Work per SST is one vectorized pass: ``O(vnodes * log rows)`` comparisons plus the rows taken.
+        """
+        if limit_per_vnode < 1:
+            raise InvalidParameterValue(f"limit_per_vnode must be at least 1, got {limit_per_vnode}")
+        scanned = _sorted_vnodes(positions)
+        if len(scanned) == 0:
+            return ScanResult(read_schema(desc).empty_table())
+        started = positions_table(desc, positions)
+        files = self._select(ssts, epoch, scanned)
+        taken_parts, bound_parts = [], []
+        for sst, table in zip(files, self._load(desc, files, scanned), strict=True):
+            file_epoch = epoch if epoch is not None and sst.max_epoch > epoch else None
+            taken, bounds = _scan_file(desc, table, file_epoch, scanned, started, limit_per_vnode)
+            taken_parts.append(taken)
+            bound_parts.append(bounds)
+
+        names = key_names(desc)
+        bounds = sort_table(pa.concat_tables(bound_parts) if bound_parts else
+                            positions_table(desc, {}), sort_keys(desc, with_epoch=False))
+        if bounds.num_rows:
+            bounds = bounds.filter(pa.array(~same_key_as_previous(bounds, [VNODE])))
+        taken = merge_versions(taken_parts, desc, None, keep_tombstones=True)
+        _, past_bound, _ = compare_to_positions(taken, desc, bounds)
+        if past_bound.any():
+            taken = taken.filter(pa.array(~past_bound))
+
+        vn = vnode_array(taken)
+        last = np.flatnonzero(np.append(vn[1:] != vn[:-1], True)) if len(vn) else np.zeros(0, np.int64)
+        last_keys = taken.select(names).take(pa.array(last))
+        new_positions = {int(v): tuple(key) for v, *key in
+                         zip(*(last_keys.column(n).to_pylist() for n in names), strict=True)}
+        finished = {int(v) for v in scanned} - {int(v) for v in vnode_array(bounds)}
+        live = taken.filter(pc.invert(taken.column(TOMBSTONE))) if taken.num_rows else taken
+        counts = np.bincount(vnode_array(live), minlength=int(scanned[-1]) + 1)
+        rows_per_vnode = {int(v): int(counts[v]) for v in scanned}
+        logger.debug("table %d: scanned %d vnodes at epoch %s from %d SSTs: %d rows, %d finished",
+                     desc.table_id, len(scanned), epoch, len(files), live.num_rows, len(finished))
+        return ScanResult(to_read_shape(desc, live), new_positions, finished, rows_per_vnode)
+
+
+def _scan_file(desc: StateTableDesc, table: pa.Table, epoch: int | None, scanned: np.ndarray,
+               started: pa.Table, limit: int) -> tuple[pa.Table, pa.Table]:
+    """Step 1 and 2 of `scan_after` for one SST: the rows taken and the bound candidates."""
+    names = key_names(desc)
+    valid = None
+    vn = vnode_array(table)
+    if epoch is not None:
+        valid = np.flatnonzero(table.column(EPOCH).to_numpy() <= epoch)
+        vn = vn[valid]
+    lo = np.searchsorted(vn, scanned, side="left")
+    hi = np.searchsorted(vn, scanned, side="right")
+    start = lo.copy()
+
+    # Binary search, for all started vnodes together, of the first row after the position.
+    started_vnodes = vnode_array(started)
+    lut = np.full(max(int(scanned[-1]), int(started_vnodes.max(initial=0))) + 1, -1, dtype=np.int64)
+    lut[started_vnodes] = np.arange(len(started_vnodes))
+    slot = lut[scanned]
+    active = np.flatnonzero((slot >= 0) & (lo < hi))
+    if len(active):
+        pos_cols = [started.column(n).take(pa.array(slot[active])) for n in desc.pk_names]
+        a_lo, a_hi = lo[active].copy(), hi[active].copy()
+        while True:
+            open_ = np.flatnonzero(a_lo < a_hi)
+            if len(open_) == 0:
+                break
+            mid = (a_lo[open_] + a_hi[open_]) // 2
+            phys = pa.array(mid if valid is None else valid[mid])
+            row_cols = [table.column(n).take(phys) for n in desc.pk_names]
+            gt, _ = compare_rows(row_cols, [c.take(pa.array(open_)) for c in pos_cols], len(open_))
+            a_hi[open_[gt]] = mid[gt]
+            a_lo[open_[~gt]] = mid[~gt] + 1
+        start[active] = a_lo
+
+    end = np.minimum(hi, start + limit)
+    more = end < hi
+    idx = _ranges_to_indices(start, end - start)
+    cand = end[more] - 1
+    if valid is not None:
+        idx, cand = valid[idx], valid[cand]
+    taken = table.take(pa.array(idx))
+    bounds = table.select(names).take(pa.array(cand))
+    return taken, bounds

@@ -1,0 +1,256 @@
+"""Stream plan nodes: what the frontend's planner produces and the compute node runs.
+
+A plan is a tree of frozen dataclasses; each node declares its output `fields` and `stream_key`
+(indices that identify a row of its change stream). Expressions are Spark SQL strings over the
+input's column names (the planner guarantees unique names), plus a ``display`` text for EXPLAIN.
+
+Change-stream invariant every node keeps: within one epoch, a stream key appears at most once as a
+before-image (Delete / UpdateDelete) and at most once as an after-image (Insert / UpdateInsert), so
+consumers may process an epoch's rows in any order.
+
+>>> from risingspark.types import INT8, Field
+>>> d = StreamDml(fields=(Field("id", INT8),), stream_key=(0,), table_id=1)
+>>> node_from_json(node_to_json(d)) == d
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from risingspark.storage.desc import StateTableDesc
+from risingspark.types import DataType, Field
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """One aggregate: ``kind`` is count_star, count, sum or avg; ``arg`` an input column index."""
+
+    kind: str
+    arg: int | None
+    return_type: DataType
+    display: str = ""
+
+
+@dataclass(frozen=True)
+class StreamNode:
+    fields: tuple[Field, ...]
+    stream_key: tuple[int, ...]
+
+    @property
+    def inputs(self) -> tuple[StreamNode, ...]:
+        child = getattr(self, "input", None)
+        return (child,) if child is not None else ()
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+
+@dataclass(frozen=True)
+class StreamDml(StreamNode):
+    """The DML batches of a table for the epoch (the source of a table's job)."""
+
+    table_id: int = 0
+
+
+@dataclass(frozen=True)
+class StreamTableScan(StreamNode):
+    """Reads an upstream table or MV: its backfill while the job is creating (snapshot merged with
+    the upstream's changes, see `compute.executor.backfill`), then its change log."""
+
+    upstream_id: int = 0
+    upstream_name: str = ""
+    upstream_desc: StateTableDesc | None = None
+    backfill_type: str = "ARRANGEMENT_BACKFILL"
+
+
+@dataclass(frozen=True)
+class StreamFilter(StreamNode):
+    input: StreamNode | None = None
+    predicate: str = ""
+    display: str = ""
+
+
+@dataclass(frozen=True)
+class StreamProject(StreamNode):
+    input: StreamNode | None = None
+    exprs: tuple[str, ...] = ()
+    displays: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamExchange(StreamNode):
+    """A hash exchange: rows are shuffled by the vnode of `dist_key` (input column indices)."""
+
+    input: StreamNode | None = None
+    dist_key: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamHashAgg(StreamNode):
+    """Hash aggregation with retraction. Output: group key columns, then one column per agg call.
+    Its intermediate state lives in `state_table` (group key, ``_row_count``, per-call partials)."""
+
+    input: StreamNode | None = None
+    group_key: tuple[int, ...] = ()
+    aggs: tuple[AggCall, ...] = ()
+    state_table: StateTableDesc | None = None
+
+
+@dataclass(frozen=True)
+class StreamHashJoin(StreamNode):
+    """An equi-join with retraction, as RisingWave's `HashJoinExecutor`. Output: the left input's
+    columns, then the right's; stream key: the left's stream key, then the right's.
+
+    Each side's rows live in its state table, keyed by ``(join key, the side's stream key)`` and
+    distributed by the join key; both inputs are shuffled by the vnode of their key cast to
+    `key_types` (so equal keys of different declared types meet). ``kind`` is INNER, LEFT, RIGHT
+    or FULL; NULL keys never match."""
+
+    left: StreamNode | None = None
+    right: StreamNode | None = None
+    kind: str = "INNER"
+    left_key: tuple[int, ...] = ()
+    right_key: tuple[int, ...] = ()
+    key_types: tuple[DataType, ...] = ()
+    left_state: StateTableDesc | None = None
+    right_state: StateTableDesc | None = None
+
+    @property
+    def inputs(self) -> tuple[StreamNode, ...]:
+        return tuple(n for n in (self.left, self.right) if n is not None)
+
+
+@dataclass(frozen=True)
+class StreamMaterialize(StreamNode):
+    """Writes the job's result into its table. ``overwrite``: a table's conflict handling (an insert
+    of an existing key replaces the row, as RisingWave tables)."""
+
+    input: StreamNode | None = None
+    table: StateTableDesc | None = None
+    overwrite: bool = False
+
+
+_NODES: dict[str, type[StreamNode]] = {
+    c.__name__: c
+    for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
+              StreamHashJoin, StreamMaterialize)
+}
+
+
+def node_to_json(node: StreamNode) -> dict[str, Any]:
+    out: dict[str, Any] = {"node": type(node).__name__}
+    for f in dataclasses.fields(node):
+        out[f.name] = _value_to_json(getattr(node, f.name))
+    return out
+
+
+def _value_to_json(v: Any) -> Any:
+    if isinstance(v, StreamNode):
+        return node_to_json(v)
+    if isinstance(v, Field | StateTableDesc):
+        return v.to_json()
+    if isinstance(v, DataType):
+        return v.to_json()
+    if isinstance(v, AggCall):
+        return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display}
+    if isinstance(v, tuple):
+        return [_value_to_json(x) for x in v]
+    return v
+
+
+def node_from_json(d: dict[str, Any]) -> StreamNode:
+    cls = _NODES[d["node"]]
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if f.name == "fields":
+            v = tuple(Field.from_json(x) for x in v)
+        elif f.name in ("input", "left", "right"):
+            v = node_from_json(v) if v is not None else None
+        elif f.name == "key_types":
+            v = tuple(DataType.from_json(t) for t in v)
+        elif f.name in ("upstream_desc", "state_table", "table", "left_state", "right_state"):
+            v = StateTableDesc.from_json(v) if v is not None else None
+        elif f.name == "aggs":
+            v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""))
+                      for a in v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+def walk(node: StreamNode):
+    """Pre-order traversal."""
+    yield node
+    for child in node.inputs:
+        yield from walk(child)
+
+
+def scans(plan: StreamNode) -> list[StreamTableScan]:
+    """The scans of a plan in pre-order; a scan's index is its ``scan_id`` (backfill progress is
+    kept per scan: a join scans two upstreams, a self-join one upstream twice)."""
+    return [n for n in walk(plan) if isinstance(n, StreamTableScan)]
+
+
+def find(node: StreamNode, cls: type) -> list:
+    return [n for n in walk(node) if isinstance(n, cls)]
+
+
+def explain(node: StreamNode) -> list[str]:
+    """The plan as RisingWave prints it, one line per node::
+
+        StreamMaterialize { columns: [customer_id, order_count], stream_key: [customer_id] }
+        └─StreamHashAgg { group_key: [customer_id], aggs: [count] }
+    """
+    lines: list[str] = []
+
+    def visit(n: StreamNode, prefix: str, child_prefix: str) -> None:
+        lines.append(prefix + _describe(n))
+        for i, c in enumerate(n.inputs):
+            last = i == len(n.inputs) - 1
+            visit(c, child_prefix + ("└─" if last else "├─"), child_prefix + ("  " if last else "│ "))
+
+    visit(node, "", "")
+    return lines
+
+
+def _describe(n: StreamNode) -> str:
+    names = n.names
+    if isinstance(n, StreamMaterialize):
+        cols = ", ".join(f.name for f in n.fields if not f.hidden)
+        key = ", ".join(names[i] for i in n.stream_key)
+        return f"StreamMaterialize {{ columns: [{cols}], stream_key: [{key}], pk_conflict: " \
+               f"{'Overwrite' if n.overwrite else 'NoCheck'} }}"
+    if isinstance(n, StreamHashJoin):
+        assert n.left is not None and n.right is not None
+        on = " AND ".join(f"{n.left.names[a]} = {n.right.names[b]}" for a, b in zip(n.left_key, n.right_key,
+                                                                                    strict=True))
+        kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter"}[n.kind]
+        return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"
+    if isinstance(n, StreamHashAgg):
+        assert n.input is not None
+        in_names = n.input.names
+        gk = ", ".join(in_names[i] for i in n.group_key)
+        aggs = ", ".join(a.display or a.kind for a in n.aggs)
+        return f"StreamHashAgg {{ group_key: [{gk}], aggs: [{aggs}] }}"
+    if isinstance(n, StreamExchange):
+        assert n.input is not None
+        dist = ", ".join(n.input.names[i] for i in n.dist_key)
+        return f"StreamExchange {{ dist: HashShard({dist}) }}" if dist else "StreamExchange { dist: Single }"
+    if isinstance(n, StreamProject):
+        return f"StreamProject {{ exprs: [{', '.join(n.displays or n.exprs)}] }}"
+    if isinstance(n, StreamFilter):
+        return f"StreamFilter {{ predicate: {n.display or n.predicate} }}"
+    if isinstance(n, StreamTableScan):
+        return f"StreamTableScan {{ table: {n.upstream_name}, columns: [{', '.join(names)}], " \
+               f"backfill_type: {n.backfill_type} }}"
+    if isinstance(n, StreamDml):
+        return f"StreamDml {{ columns: [{', '.join(names)}] }}"
+    return type(n).__name__

@@ -1,0 +1,309 @@
+"""SQL data types and their mappings to Arrow, Spark, DuckDB and the Postgres wire protocol.
+
+One `DataType` value describes a column everywhere: in the catalog, in Parquet SSTs (Arrow), in Spark
+epoch rounds (Spark SQL DDL strings), in batch queries (DuckDB) and on the wire (type OIDs).
+
+>>> DataType.parse("numeric(12,2)").sql()
+'NUMERIC(12,2)'
+>>> DataType.parse("varchar").oid
+1043
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from risingspark.errors import FeatureNotSupported, InvalidParameterValue
+
+# Precision and scale used for NUMERIC without a declared precision: Arrow and Spark decimals have a
+# fixed scale, so an unconstrained numeric keeps 10 fractional digits and is printed normalized.
+UNCONSTRAINED_NUMERIC_PRECISION = 38
+UNCONSTRAINED_NUMERIC_SCALE = 10
+
+
+class TypeName(enum.Enum):
+    SMALLINT = "smallint"
+    INT = "integer"
+    BIGINT = "bigint"
+    BOOLEAN = "boolean"
+    REAL = "real"
+    DOUBLE = "double precision"
+    NUMERIC = "numeric"
+    VARCHAR = "character varying"
+    DATE = "date"
+    TIMESTAMP = "timestamp without time zone"
+    TIMESTAMPTZ = "timestamp with time zone"
+
+
+# oid, typlen (bytes, -1 variable), typname as in pg_type
+_PG: dict[TypeName, tuple[int, int, str]] = {
+    TypeName.SMALLINT: (21, 2, "int2"),
+    TypeName.INT: (23, 4, "int4"),
+    TypeName.BIGINT: (20, 8, "int8"),
+    TypeName.BOOLEAN: (16, 1, "bool"),
+    TypeName.REAL: (700, 4, "float4"),
+    TypeName.DOUBLE: (701, 8, "float8"),
+    TypeName.NUMERIC: (1700, -1, "numeric"),
+    TypeName.VARCHAR: (1043, -1, "varchar"),
+    TypeName.DATE: (1082, 4, "date"),
+    TypeName.TIMESTAMP: (1114, 8, "timestamp"),
+    TypeName.TIMESTAMPTZ: (1184, 8, "timestamptz"),
+}
+
+_SPARK: dict[TypeName, str] = {
+    TypeName.SMALLINT: "SMALLINT",
+    TypeName.INT: "INT",
+    TypeName.BIGINT: "BIGINT",
+    TypeName.BOOLEAN: "BOOLEAN",
+    TypeName.REAL: "FLOAT",
+    TypeName.DOUBLE: "DOUBLE",
+    TypeName.VARCHAR: "STRING",
+    TypeName.DATE: "DATE",
+    TypeName.TIMESTAMP: "TIMESTAMP_NTZ",
+    TypeName.TIMESTAMPTZ: "TIMESTAMP",
+}
+
+_DUCKDB: dict[TypeName, str] = {
+    TypeName.SMALLINT: "SMALLINT",
+    TypeName.INT: "INTEGER",
+    TypeName.BIGINT: "BIGINT",
+    TypeName.BOOLEAN: "BOOLEAN",
+    TypeName.REAL: "REAL",
+    TypeName.DOUBLE: "DOUBLE",
+    TypeName.VARCHAR: "VARCHAR",
+    TypeName.DATE: "DATE",
+    TypeName.TIMESTAMP: "TIMESTAMP",
+    TypeName.TIMESTAMPTZ: "TIMESTAMPTZ",
+}
+
+_ALIASES: dict[str, TypeName] = {
+    "smallint": TypeName.SMALLINT,
+    "int2": TypeName.SMALLINT,
+    "int": TypeName.INT,
+    "integer": TypeName.INT,
+    "int4": TypeName.INT,
+    "bigint": TypeName.BIGINT,
+    "int8": TypeName.BIGINT,
+    "boolean": TypeName.BOOLEAN,
+    "bool": TypeName.BOOLEAN,
+    "real": TypeName.REAL,
+    "float4": TypeName.REAL,
+    "double precision": TypeName.DOUBLE,
+    "double": TypeName.DOUBLE,
+    "float8": TypeName.DOUBLE,
+    "float": TypeName.DOUBLE,
+    "numeric": TypeName.NUMERIC,
+    "decimal": TypeName.NUMERIC,
+    "varchar": TypeName.VARCHAR,
+    "character varying": TypeName.VARCHAR,
+    "text": TypeName.VARCHAR,
+    "string": TypeName.VARCHAR,
+    "date": TypeName.DATE,
+    "timestamp": TypeName.TIMESTAMP,
+    "timestamp without time zone": TypeName.TIMESTAMP,
+    "timestamptz": TypeName.TIMESTAMPTZ,
+    "timestamp with time zone": TypeName.TIMESTAMPTZ,
+}
+
+_INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
+
+
+@dataclass(frozen=True)
+class DataType:
+    """A column type. `precision`/`scale` are set only for NUMERIC(p, s)."""
+
+    name: TypeName
+    precision: int | None = None
+    scale: int | None = None
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str) -> DataType:
+        """Parse a SQL type name such as ``NUMERIC(12,2)``, ``varchar(20)`` or ``int8``."""
+        s = " ".join(text.strip().lower().split())
+        m = re.fullmatch(r"([a-z0-9_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?", s)
+        if not m:
+            raise InvalidParameterValue(f'type "{text}" does not exist')
+        base, p, sc = m.group(1), m.group(2), m.group(3)
+        if base in ("character", "char", "bpchar"):
+            raise FeatureNotSupported(f"type {text} is not supported, use varchar")
+        name = _ALIASES.get(base)
+        if name is None:
+            raise InvalidParameterValue(f'type "{text}" does not exist')
+        if name is TypeName.NUMERIC and p is not None:
+            precision, scale = int(p), int(sc or 0)
+            if not 1 <= precision <= 38:
+                raise InvalidParameterValue(f"NUMERIC precision {precision} must be between 1 and 38")
+            if not 0 <= scale <= precision:
+                raise InvalidParameterValue(f"NUMERIC scale {scale} must be between 0 and precision {precision}")
+            return cls(name, precision, scale)
+        # varchar(n) keeps no length: RisingWave's varchar is unbounded as well
+        return cls(name)
+
+    @classmethod
+    def from_arrow(cls, t: pa.DataType) -> DataType:
+        """The SQL type of an Arrow type (used for results computed by a batch engine)."""
+        if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_uint8(t):
+            return INT2
+        if pa.types.is_int32(t) or pa.types.is_uint16(t):
+            return INT4
+        if pa.types.is_integer(t):
+            return INT8
+        if pa.types.is_boolean(t):
+            return BOOL
+        if pa.types.is_float16(t) or pa.types.is_float32(t):
+            return FLOAT4
+        if pa.types.is_floating(t):
+            return FLOAT8
+        if pa.types.is_decimal(t):
+            if t.scale == UNCONSTRAINED_NUMERIC_SCALE and t.precision == UNCONSTRAINED_NUMERIC_PRECISION:
+                return NUMERIC
+            return cls(TypeName.NUMERIC, min(t.precision, 38), max(t.scale, 0))
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return VARCHAR
+        if pa.types.is_date(t):
+            return DATE
+        if pa.types.is_timestamp(t):
+            return TIMESTAMPTZ if t.tz else TIMESTAMP
+        if pa.types.is_null(t):
+            return VARCHAR
+        raise FeatureNotSupported(f"values of type {t} are not supported")
+
+    # ---- properties ---------------------------------------------------------------------------
+    @property
+    def is_integer(self) -> bool:
+        return self.name in _INTEGERS
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.name in _INTEGERS or self.name in (TypeName.NUMERIC, TypeName.REAL, TypeName.DOUBLE)
+
+    @property
+    def oid(self) -> int:
+        return _PG[self.name][0]
+
+    @property
+    def typlen(self) -> int:
+        return _PG[self.name][1]
+
+    @property
+    def pg_typname(self) -> str:
+        return _PG[self.name][2]
+
+    @property
+    def typmod(self) -> int:
+        if self.name is TypeName.NUMERIC and self.precision is not None:
+            return ((self.precision << 16) | (self.scale or 0)) + 4
+        return -1
+
+    @property
+    def effective_precision_scale(self) -> tuple[int, int]:
+        if self.precision is None:
+            return UNCONSTRAINED_NUMERIC_PRECISION, UNCONSTRAINED_NUMERIC_SCALE
+        return self.precision, self.scale or 0
+
+    # ---- mappings -----------------------------------------------------------------------------
+    def sql(self) -> str:
+        """The type as RisingWave prints it (``\\d``, ``information_schema``)."""
+        if self.name is TypeName.NUMERIC and self.precision is not None:
+            return f"NUMERIC({self.precision},{self.scale})"
+        return self.name.value.upper()
+
+    def display(self) -> str:
+        """Postgres' `format_type` text, e.g. ``numeric(12,2)`` or ``character varying``."""
+        if self.name is TypeName.NUMERIC and self.precision is not None:
+            return f"numeric({self.precision},{self.scale})"
+        return self.name.value
+
+    def to_arrow(self) -> pa.DataType:
+        n = self.name
+        if n is TypeName.SMALLINT:
+            return pa.int16()
+        if n is TypeName.INT:
+            return pa.int32()
+        if n is TypeName.BIGINT:
+            return pa.int64()
+        if n is TypeName.BOOLEAN:
+            return pa.bool_()
+        if n is TypeName.REAL:
+            return pa.float32()
+        if n is TypeName.DOUBLE:
+            return pa.float64()
+        if n is TypeName.NUMERIC:
+            p, s = self.effective_precision_scale
+            return pa.decimal128(p, s)
+        if n is TypeName.VARCHAR:
+            return pa.string()
+        if n is TypeName.DATE:
+            return pa.date32()
+        if n is TypeName.TIMESTAMP:
+            return pa.timestamp("us")
+        if n is TypeName.TIMESTAMPTZ:
+            return pa.timestamp("us", tz="UTC")
+        raise AssertionError(n)
+
+    def to_spark(self) -> str:
+        """A Spark SQL DDL type string."""
+        if self.name is TypeName.NUMERIC:
+            p, s = self.effective_precision_scale
+            return f"DECIMAL({p},{s})"
+        return _SPARK[self.name]
+
+    def to_duckdb(self) -> str:
+        if self.name is TypeName.NUMERIC:
+            p, s = self.effective_precision_scale
+            return f"DECIMAL({p},{s})"
+        return _DUCKDB[self.name]
+
+    def to_json(self) -> str:
+        return self.sql()
+
+    @classmethod
+    def from_json(cls, text: str) -> DataType:
+        return cls.parse(text)
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+INT2 = DataType(TypeName.SMALLINT)
+INT4 = DataType(TypeName.INT)
+INT8 = DataType(TypeName.BIGINT)
+BOOL = DataType(TypeName.BOOLEAN)
+FLOAT4 = DataType(TypeName.REAL)
+FLOAT8 = DataType(TypeName.DOUBLE)
+NUMERIC = DataType(TypeName.NUMERIC)
+VARCHAR = DataType(TypeName.VARCHAR)
+DATE = DataType(TypeName.DATE)
+TIMESTAMP = DataType(TypeName.TIMESTAMP)
+TIMESTAMPTZ = DataType(TypeName.TIMESTAMPTZ)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named column. Hidden columns (row ids, stream keys kept for correctness) are not shown by
+    `SELECT *`, as RisingWave's `_row_id` and `_rw_*` columns."""
+
+    name: str
+    type: DataType
+    hidden: bool = False
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "type": self.type.to_json(), "hidden": self.hidden}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Field:
+        return cls(d["name"], DataType.from_json(d["type"]), bool(d.get("hidden", False)))
+
+
+def arrow_schema(fields: tuple[Field, ...] | list[Field]) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type.to_arrow()) for f in fields])
+
+
+def spark_ddl(fields: tuple[Field, ...] | list[Field]) -> str:
+    """A Spark schema DDL string, e.g. ``\\`id\\` BIGINT, \\`name\\` STRING``."""
+    return ", ".join(f"`{f.name}` {f.type.to_spark()}" for f in fields)

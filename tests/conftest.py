@@ -1,0 +1,121 @@
+"""Shared fixtures: a real playground process (started once per test session) and a PostgreSQL
+database that serves as the correctness oracle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+
+PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+READY = "RisingSpark playground is ready"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PlaygroundProcess:
+    """`risingspark playground` as a child process, on its own ports and data directory."""
+
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    meta_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    def start(self, timeout: float = 180) -> PlaygroundProcess:
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-{int(time.time() * 1000)}.log"
+        log = open(self.log_path, "wb")  # noqa: SIM115 - closed with the process
+        env = {**os.environ, "RISINGSPARK_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(self.data_dir),
+             "--port", str(self.port), "--meta-port", str(self.meta_port), "--spark-driver-memory", "3g"],
+            stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if READY in line:
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"playground did not start; log: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 60) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.port} user=root dbname=dev"
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        return psycopg.connect(self.dsn, autocommit=True, **kwargs)
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait(10)
+
+    def kill(self) -> None:
+        """kill -9 of the whole service: the process and its children (Spark's JVM, Python
+        workers), with no chance to clean up."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # until every process of the group is gone
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundProcess]:
+    pg = PlaygroundProcess(tmp_path_factory.mktemp("playground") / "data").start()
+    yield pg
+    code = pg.stop()
+    assert code == 0, f"the playground did not stop cleanly (exit {code}): {pg.log_tail()}"
+
+
+@pytest.fixture
+def conn(playground: PlaygroundProcess) -> Iterator[psycopg.Connection]:
+    with playground.connect() as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def oracle_dsn() -> Iterator[str]:
+    """A database of its own on the PostgreSQL server, dropped at the end."""
+    name = f"risingspark_oracle_{os.getpid()}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield f"host=127.0.0.1 port=5432 user=postgres dbname={name}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{int(time.time() * 1000) % 10_000_000}_{os.getpid() % 1000}"

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW bad AS SELECT id, customer_id AS id FROM orders

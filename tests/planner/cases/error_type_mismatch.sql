@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW bad AS SELECT id FROM orders WHERE status > 3

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW j AS SELECT * FROM orders JOIN events ON orders.status = events.kind

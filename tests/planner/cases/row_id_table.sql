@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW kinds AS SELECT kind, v / 2 AS half FROM events WHERE v IS NOT NULL

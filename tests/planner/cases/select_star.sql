@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW recent AS SELECT * FROM orders o WHERE o.created_at > '2024-01-01'

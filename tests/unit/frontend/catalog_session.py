@@ -1,0 +1,81 @@
+"""A frontend session over an in-memory catalog (no storage, no Spark) for catalog query tests."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+
+from frontend.session import Frontend, Session
+from meta.catalog import CatalogSnapshot
+from risingspark.catalog import (
+    DatabaseCatalog,
+    JobStatus,
+    RelationCatalog,
+    RelationKind,
+    SchemaCatalog,
+)
+from risingspark.storage.desc import HummockVersion, StateTableDesc
+from risingspark.storage.object_store import ObjectStore
+from risingspark.types import INT4, INT8, TIMESTAMP, VARCHAR, DataType, Field
+
+DB, PUBLIC, OTHER = 1000, 1001, 1002
+
+
+def relation(rel_id: int, name: str, kind: RelationKind, fields: tuple[Field, ...], pk: tuple[int, ...],
+             schema_id: int = PUBLIC, **kw) -> RelationCatalog:
+    desc = StateTableDesc(rel_id, fields, pk, pk)
+    return RelationCatalog(rel_id, DB, schema_id, name, kind, fields, pk, pk, kw.pop("definition", f"CREATE {name}"),
+                           state_tables=(desc,), **kw)
+
+
+ORDERS = relation(1010, "orders", RelationKind.TABLE,
+                  (Field("id", INT8), Field("customer", INT4), Field("amount", DataType.parse("numeric(12,2)")),
+                   Field("note", VARCHAR), Field("created_at", TIMESTAMP)), (0,),
+                  definition="CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT, amount NUMERIC(12,2), "
+                             "note VARCHAR, created_at TIMESTAMP)",
+                  extra={"comment": "all orders", "column_comments": {"note": "free text"}})
+EVENTS = relation(1011, "events", RelationKind.TABLE, (Field("v", VARCHAR), Field("_row_id", INT8, hidden=True)), (1,),
+                  row_id_index=1, definition="CREATE TABLE events (v VARCHAR)")
+SUMMARY = relation(1012, "summary", RelationKind.MATERIALIZED_VIEW, (Field("customer", INT4), Field("n", INT8)), (0,),
+                   definition="CREATE MATERIALIZED VIEW summary AS SELECT customer, count(*) AS n FROM orders "
+                              "GROUP BY customer", dependencies=(1010,))
+HIDDEN = relation(1013, "orders", RelationKind.TABLE, (Field("x", INT4),), (0,), schema_id=OTHER,
+                  definition="CREATE TABLE other.orders (x INT PRIMARY KEY)")
+
+
+class FakeMeta:
+    """What sessions ask of meta for catalog queries."""
+
+    def __init__(self, relations: list[RelationCatalog]) -> None:
+        self.snapshot = CatalogSnapshot(
+            7, {DB: DatabaseCatalog(DB, "dev")},
+            {PUBLIC: SchemaCatalog(PUBLIC, DB, "public"), OTHER: SchemaCatalog(OTHER, DB, "other")},
+            {r.id: r for r in relations})
+
+    def catalog_snapshot(self) -> CatalogSnapshot:
+        return self.snapshot
+
+    def pin_version(self) -> HummockVersion:
+        return HummockVersion(1, 0)
+
+    def unpin_version(self, version: HummockVersion) -> None:
+        pass
+
+    def ddl_progress(self) -> list:
+        return []
+
+    def row_count(self, table_id: int) -> int:
+        return 0
+
+
+def make_session(relations: list[RelationCatalog] | None = None, users: tuple[str, ...] = ()) -> Session:
+    rels = relations if relations is not None else [ORDERS, EVENTS, SUMMARY, HIDDEN]
+    store = ObjectStore(tempfile.mkdtemp(prefix="catalog-test-"))
+    frontend = Frontend(FakeMeta(rels), store, cache_bytes=1 << 20, workers=2, users=users)
+    session = frontend.new_session()
+    session.pid = 42
+    return session
+
+
+def creating(rel: RelationCatalog) -> RelationCatalog:
+    return replace(rel, status=JobStatus.CREATING)
