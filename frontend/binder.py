@@ -35,7 +35,9 @@ from risingspark.errors import (
     DuplicateObject,
     FeatureNotSupported,
     GroupingError,
+    InvalidColumnReference,
     InvalidSchemaName,
+    SyntaxError_,
     UndefinedColumn,
     UndefinedFunction,
     UndefinedTable,
@@ -155,58 +157,137 @@ class BoundScan:
     offset: int
     fields: tuple[Field, ...]
 
+    @property
+    def columns(self) -> tuple[Field, ...]:
+        """The columns as the query names them (unqualified)."""
+        return self.relation.fields
+
+
+@dataclass(frozen=True)
+class BoundSubquery:
+    """A query in FROM: a subquery, a CTE reference, or the right side of a semi join. Its fields
+    are the query's output (visible columns, then its hidden stream key columns)."""
+
+    query: BoundQuery
+    alias: str
+    offset: int
+    fields: tuple[Field, ...]
+
+    @property
+    def columns(self) -> tuple[Field, ...]:
+        return self.query.fields
+
 
 @dataclass(frozen=True)
 class BoundJoin:
     """``left JOIN right``: the equality conjuncts of ON as key pairs (left key over the left
-    side's columns, right key over the right's), anything else as a residual condition."""
+    side's columns, right key over the right's), anything else as a residual condition.
 
-    left: BoundScan | BoundJoin
-    right: BoundScan
-    kind: str  # INNER, LEFT, RIGHT, FULL
+    ``SEMI`` / ``ANTI`` (``IN`` / ``EXISTS`` / ``NOT EXISTS`` in WHERE) output the left side's
+    columns only: a left row once if some right row matches its key (or if none does)."""
+
+    left: BoundFrom
+    right: BoundScan | BoundSubquery
+    kind: str  # INNER, LEFT, RIGHT, FULL, SEMI, ANTI
     left_keys: tuple[InputRef, ...]
     right_keys: tuple[InputRef, ...]
     residual: BoundExpr | None
 
     @property
     def fields(self) -> tuple[Field, ...]:
+        if self.kind in ("SEMI", "ANTI"):
+            return self.left.fields
         return self.left.fields + self.right.fields
 
 
-BoundFrom = BoundScan | BoundJoin
+BoundFrom = BoundScan | BoundSubquery | BoundJoin
 
 
 def scans_of(src: BoundFrom) -> list[BoundScan]:
+    """The relations a FROM tree reads, subqueries included, in plan order."""
     if isinstance(src, BoundScan):
         return [src]
-    return scans_of(src.left) + [src.right]
+    if isinstance(src, BoundSubquery):
+        return [s for f in query_froms(src.query) for s in scans_of(f)]
+    return scans_of(src.left) + scans_of(src.right)
+
+
+def query_froms(q: BoundQuery) -> list[BoundFrom]:
+    if isinstance(q, BoundSetOp):
+        return query_froms(q.left) + query_froms(q.right)
+    return [q.source]
+
+
+@dataclass(frozen=True)
+class OrderItem:
+    """An ORDER BY item over the select list's output columns."""
+
+    index: int
+    descending: bool
+    nulls_first: bool
 
 
 @dataclass(frozen=True)
 class BoundStreamSelect:
-    """A materialized view's query: relations (joined), a filter, projections, optional grouping."""
+    """A query block: relations (joined), a filter, projections, optional grouping, DISTINCT, and
+    ``ORDER BY ... LIMIT`` (a TopN). ``hidden`` select items are columns ORDER BY needs that the
+    select list does not show."""
 
     source: BoundFrom
     items: tuple[SelectItem, ...]
     where: BoundExpr | None
     group_by: tuple[BoundExpr, ...] | None  # () for a global aggregate
     having: BoundExpr | None = None
+    distinct: bool = False
+    order_by: tuple[OrderItem, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    hidden: int = 0  # trailing items that are not output columns
 
     @property
     def relation(self) -> RelationCatalog:
-        """The first relation of FROM (the only one without joins)."""
-        return scans_of(self.source)[0].relation
+        """The first relation the query reads."""
+        return self.relations[0]
 
     @property
     def relations(self) -> list[RelationCatalog]:
         return [s.relation for s in scans_of(self.source)]
 
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(Field(i.name, i.expr.type) for i in self.items[:len(self.items) - self.hidden])
+
+
+@dataclass(frozen=True)
+class BoundSetOp:
+    """``left UNION [ALL] right``; both sides' columns already cast to the common types."""
+
+    left: BoundQuery
+    right: BoundQuery
+    all: bool
+    fields: tuple[Field, ...]
+
+    @property
+    def relations(self) -> list[RelationCatalog]:
+        return [s.relation for f in query_froms(self) for s in scans_of(f)]
+
+    @property
+    def relation(self) -> RelationCatalog:
+        return self.relations[0]
+
+
+BoundQuery = BoundStreamSelect | BoundSetOp
+FromItem = BoundScan | BoundSubquery
+
 
 class Scope:
-    """Columns visible to expressions: those of the FROM relations, by alias (or name) and column."""
+    """Columns visible to expressions: those of the FROM items, by alias (or name) and column.
+    `outer`: the enclosing query's scope, for correlated subqueries (`outer_refs` records the
+    outer columns the query used)."""
 
-    def __init__(self, scans: list[BoundScan]) -> None:
+    def __init__(self, scans: list[FromItem], outer: Scope | None = None) -> None:
         self.scans = scans
+        self.outer = outer
 
     def column(self, col: exp.Column) -> InputRef:
         name = ident(col.this)
@@ -214,7 +295,7 @@ class Scope:
         candidates = [s for s in self.scans if table is None or table == s.alias]
         if table is not None and not candidates:
             raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')
-        matches = [(s, i) for s in candidates for i, f in enumerate(s.relation.fields) if f.name == name]
+        matches = [(s, i) for s in candidates for i, f in enumerate(s.columns) if f.name == name]
         if not matches:
             raise UndefinedColumn(f'column "{name}" does not exist' if table is None else
                                   f'column {table}.{name} does not exist')
@@ -229,66 +310,377 @@ class Scope:
         if table is not None and not scans:
             raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')
         return [SelectItem(InputRef(s.offset + i, s.fields[i].name, f.type), f.name)
-                for s in scans for i, f in enumerate(s.relation.fields) if not f.hidden]
+                for s in scans for i, f in enumerate(s.columns) if not f.hidden]
 
 
 _JOIN_KINDS = {None: "INNER", "LEFT": "LEFT", "RIGHT": "RIGHT", "FULL": "FULL"}
 
 
-def _scan(catalog: CatalogReader, table: exp.Expression, offset: int, qualified: bool) -> BoundScan:
-    if not isinstance(table, exp.Table):
-        raise FeatureNotSupported("subqueries in FROM of a materialized view are not supported yet")
-    rel = catalog.resolve_user(table)
-    alias = ident(table.args["alias"].this) if table.args.get("alias") else rel.name
-    fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
-    return BoundScan(rel, alias, offset, fields)
+class QueryBinder:
+    """Binds a materialized view's query: query blocks, set operations, subqueries in FROM, CTEs
+    (inlined at each reference, as RisingWave's binder does), and ``IN`` / ``EXISTS`` subqueries
+    in WHERE as semi / anti joins."""
 
+    def __init__(self, catalog: CatalogReader) -> None:
+        self.catalog = catalog
+        self.ctes: list[dict[str, exp.Expression]] = []
 
-def bind_from(catalog: CatalogReader, query: exp.Select) -> tuple[BoundFrom, Scope]:
-    from_ = query.args.get("from") or query.args.get("from_")
-    if from_ is None:
-        raise FeatureNotSupported("a materialized view without FROM is not supported yet")
-    joins = query.args.get("joins") or []
-    first = _scan(catalog, from_.this, 0, bool(joins))
-    src: BoundFrom = first
-    scans: list[BoundScan] = [first]
-    for j in joins:
-        right = _scan(catalog, j.this, len(src.fields), True)
-        if any(s.alias == right.alias for s in scans):
-            raise DuplicateObject(f'table name "{right.alias}" specified more than once')
-        scans.append(right)
-        side = j.args.get("side")
-        if (j.args.get("kind") or "").upper() == "CROSS" or (j.args.get("on") is None and not j.args.get("using")):
-            raise FeatureNotSupported("joins without an equality condition (CROSS JOIN, FROM a, b) are not "
-                                      "supported in a materialized view yet; use JOIN ... ON")
-        scope = Scope(scans)
-        if j.args.get("using"):
-            conjuncts = [(scope.column(exp.Column(this=exp.to_identifier(ident(u)), table=exp.to_identifier(s.alias))),
+    def query(self, node: exp.Expression) -> BoundQuery:
+        with_ = node.args.get("with") or node.args.get("with_")
+        self.ctes.append({})
+        try:
+            if with_ is not None and with_.args.get("recursive"):
+                raise FeatureNotSupported("WITH RECURSIVE in a materialized view is not supported")
+            for cte in with_.expressions if with_ is not None else []:
+                name = ident(cte.args["alias"].this)
+                body = cte.this
+                self.query(body)  # bind now: errors point at the CTE, not at its use
+                self.ctes[-1][name] = cte
+            return self._query_body(node)
+        finally:
+            self.ctes.pop()
+
+    def _query_body(self, node: exp.Expression) -> BoundQuery:
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this)
+        if isinstance(node, exp.Union):
+            for arg, feature in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
+                if node.args.get(arg):
+                    raise FeatureNotSupported(f"{feature} on a UNION in a materialized view is not supported yet; "
+                                              f"put the UNION in a subquery")
+            left, right = self.query(node.this), self.query(node.expression)
+            if len(left.fields) != len(right.fields):
+                raise SyntaxError_("each UNION query must have the same number of columns")
+            fields = []
+            for a, b in zip(left.fields, right.fields, strict=True):
+                if a.type == b.type:
+                    t = a.type
+                elif a.type.is_numeric and b.type.is_numeric:
+                    t = numeric_result(a.type, b.type)
+                elif a.type.name is b.type.name:
+                    t = a.type if a.type.name is not TypeName.NUMERIC else NUMERIC
+                else:
+                    raise DatatypeMismatch(f"UNION types {a.type.display()} and {b.type.display()} cannot be matched")
+                fields.append(Field(a.name, t))
+            return BoundSetOp(left, right, not node.args.get("distinct"), tuple(fields))
+        if isinstance(node, exp.Select):
+            return self.select(node, None)
+        raise FeatureNotSupported(f"{type(node).__name__.upper()} in a materialized view is not supported yet")
+
+    def cte(self, name: str) -> exp.Expression | None:
+        for scope in reversed(self.ctes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    # ---- FROM ---------------------------------------------------------------------------------
+    def from_item(self, node: exp.Expression, offset: int, qualified: bool) -> FromItem:
+        if isinstance(node, exp.Subquery):
+            alias = ident(node.args["alias"].this) if node.args.get("alias") else None
+            if alias is None:
+                raise SyntaxError_("subquery in FROM must have an alias",
+                                   hint='For example, FROM (SELECT ...) [AS] foo.')
+            return self._subquery(self.query(node.this), alias, offset, qualified, node.args["alias"])
+        if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+            raise FeatureNotSupported(f"{node.sql(dialect='postgres')!r} in FROM of a materialized view is not "
+                                      f"supported yet")
+        name = ident(node.this)
+        if not node.args.get("db") and (cte := self.cte(name)) is not None:
+            alias = ident(node.args["alias"].this) if node.args.get("alias") else name
+            return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
+        rel = self.catalog.resolve_user(node)
+        alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
+        fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
+        return BoundScan(rel, alias, offset, fields)
+
+    def _subquery(self, q: BoundQuery, alias: str, offset: int, qualified: bool,
+                  alias_node: exp.Expression | None) -> BoundSubquery:
+        columns = list(q.fields)
+        renames = [ident(c) for c in alias_node.args.get("columns") or []] if alias_node is not None else []
+        if len(renames) > len(columns):
+            raise SyntaxError_(f'table "{alias}" has {len(columns)} columns available but {len(renames)} '
+                               f"columns specified")
+        for i, r in enumerate(renames):
+            columns[i] = Field(r, columns[i].type)
+        if renames:
+            q = _rename(q, tuple(columns))
+        fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in columns)
+        return BoundSubquery(q, alias, offset, fields)
+
+    def from_(self, query: exp.Select, outer: Scope | None) -> tuple[BoundFrom, Scope]:
+        from_ = query.args.get("from") or query.args.get("from_")
+        if from_ is None:
+            raise FeatureNotSupported("a materialized view without FROM is not supported yet")
+        joins = query.args.get("joins") or []
+        first = self.from_item(from_.this, 0, bool(joins))
+        src: BoundFrom = first
+        scans: list[FromItem] = [first]
+        for j in joins:
+            right = self.from_item(j.this, len(src.fields), True)
+            if any(s.alias == right.alias for s in scans):
+                raise DuplicateObject(f'table name "{right.alias}" specified more than once')
+            scans.append(right)
+            side = j.args.get("side")
+            if (j.args.get("kind") or "").upper() == "CROSS" or (j.args.get("on") is None and not j.args.get("using")):
+                raise FeatureNotSupported("joins without an equality condition (CROSS JOIN, FROM a, b) are not "
+                                          "supported in a materialized view yet; use JOIN ... ON")
+            scope = Scope(scans, outer)
+            if j.args.get("using"):
+                pairs = [(scope.column(exp.Column(this=exp.to_identifier(ident(u)), table=exp.to_identifier(s.alias))),
                           scope.column(exp.Column(this=exp.to_identifier(ident(u)),
                                                   table=exp.to_identifier(right.alias))))
                          for u in j.args["using"] for s in [_owner(scans[:-1], ident(u))]]
-            residual_parts: list[BoundExpr] = []
-            pairs = conjuncts
-        else:
-            on = coerce(bind_expr(j.args["on"], scope, allow_agg=False), BOOL, "JOIN/ON")
-            pairs, residual_parts = _split_equi(on, len(src.fields))
-        if not pairs:
-            raise FeatureNotSupported("a join in a materialized view needs an equality between the two sides")
-        kind = _JOIN_KINDS.get(side.upper() if side else None)
-        if kind is None:
-            raise FeatureNotSupported(f"{side} JOIN in a materialized view is not supported yet")
-        residual = None
-        for part in residual_parts:
-            residual = part if residual is None else BinaryOp("AND", residual, part, BOOL)
-        if residual is not None and kind != "INNER":
-            raise FeatureNotSupported("conditions other than equalities in the ON clause of an outer join are not "
-                                      "supported yet")
-        src = BoundJoin(src, right, kind, tuple(a for a, _ in pairs), tuple(b for _, b in pairs), residual)
-    return src, Scope(scans)
+                residual_parts: list[BoundExpr] = []
+            else:
+                on = coerce(bind_expr(j.args["on"], scope, allow_agg=False), BOOL, "JOIN/ON")
+                pairs, residual_parts = _split_equi(on, len(src.fields))
+            if not pairs:
+                raise FeatureNotSupported("a join in a materialized view needs an equality between the two sides")
+            kind = _JOIN_KINDS.get(side.upper() if side else None)
+            if kind is None:
+                raise FeatureNotSupported(f"{side} JOIN in a materialized view is not supported yet")
+            residual = _conjunction(residual_parts)
+            if residual is not None and kind != "INNER":
+                raise FeatureNotSupported("conditions other than equalities in the ON clause of an outer join are not "
+                                          "supported yet")
+            src = BoundJoin(src, right, kind, tuple(a for a, _ in pairs), tuple(b for _, b in pairs), residual)
+        return src, Scope(scans, outer)
+
+    # ---- WHERE subqueries ---------------------------------------------------------------------
+    def _where(self, node: exp.Expression, src: BoundFrom, scope: Scope) -> tuple[BoundFrom, BoundExpr | None]:
+        """Binds WHERE; its top-level ``x IN (subquery)`` / ``[NOT] EXISTS (subquery)`` conjuncts
+        become semi / anti joins of the FROM tree."""
+        parts: list[BoundExpr] = []
+        for c in _conjuncts(node):
+            negated = isinstance(c, exp.Not)
+            inner = c.this if negated else c
+            if isinstance(inner, exp.Paren):
+                inner = inner.this
+            if isinstance(inner, exp.Exists):
+                src = self._exists(inner, src, scope, "ANTI" if negated else "SEMI")
+            elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
+                if negated:
+                    raise FeatureNotSupported("NOT IN (subquery) in a materialized view is not supported (its NULL "
+                                              "semantics); use NOT EXISTS")
+                src = self._in(inner, src, scope)
+            else:
+                parts.append(coerce(bind_expr(c, scope, allow_agg=False), BOOL, "WHERE"))
+        return src, _conjunction(parts)
+
+    def _in(self, node: exp.In, src: BoundFrom, scope: Scope) -> BoundFrom:
+        x = bind_expr(node.this, scope, allow_agg=False)
+        if not isinstance(_strip_cast(x), InputRef):
+            raise FeatureNotSupported("IN (subquery) in a materialized view needs a column on its left side")
+        q = self.query(node.args["query"].this if isinstance(node.args["query"], exp.Subquery)
+                       else node.args["query"])
+        if len(q.fields) != 1:
+            raise SyntaxError_("subquery has too many columns")
+        right = self._subquery(q, f"__in{len(src.fields)}", len(src.fields), True, None)
+        key = InputRef(right.offset, right.fields[0].name, right.fields[0].type)
+        left_key = _strip_cast(x)
+        assert isinstance(left_key, InputRef)
+        common_type(left_key, key, "=")
+        return BoundJoin(src, right, "SEMI", (left_key,), (key,), None)
+
+    def _exists(self, node: exp.Exists, src: BoundFrom, outer: Scope, kind: str) -> BoundFrom:
+        sub = node.this
+        sub = sub.this if isinstance(sub, exp.Subquery) else sub
+        if not isinstance(sub, exp.Select):
+            raise FeatureNotSupported("EXISTS over a set operation is not supported in a materialized view yet")
+        for arg in ("group", "having", "limit", "offset", "distinct", "with", "with_"):
+            if sub.args.get(arg):
+                raise FeatureNotSupported(f"EXISTS (subquery with {arg.upper()}) in a materialized view is not "
+                                          f"supported yet")
+        inner_src, inner = self.from_(sub, None)
+        local: list[BoundExpr] = []
+        corr: list[tuple[InputRef, InputRef]] = []  # (outer column, inner column)
+        where = sub.args.get("where")
+        for c in _conjuncts(where.this) if where else []:
+            try:
+                local.append(coerce(bind_expr(c, inner, allow_agg=False), BOOL, "WHERE"))
+                continue
+            except (UndefinedColumn, UndefinedTable):
+                pass
+            pair = _correlation(c, inner, outer)
+            if pair is None:
+                raise FeatureNotSupported("a correlated subquery in a materialized view may refer to the outer "
+                                          "query only in equalities (inner.col = outer.col) joined by AND")
+            corr.append(pair)
+        if not corr:
+            raise FeatureNotSupported("an uncorrelated EXISTS in a materialized view is not supported yet")
+        items = tuple(SelectItem(i, f"k{n}") for n, (_, i) in enumerate(corr))
+        q = BoundStreamSelect(inner_src, items, _conjunction(local), None)
+        right = self._subquery(q, f"__exists{len(src.fields)}", len(src.fields), True, None)
+        rkeys = tuple(InputRef(right.offset + n, right.fields[n].name, right.fields[n].type) for n in range(len(corr)))
+        return BoundJoin(src, right, kind, tuple(o for o, _ in corr), rkeys, None)
+
+    # ---- SELECT -------------------------------------------------------------------------------
+    def select(self, query: exp.Select, outer: Scope | None) -> BoundStreamSelect:
+        for arg, feature in (("windows", "WINDOW"),):
+            if query.args.get(arg):
+                raise FeatureNotSupported(f"{feature} in a materialized view is not supported yet")
+        distinct = query.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
+        source, scope = self.from_(query, outer)
+        where = None
+        if query.args.get("where"):
+            source, where = self._where(query.args["where"].this, source, scope)
+
+        items: list[SelectItem] = []
+        for e in query.expressions:
+            if isinstance(e, exp.Star):
+                items += scope.star(None)
+                continue
+            if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+                items += scope.star(ident(e.args.get("table")) if e.args.get("table") else None)
+                continue
+            node = e.this if isinstance(e, exp.Alias) else e
+            bound = bind_expr(node, scope, allow_agg=True)
+            name = ident(e.args["alias"]) if isinstance(e, exp.Alias) else output_name(node)
+            items.append(SelectItem(bound, name))
+
+        group = query.args.get("group")
+        group_by: tuple[BoundExpr, ...] | None = None
+        if group is not None:
+            keys = []
+            for g in group.expressions:
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    pos = int(g.this)
+                    if not 1 <= pos <= len(items):
+                        raise UndefinedColumn(f"GROUP BY position {pos} is not in select list")
+                    keys.append(items[pos - 1].expr)
+                elif isinstance(g, exp.Column) and not g.args.get("table") and \
+                        not _resolves(scope, g) and (alias := _item_named(items, ident(g.this))) is not None:
+                    keys.append(alias.expr)  # GROUP BY an output column name, as Postgres allows
+                else:
+                    keys.append(bind_expr(g, scope, allow_agg=False))
+            group_by = tuple(keys)
+        having = None
+        if query.args.get("having"):
+            having = coerce(bind_expr(query.args["having"].this, scope, allow_agg=True), BOOL, "HAVING")
+        if group_by is None and (having is not None or any(contains_agg(i.expr) for i in items)):
+            group_by = ()  # a global aggregate: one group
+        if group_by is not None:
+            for e, what in [(it.expr, it.name) for it in items] + ([(having, "HAVING")] if having is not None else []):
+                check_grouped(e, group_by, what)
+
+        order_by: list[OrderItem] = []
+        hidden = 0
+        order = query.args.get("order")
+        for o in order.expressions if order else []:
+            found = self._order_item(o.this, items, scope, group_by, bool(distinct))
+            if found is not None:
+                pos = found
+            else:
+                bound = bind_expr(o.this, scope, allow_agg=True)
+                if group_by is not None:
+                    check_grouped(bound, group_by, "ORDER BY")
+                items.append(SelectItem(bound, f"_rw_order_{len(order_by)}"))
+                hidden += 1
+                pos = len(items) - 1
+            desc = bool(o.args.get("desc"))
+            nulls_first = o.args.get("nulls_first")
+            order_by.append(OrderItem(pos, desc, bool(nulls_first) if nulls_first is not None else desc))
+        limit = _count(query.args.get("limit"), "LIMIT")
+        offset = _count(query.args.get("offset"), "OFFSET") or 0
+        if limit is None and offset:
+            raise FeatureNotSupported("OFFSET without LIMIT in a materialized view is not supported")
+        if limit is None:
+            # An MV has no order: ORDER BY without LIMIT changes nothing (as RisingWave).
+            items = items[:len(items) - hidden]
+            order_by, hidden = [], 0
+        return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
+                                 tuple(order_by), limit, offset, hidden)
+
+    def _order_item(self, node: exp.Expression, items: list[SelectItem], scope: Scope,
+                    group_by: tuple[BoundExpr, ...] | None, distinct: bool) -> int | None:
+        if isinstance(node, exp.Literal) and not node.is_string:
+            pos = int(node.this)
+            if not 1 <= pos <= len(items):
+                raise UndefinedColumn(f"ORDER BY position {pos} is not in select list")
+            return pos - 1
+        if isinstance(node, exp.Column) and not node.args.get("table"):
+            named = [i for i, it in enumerate(items) if it.name == ident(node.this)]
+            if len(named) == 1:
+                return named[0]
+        bound = bind_expr(node, scope, allow_agg=True)
+        found = next((i for i, it in enumerate(items) if it.expr == bound), None)
+        if found is None and distinct:
+            raise InvalidColumnReference("for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+        return found
 
 
-def _owner(scans: list[BoundScan], column: str) -> BoundScan:
-    owners = [s for s in scans if any(f.name == column for f in s.relation.fields)]
+def bind_stream_select(catalog: CatalogReader, query: exp.Expression) -> BoundQuery:
+    """Binds the query of a materialized view."""
+    return QueryBinder(catalog).query(query)
+
+
+def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
+    if isinstance(q, BoundSetOp):
+        return BoundSetOp(q.left, q.right, q.all, fields)
+    items = tuple(SelectItem(it.expr, fields[i].name) if i < len(fields) else it for i, it in enumerate(q.items))
+    return BoundStreamSelect(q.source, items, q.where, q.group_by, q.having, q.distinct, q.order_by, q.limit,
+                             q.offset, q.hidden)
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def _conjunction(parts: list[BoundExpr]) -> BoundExpr | None:
+    out: BoundExpr | None = None
+    for part in parts:
+        out = part if out is None else BinaryOp("AND", out, part, BOOL)
+    return out
+
+
+def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRef, InputRef] | None:
+    """``inner.col = outer.col`` (either way round) as (outer column, inner column)."""
+    if not isinstance(c, exp.EQ) or not isinstance(c.left, exp.Column) or not isinstance(c.right, exp.Column):
+        return None
+    for a, b in ((c.left, c.right), (c.right, c.left)):
+        try:
+            i = inner.column(a)
+        except (UndefinedColumn, UndefinedTable):
+            continue
+        try:
+            o = outer.column(b)
+        except (UndefinedColumn, UndefinedTable):
+            return None
+        common_type(o, i, "=")
+        return o, i
+    return None
+
+
+def _resolves(scope: Scope, col: exp.Column) -> bool:
+    try:
+        scope.column(col)
+        return True
+    except (UndefinedColumn, UndefinedTable):
+        return False
+
+
+def _item_named(items: list[SelectItem], name: str) -> SelectItem | None:
+    named = [it for it in items if it.name == name]
+    return named[0] if len(named) == 1 else None
+
+
+def _count(node: exp.Expression | None, what: str) -> int | None:
+    if node is None:
+        return None
+    value = node.args.get("expression") or node.this
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+        return int(value.this)
+    raise FeatureNotSupported(f"{what} in a materialized view must be a non-negative integer constant")
+
+
+def _owner(scans: list[FromItem], column: str) -> FromItem:
+    owners = [s for s in scans if any(f.name == column for f in s.columns)]
     if len(owners) != 1:
         raise AmbiguousColumn(f'common column name "{column}" appears more than once in left table') if owners \
             else UndefinedColumn(f'column "{column}" specified in USING clause does not exist in left table')
@@ -325,56 +717,6 @@ def _split_equi(on: BoundExpr, n_left: int) -> tuple[list[tuple[InputRef, InputR
 def _strip_cast(e: BoundExpr) -> BoundExpr:
     return e.operand if isinstance(e, Cast) and isinstance(e.operand, InputRef) and e.operand.type.is_numeric \
         and e.type.is_numeric else e
-
-
-def bind_stream_select(catalog: CatalogReader, query: exp.Expression) -> BoundStreamSelect:
-    if not isinstance(query, exp.Select):
-        raise FeatureNotSupported(f"{type(query).__name__.upper()} in a materialized view is not supported yet")
-    for arg, feature in (("with", "WITH (common table expressions)"),
-                         ("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET"),
-                         ("distinct", "DISTINCT"), ("windows", "WINDOW")):
-        if query.args.get(arg):
-            raise FeatureNotSupported(f"{feature} in a materialized view is not supported yet")
-    source, scope = bind_from(catalog, query)
-    where = None
-    if query.args.get("where"):
-        where = coerce(bind_expr(query.args["where"].this, scope, allow_agg=False), BOOL, "WHERE")
-
-    items: list[SelectItem] = []
-    for e in query.expressions:
-        if isinstance(e, exp.Star):
-            items += scope.star(None)
-            continue
-        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
-            items += scope.star(ident(e.args.get("table")) if e.args.get("table") else None)
-            continue
-        node = e.this if isinstance(e, exp.Alias) else e
-        bound = bind_expr(node, scope, allow_agg=True)
-        name = ident(e.args["alias"]) if isinstance(e, exp.Alias) else output_name(node)
-        items.append(SelectItem(bound, name))
-
-    group = query.args.get("group")
-    group_by: tuple[BoundExpr, ...] | None = None
-    if group is not None:
-        keys = []
-        for g in group.expressions:
-            if isinstance(g, exp.Literal) and not g.is_string:
-                pos = int(g.this)
-                if not 1 <= pos <= len(items):
-                    raise UndefinedColumn(f"GROUP BY position {pos} is not in select list")
-                keys.append(items[pos - 1].expr)
-            else:
-                keys.append(bind_expr(g, scope, allow_agg=False))
-        group_by = tuple(keys)
-    having = None
-    if query.args.get("having"):
-        having = coerce(bind_expr(query.args["having"].this, scope, allow_agg=True), BOOL, "HAVING")
-    if group_by is None and (having is not None or any(contains_agg(i.expr) for i in items)):
-        group_by = ()  # a global aggregate: one group
-    if group_by is not None:
-        for e, what in [(it.expr, it.name) for it in items] + ([(having, "HAVING")] if having is not None else []):
-            check_grouped(e, group_by, what)
-    return BoundStreamSelect(source, tuple(items), where, group_by, having)
 
 
 def check_grouped(e: BoundExpr, group_by: tuple[BoundExpr, ...], what: str) -> None:
@@ -542,8 +884,11 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         x1, lo, _ = common_type(x, lo, "BETWEEN")
         x2, hi, _ = common_type(x, hi, "BETWEEN")
         return BinaryOp("AND", BinaryOp(">=", x1, lo, BOOL), BinaryOp("<=", x2, hi, BOOL), BOOL)
+    if isinstance(node, exp.Exists | exp.Subquery) or (isinstance(node, exp.In) and node.args.get("query")):
+        raise FeatureNotSupported("subqueries in a materialized view are supported in FROM and as IN / EXISTS "
+                                  "conditions joined by AND in WHERE, not here")
     if isinstance(node, exp.In):
-        if node.args.get("query") or node.args.get("field"):
+        if node.args.get("field"):
             raise FeatureNotSupported("IN (subquery) in a materialized view is not supported yet")
         x = rec(node.this)
         items = tuple(common_type(x, rec(i), "IN")[1] for i in node.expressions)

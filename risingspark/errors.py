@@ -42,6 +42,10 @@ class SyntaxError_(RisingSparkError):
     sqlstate = "42601"
 
 
+class InvalidColumnReference(RisingSparkError):
+    sqlstate = "42P10"
+
+
 class UndefinedTable(RisingSparkError):
     sqlstate = "42P01"
 

@@ -108,7 +108,8 @@ class StreamHashJoin(StreamNode):
     Each side's rows live in its state table, keyed by ``(join key, the side's stream key)`` and
     distributed by the join key; both inputs are shuffled by the vnode of their key cast to
     `key_types` (so equal keys of different declared types meet). ``kind`` is INNER, LEFT, RIGHT
-    or FULL; NULL keys never match."""
+    or FULL, or SEMI / ANTI (output: the left input's columns and stream key; a left row appears
+    once while some right row matches it, or while none does); NULL keys never match."""
 
     left: StreamNode | None = None
     right: StreamNode | None = None
@@ -125,6 +126,18 @@ class StreamHashJoin(StreamNode):
 
 
 @dataclass(frozen=True)
+class StreamUnion(StreamNode):
+    """``UNION ALL`` of its branches, which have the same columns (each branch's project adds the
+    branch number and its stream key, so the union's stream key is unique)."""
+
+    branches: tuple[StreamNode, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[StreamNode, ...]:
+        return self.branches
+
+
+@dataclass(frozen=True)
 class StreamMaterialize(StreamNode):
     """Writes the job's result into its table. ``overwrite``: a table's conflict handling (an insert
     of an existing key replaces the row, as RisingWave tables)."""
@@ -137,7 +150,7 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamMaterialize)
+              StreamHashJoin, StreamUnion, StreamMaterialize)
 }
 
 
@@ -173,6 +186,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
             v = tuple(Field.from_json(x) for x in v)
         elif f.name in ("input", "left", "right"):
             v = node_from_json(v) if v is not None else None
+        elif f.name == "branches":
+            v = tuple(node_from_json(b) for b in v)
         elif f.name == "key_types":
             v = tuple(DataType.from_json(t) for t in v)
         elif f.name in ("upstream_desc", "state_table", "table", "left_state", "right_state"):
@@ -232,8 +247,11 @@ def _describe(n: StreamNode) -> str:
         assert n.left is not None and n.right is not None
         on = " AND ".join(f"{n.left.names[a]} = {n.right.names[b]}" for a, b in zip(n.left_key, n.right_key,
                                                                                     strict=True))
-        kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter"}[n.kind]
+        kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
+                "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
         return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"
+    if isinstance(n, StreamUnion):
+        return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):
         assert n.input is not None
         in_names = n.input.names

@@ -31,12 +31,13 @@ from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
 
 SIDE = "_side"
-_JOIN_TYPES = {"INNER": "inner", "LEFT": "left outer", "RIGHT": "right outer", "FULL": "full outer"}
+_JOIN_TYPES = {"INNER": "inner", "LEFT": "left outer", "RIGHT": "right outer", "FULL": "full outer",
+               "SEMI": "left semi", "ANTI": "left anti"}
 
 
 @dataclass(frozen=True)
 class JoinSpec:
-    kind: str  # INNER, LEFT, RIGHT, FULL
+    kind: str  # INNER, LEFT, RIGHT, FULL, SEMI, ANTI
     left: StateTableDesc  # fields: the left input's columns
     right: StateTableDesc
     left_key: tuple[str, ...]
@@ -45,6 +46,8 @@ class JoinSpec:
 
     @property
     def output_names(self) -> list[str]:
+        if self.kind in ("SEMI", "ANTI"):
+            return list(self.left.names)
         return [*self.left.names, *self.right.names]
 
 
@@ -83,8 +86,10 @@ def join_epoch(spec: JoinSpec, rows: pa.Table, left_state: pa.Table, right_state
                      list(spec.left_key))
     # Rows with a NULL join key are never stored under a touched key; they join nothing, but an
     # outer join still pads them: take their images from the epoch's changes.
-    l_old = pa.concat_tables([l_old, _null_key_images(pl, spec.left, spec.left_key, BEFORE)])
-    r_old = pa.concat_tables([r_old, _null_key_images(pr, spec.right, spec.right_key, BEFORE)])
+    # (state rows come with a non-nullable _vnode: the schemas unify)
+    l_old = pa.concat_tables([l_old, _null_key_images(pl, spec.left, spec.left_key, BEFORE)], promote_options="default")
+    r_old = pa.concat_tables([r_old, _null_key_images(pr, spec.right, spec.right_key, BEFORE)],
+                             promote_options="default")
     l_new = _apply(l_old, pl, spec.left)
     r_new = _apply(r_old, pr, spec.right)
     old_out = _join(spec, l_old, r_old)
@@ -132,8 +137,8 @@ def _apply(old: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
 def _join(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     names = spec.output_names
     if left.num_rows == 0 and right.num_rows == 0:
-        return pa.table({n: pa.array([], t) for n, t in zip(names, [*left.schema.types[1:], *right.schema.types[1:]],
-                                                             strict=True)})
+        types = [*left.schema.types[1:], *right.schema.types[1:]]
+        return pa.table({n: pa.array([], t) for n, t in zip(names, types[:len(names)], strict=True)})
     out = left.drop_columns([VNODE]).join(right.drop_columns([VNODE]), keys=list(spec.left_key),
                                           right_keys=list(spec.right_key), join_type=_JOIN_TYPES[spec.kind],
                                           coalesce_keys=False, use_threads=False)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -27,6 +29,7 @@ from compute.executor.hash_join import SIDE, JoinSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
     META_SCHEMA,
+    Task,
     hash_agg_changes_task,
     hash_join_task,
     manifest_dir,
@@ -44,6 +47,7 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamUnion,
     walk,
 )
 from risingspark.types import Field, spark_ddl
@@ -61,6 +65,18 @@ def agg_spec(node: StreamHashAgg) -> HashAggSpec:
                     in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name)
         for c, out in zip(node.aggs, node.fields[len(node.group_key):], strict=True))
     return HashAggSpec(tuple(in_fields[i].name for i in node.group_key), calls, node.state_table)
+
+
+def map_in_arrow(df: DataFrame, task: Task, schema: str) -> DataFrame:
+    """``df.mapInArrow(task, schema)`` for any column names: Spark resolves the input columns by
+    name, which fails for names with dots (``alias.column``), so they cross under positional names
+    and the task sees the real ones."""
+    names = df.columns
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return task(b.rename_columns(names) for b in batches)
+
+    return df.toDF(*[f"_c{i}" for i in range(len(names))]).mapInArrow(run, schema)
 
 
 def _vnode_column(df: DataFrame, fields: tuple[Field, ...], key: tuple[int, ...]) -> DataFrame:
@@ -96,7 +112,7 @@ class Dataflow:
             df = _vnode_column(df, plan.fields, mv.dist_key)
         version = self.rnd.barrier.version
         task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.overwrite)
-        rows = df.mapInArrow(task, META_SCHEMA).collect()
+        rows = map_in_arrow(df, task, META_SCHEMA).collect()
         job = self.rt.job
         self.rnd.out.spark_jobs += 1
         SPARK_JOBS.labels(job=job.name).inc()
@@ -151,6 +167,15 @@ class Dataflow:
                 # keeps the upstream's distribution key)
                 return df
             return df.repartition(self.rt.parallelism, VNODE)
+        if isinstance(node, StreamUnion):
+            built = [(b, df) for b in node.branches if (df := self.build(b)) is not None]
+            if not built:
+                return None
+            cols = [OP, *node.names]
+            out = built[0][1].select(*[F.col(f"`{c}`") for c in cols])
+            for _, df in built[1:]:
+                out = out.unionByName(df.select(*[F.col(f"`{c}`") for c in cols]))
+            return out
         if isinstance(node, StreamHashAgg):
             return self._hash_agg(node)
         if isinstance(node, StreamHashJoin):
@@ -186,7 +211,7 @@ class Dataflow:
         task = hash_join_task(self.rnd.env, spec, tuple(version.ssts(node.left_state.table_id)),
                               tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,
                               self.op_ids[id(node)])
-        return both.mapInArrow(task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+        return map_in_arrow(both, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
         exchange = node.input
@@ -209,4 +234,4 @@ class Dataflow:
         assert node.state_table is not None
         task = hash_agg_changes_task(self.rnd.env, spec, tuple(self.rnd.barrier.version.ssts(node.state_table.table_id)),
                                      self.rt.job.job_id, self.op_ids[id(node)])
-        return df.mapInArrow(task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+        return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")

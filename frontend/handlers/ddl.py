@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -144,7 +146,7 @@ def choose_backfill(session: Session, bound) -> BackfillType:
     return BackfillType.NO_SHUFFLE_BACKFILL
 
 
-def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: list[int]):
+def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: Iterable[int]):
     query = ast.expression
     if query is None:
         raise FeatureNotSupported("CREATE MATERIALIZED VIEW needs AS <query>")
@@ -163,9 +165,9 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         return done
     meta = session.frontend.meta
     # Bind and plan before taking ids, so an invalid query allocates nothing.
-    bound, _ = _plan(session, ast, text, 0, [0] * 4)
+    bound, _ = _plan(session, ast, text, 0, itertools.repeat(0))
     first = meta.allocate_ids(1 + state_tables_needed(bound))
-    bound, planned = _plan(session, ast, text, first, [first + 1 + i for i in range(state_tables_needed(bound))])
+    bound, planned = _plan(session, ast, text, first, range(first + 1, first + 1 + state_tables_needed(bound)))
     background = session.vars.flag("background_ddl")
     rate = session.vars.number("backfill_rate_limit")
     rel = RelationCatalog(
@@ -174,7 +176,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         dist_key=planned.pk, definition=text, status=JobStatus.CREATING,
         create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=choose_backfill(session, bound), plan=node_to_json(planned.plan),
-        state_tables=planned.state_tables, dependencies=(bound.relation.id,),
+        state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
         parallelism=session.vars.number("streaming_parallelism"),
         extra={"backfill_rate_limit": rate} if rate >= 0 else {})
     meta.create_relation(rel)
@@ -192,7 +194,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
 def explain_create(session: Session, ast: exp.Create, text: str) -> StatementResult:
     if not (ast.args.get("kind", "").upper() == "VIEW" and _is_materialized(ast)):
         raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
-    _, planned = _plan(session, ast, text, 0, [0] * 4)
+    _, planned = _plan(session, ast, text, 0, itertools.count(1))
     lines = explain(planned.plan)
     return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
 

@@ -11,20 +11,33 @@ Plans, as RisingWave prints them::
                                                        └─StreamFilter
                                                          └─StreamTableScan
 
-An MV keeps the upstream's stream key (as hidden ``_rw_*`` columns when not selected), or the group
-key for an aggregation, so every row it stores has a unique key, as RisingWave's stream key.
+Every query block (a subquery, a CTE, a branch of a UNION) is planned into a node whose columns
+are the block's output columns followed by hidden stream key columns (``_rw_*``): a block keeps its
+input's stream key, an aggregation its group key, a UNION the branch and the branch's key, so every
+row has a unique key, as RisingWave's stream key. The MV stores the hidden columns too.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from frontend.binder import BoundFrom, BoundScan, BoundStreamSelect, numeric_result
-from frontend.expr import AggCallExpr, BoundExpr, InputRef, replace_exprs
+from frontend.binder import (
+    BoundFrom,
+    BoundJoin,
+    BoundQuery,
+    BoundScan,
+    BoundSetOp,
+    BoundStreamSelect,
+    BoundSubquery,
+    numeric_result,
+)
+from frontend.expr import AggCallExpr, BoundExpr, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from risingspark.aggregate import agg_state_fields
 from risingspark.catalog import BackfillType
-from risingspark.errors import DuplicateColumn, UndefinedFunction
+from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     AggCall,
@@ -36,8 +49,9 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamUnion,
 )
-from risingspark.types import Field
+from risingspark.types import INT4, Field
 
 
 @dataclass(frozen=True)
@@ -48,142 +62,247 @@ class PlannedMv:
     state_tables: tuple[StateTableDesc, ...]  # the MV's own table first
 
 
-def state_tables_needed(bound: BoundStreamSelect) -> int:
-    """How many state table ids the plan needs besides the MV's own: one per aggregation, two per
-    join (one per side)."""
-    joins = len(bound.relations) - 1
-    return (1 if bound.group_by is not None else 0) + 2 * joins
+@dataclass(frozen=True)
+class Block:
+    """A planned query block: `node`'s first `visible` columns are the block's output, the rest
+    hidden key columns; `dist`: the output columns its rows are hash-distributed by, if known."""
+
+    node: StreamNode
+    visible: int
+    dist: tuple[int, ...] | None = None
 
 
-def plan_mv(bound: BoundStreamSelect, mv_id: int, extra_table_ids: list[int],
+def state_tables_needed(bound: BoundQuery) -> int:
+    """How many state table ids the plan needs besides the MV's own (one per aggregation, two per
+    join, ...): the query planned once with placeholder ids."""
+    counter = itertools.count(1)
+    _StreamPlanner(counter.__next__, BackfillType.ARRANGEMENT_BACKFILL).query(bound)
+    return next(counter) - 1
+
+
+def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int],
             backfill_type: BackfillType) -> PlannedMv:
-    ids = list(extra_table_ids)
-    node = _plan_from(bound.source, backfill_type, ids)
-    if bound.where is not None:
-        node = StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node,
-                            predicate=bound.where.to_spark(), display=bound.where.display())
-    _check_names([i.name for i in bound.items])
-    if bound.group_by is None:
-        return _plan_project(bound, node, mv_id)
-    return _plan_agg(bound, node, mv_id, ids.pop(0))
+    ids = iter(extra_table_ids)
+    planner = _StreamPlanner(ids.__next__, backfill_type)
+    block = planner.query(bound)
+    _check_names([f.name for f in block.node.fields[:block.visible]])
+    node = block.node
+    fields = tuple(f if i < block.visible else Field(f.name, f.type, hidden=True) for i, f in enumerate(node.fields))
+    key = node.stream_key
+    if block.dist != key:
+        node = StreamExchange(fields=node.fields, stream_key=key, input=node, dist_key=key)
+    table = StateTableDesc(mv_id, fields, key, key)
+    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table)
+    return PlannedMv(fields, key, mat, (table, *planner.state_tables))
 
 
-def _plan_from(src: BoundFrom, backfill_type: BackfillType, ids: list[int]) -> StreamNode:
-    """Scans of the FROM relations, joined left-deep. Every scan's columns appear, in FROM order,
-    in the output of the tree, so a FROM column's index is its index in the output."""
-    if isinstance(src, BoundScan):
-        rel = src.relation
-        return StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id, upstream_name=rel.name,
-                               upstream_desc=rel.table_desc, backfill_type=backfill_type.value)
-    left = _plan_from(src.left, backfill_type, ids)
-    right = _plan_from(src.right, backfill_type, ids)
-    n_left = len(left.fields)
-    lkey = tuple(k.index for k in src.left_keys)
-    rkey = tuple(k.index - n_left for k in src.right_keys)
-    key_types = tuple(numeric_result(a.type, b.type) if a.type != b.type and a.type.is_numeric and b.type.is_numeric
-                      else a.type for a, b in zip(src.left_keys, src.right_keys, strict=True))
-    for a, b in zip(src.left_keys, src.right_keys, strict=True):
-        if a.type.name is not b.type.name and not (a.type.is_numeric and b.type.is_numeric):
-            raise UndefinedFunction(f"operator does not exist: {a.type.display()} = {b.type.display()}")
-    lx = StreamExchange(fields=left.fields, stream_key=left.stream_key, input=left, dist_key=lkey)
-    rx = StreamExchange(fields=right.fields, stream_key=right.stream_key, input=right, dist_key=rkey)
-    left_state = StateTableDesc(ids.pop(0), left.fields, _dedup(lkey + left.stream_key), lkey)
-    right_state = StateTableDesc(ids.pop(0), right.fields, _dedup(rkey + right.stream_key), rkey)
-    fields = left.fields + right.fields
-    key = left.stream_key + tuple(n_left + k for k in right.stream_key)
-    join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind, left_key=lkey,
-                                      right_key=rkey, key_types=key_types, left_state=left_state,
-                                      right_state=right_state)
-    if src.residual is not None:
-        join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
-                            display=src.residual.display())
-    return join
+class _StreamPlanner:
+    def __init__(self, next_id: Callable[[], int], backfill_type: BackfillType) -> None:
+        self.next_id = next_id
+        self.backfill_type = backfill_type
+        self.state_tables: list[StateTableDesc] = []
+
+    def state_table(self, fields: tuple[Field, ...], pk: tuple[int, ...], dist: tuple[int, ...]) -> StateTableDesc:
+        desc = StateTableDesc(self.next_id(), fields, pk, dist)
+        self.state_tables.append(desc)
+        return desc
+
+    # ---- query blocks -------------------------------------------------------------------------
+    def query(self, q: BoundQuery) -> Block:
+        if isinstance(q, BoundSetOp):
+            return self.set_op(q)
+        return self.select(q)
+
+    def select(self, b: BoundStreamSelect) -> Block:
+        node = self.from_(b.source)
+        if b.where is not None:
+            node = StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node,
+                                predicate=b.where.to_spark(), display=b.where.display())
+        group_by = b.group_by
+        distinct = b.distinct
+        if distinct and group_by is None:
+            # SELECT DISTINCT is a grouping by the select list, without aggregates.
+            group_by = tuple(it.expr for it in b.items)
+            distinct = False
+        if group_by is None:
+            block = self._project(b, node)
+        else:
+            block = self._agg(b, group_by, node)
+        if distinct:
+            block = self._distinct(block)
+        if b.limit is not None:
+            raise FeatureNotSupported("ORDER BY ... LIMIT in a materialized view is not supported yet")
+        return block
+
+    def set_op(self, s: BoundSetOp) -> Block:
+        branches = [self.query(s.left), self.query(s.right)]
+        n = len(s.fields)
+        # hidden key: the branch, then every branch's key columns (NULL in the other branches)
+        key_fields: list[Field] = [Field("_rw_branch", INT4)]
+        for bi, br in enumerate(branches):
+            key_fields += [Field(f"_rw_b{bi}_k{j}", br.node.fields[k].type) for j, k in enumerate(br.node.stream_key)]
+        fields = tuple(Field(f.name, f.type) for f in s.fields) + tuple(key_fields)
+        inputs: list[StreamNode] = []
+        for bi, br in enumerate(branches):
+            src = br.node
+            exprs: list[BoundExpr] = []
+            for i, f in enumerate(s.fields):
+                ref: BoundExpr = InputRef(i, src.fields[i].name, src.fields[i].type)
+                exprs.append(ref if src.fields[i].type == f.type else Cast(ref, f.type))
+            exprs.append(Literal(bi, INT4))
+            for bj, other in enumerate(branches):
+                for k in other.node.stream_key:
+                    t = other.node.fields[k].type
+                    exprs.append(InputRef(k, src.fields[k].name, t) if bj == bi else Literal(None, t))
+            key = tuple(range(n, len(fields)))
+            inputs.append(StreamProject(fields=fields, stream_key=key, input=src, exprs=tuple(e.to_spark() for e in exprs),
+                                        displays=tuple(e.display() for e in exprs)))
+        union = StreamUnion(fields=fields, stream_key=tuple(range(n, len(fields))), branches=tuple(inputs))
+        block = Block(union, n)
+        return block if s.all else self._distinct(block)
+
+    # ---- FROM ---------------------------------------------------------------------------------
+    def from_(self, src: BoundFrom) -> StreamNode:
+        """The FROM tree, joined left-deep. Every item's columns appear, in FROM order, in the
+        output of the tree (a semi / anti join adds none), so a FROM column's index is its index
+        in the output."""
+        if isinstance(src, BoundScan):
+            rel = src.relation
+            return StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id, upstream_name=rel.name,
+                                   upstream_desc=rel.table_desc, backfill_type=self.backfill_type.value)
+        if isinstance(src, BoundSubquery):
+            block = self.query(src.query)
+            node = block.node
+            if tuple(f.name for f in node.fields) == tuple(f.name for f in src.fields):
+                return node
+            # the subquery's columns as the outer query names them (alias.column)
+            exprs = tuple(f"`{f.name}`" for f in node.fields)
+            return StreamProject(fields=src.fields, stream_key=node.stream_key, input=node, exprs=exprs,
+                                 displays=tuple(f.name for f in node.fields))
+        return self._join(src)
+
+    def _join(self, src: BoundJoin) -> StreamNode:
+        left = self.from_(src.left)
+        right = self.from_(src.right)
+        n_left = len(left.fields)
+        lkey = tuple(k.index for k in src.left_keys)
+        rkey = tuple(k.index - n_left for k in src.right_keys)
+        key_types = tuple(numeric_result(a.type, b.type) if a.type != b.type and a.type.is_numeric and b.type.is_numeric
+                          else a.type for a, b in zip(src.left_keys, src.right_keys, strict=True))
+        for a, b in zip(src.left_keys, src.right_keys, strict=True):
+            if a.type.name is not b.type.name and not (a.type.is_numeric and b.type.is_numeric):
+                raise UndefinedFunction(f"operator does not exist: {a.type.display()} = {b.type.display()}")
+        lx = StreamExchange(fields=left.fields, stream_key=left.stream_key, input=left, dist_key=lkey)
+        rx = StreamExchange(fields=right.fields, stream_key=right.stream_key, input=right, dist_key=rkey)
+        left_state = self.state_table(left.fields, _dedup(lkey + left.stream_key), lkey)
+        right_state = self.state_table(right.fields, _dedup(rkey + right.stream_key), rkey)
+        if src.kind in ("SEMI", "ANTI"):
+            fields, key = left.fields, left.stream_key
+        else:
+            fields = left.fields + right.fields
+            key = left.stream_key + tuple(n_left + k for k in right.stream_key)
+        join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind,
+                                          left_key=lkey, right_key=rkey, key_types=key_types, left_state=left_state,
+                                          right_state=right_state)
+        if src.residual is not None:
+            join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
+                                display=src.residual.display())
+        return join
+
+    # ---- projections and aggregations ---------------------------------------------------------
+    def _project(self, b: BoundStreamSelect, node: StreamNode) -> Block:
+        exprs: list[BoundExpr] = [i.expr for i in b.items]
+        fields = [Field(i.name, i.expr.type) for i in b.items]
+        visible = len(fields) - b.hidden
+        _check_names([f.name for f in fields])
+        pk: list[int] = []
+        for col in node.stream_key:
+            pos = next((j for j, e in enumerate(exprs) if isinstance(e, InputRef) and e.index == col), None)
+            if pos is None:
+                f = node.fields[col]
+                exprs.append(InputRef(col, f.name, f.type))
+                fields.append(Field(_hidden_name(f"_rw_{f.name}", fields), f.type, hidden=True))
+                pos = len(fields) - 1
+            pk.append(pos)
+        key = tuple(dict.fromkeys(pk))
+        project = StreamProject(fields=tuple(fields), stream_key=key, input=node,
+                                exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
+        return Block(project, visible)
+
+    def _distinct(self, block: Block) -> Block:
+        """Rows of `block` without duplicates: a grouping by its output columns, no aggregates."""
+        node = block.node
+        n = block.visible
+        cols = node.fields[:n]
+        gkey = tuple(range(n))
+        project = StreamProject(fields=cols, stream_key=gkey, input=node, exprs=tuple(f"`{f.name}`" for f in cols),
+                                displays=tuple(f.name for f in cols))
+        exchange = StreamExchange(fields=cols, stream_key=gkey, input=project, dist_key=gkey)
+        state = self.state_table(agg_state_fields(list(cols), []), gkey, gkey)
+        agg = StreamHashAgg(fields=cols, stream_key=gkey, input=exchange, group_key=gkey, aggs=(), state_table=state)
+        return Block(agg, n, gkey)
+
+    def _agg(self, b: BoundStreamSelect, groups_: tuple[BoundExpr, ...], node: StreamNode) -> Block:
+        groups = list(groups_)
+        aggs: list[AggCallExpr] = []
+        for e in [it.expr for it in b.items] + ([b.having] if b.having is not None else []):
+            for x in walk_expr(e):
+                if isinstance(x, AggCallExpr) and x not in aggs:
+                    aggs.append(x)
+        # Project: group keys, then the arguments of the aggregates.
+        in_exprs: list[BoundExpr] = list(groups)
+        in_fields = [Field(f"_g{i}", g.type) for i, g in enumerate(groups)]
+        calls: list[AggCall] = []
+        for j, a in enumerate(aggs):
+            arg = None
+            if a.arg is not None:
+                in_exprs.append(a.arg)
+                in_fields.append(Field(f"_arg{j}", a.arg.type))
+                arg = len(in_fields) - 1
+            calls.append(AggCall(a.kind, arg, a.type, a.display()))
+        k = len(groups)
+        gkey = tuple(range(k))
+        project = StreamProject(fields=tuple(in_fields), stream_key=gkey, input=node,
+                                exprs=tuple(e.to_spark() for e in in_exprs),
+                                displays=tuple(e.display() for e in in_exprs))
+        exchange = StreamExchange(fields=tuple(in_fields), stream_key=gkey, input=project, dist_key=gkey)
+        agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
+        state = self.state_table(agg_state_fields(list(in_fields[:k]),
+                                                  [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
+                                                   for c in calls]), gkey, gkey)
+        agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
+                                        aggs=tuple(calls), state_table=state)
+        # Over the aggregate's output, group keys and aggregate calls are columns.
+        refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
+        refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})
+        if b.having is not None:
+            having = replace_exprs(b.having, refs)
+            agg = StreamFilter(fields=agg_fields, stream_key=gkey, input=agg, predicate=having.to_spark(),
+                               display=b.having.display())
+        # The block: the select list in order, then the group keys that were not selected (hidden).
+        fields: list[Field] = []
+        exprs: list[BoundExpr] = []
+        for it in b.items:
+            fields.append(Field(it.name, it.expr.type))
+            exprs.append(replace_exprs(it.expr, refs))
+        _check_names([f.name for f in fields])
+        pk = []
+        for i, g in enumerate(groups):
+            pos = next((j for j, e in enumerate(exprs) if e == refs[g]), None)
+            if pos is None:
+                base = f"_rw_{g.name}" if isinstance(g, InputRef) else f"_rw_group_{i}"
+                fields.append(Field(_hidden_name(base, fields), g.type, hidden=True))
+                exprs.append(refs[g])
+                pos = len(fields) - 1
+            pk.append(pos)
+        key = tuple(pk)
+        out = StreamProject(fields=tuple(fields), stream_key=key, input=agg,
+                            exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
+        return Block(out, len(b.items) - b.hidden, key)
 
 
 def _dedup(indices: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(indices))
-
-
-def _plan_project(bound: BoundStreamSelect, node: StreamNode, mv_id: int) -> PlannedMv:
-    exprs: list[BoundExpr] = [i.expr for i in bound.items]
-    fields = [Field(i.name, i.expr.type) for i in bound.items]
-    pk: list[int] = []
-    for col in node.stream_key:
-        pos = next((j for j, e in enumerate(exprs) if isinstance(e, InputRef) and e.index == col), None)
-        if pos is None:
-            f = node.fields[col]
-            exprs.append(InputRef(col, f.name, f.type))
-            fields.append(Field(_hidden_name(f"_rw_{f.name}", fields), f.type, hidden=True))
-            pos = len(fields) - 1
-        pk.append(pos)
-    key = tuple(pk)
-    project = StreamProject(fields=tuple(fields), stream_key=key, input=node,
-                            exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
-    exchange = StreamExchange(fields=tuple(fields), stream_key=key, input=project, dist_key=key)
-    table = StateTableDesc(mv_id, tuple(fields), key, key)
-    mat = StreamMaterialize(fields=tuple(fields), stream_key=key, input=exchange, table=table)
-    return PlannedMv(tuple(fields), key, mat, (table,))
-
-
-def _plan_agg(bound: BoundStreamSelect, node: StreamNode, mv_id: int, state_id: int) -> PlannedMv:
-    assert bound.group_by is not None
-    groups = list(bound.group_by)
-    aggs: list[AggCallExpr] = []
-    for e in [it.expr for it in bound.items] + ([bound.having] if bound.having is not None else []):
-        for x in walk_expr(e):
-            if isinstance(x, AggCallExpr) and x not in aggs:
-                aggs.append(x)
-    # Project: group keys, then the arguments of the aggregates.
-    in_exprs: list[BoundExpr] = list(groups)
-    in_fields = [Field(f"_g{i}", g.type) for i, g in enumerate(groups)]
-    calls: list[AggCall] = []
-    for j, a in enumerate(aggs):
-        arg = None
-        if a.arg is not None:
-            in_exprs.append(a.arg)
-            in_fields.append(Field(f"_arg{j}", a.arg.type))
-            arg = len(in_fields) - 1
-        calls.append(AggCall(a.kind, arg, a.type, a.display()))
-    k = len(groups)
-    gkey = tuple(range(k))
-    project = StreamProject(fields=tuple(in_fields), stream_key=gkey, input=node,
-                            exprs=tuple(e.to_spark() for e in in_exprs),
-                            displays=tuple(e.display() for e in in_exprs))
-    exchange = StreamExchange(fields=tuple(in_fields), stream_key=gkey, input=project, dist_key=gkey)
-    agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
-    state = StateTableDesc(state_id, agg_state_fields(list(in_fields[:k]),
-                                                      [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
-                                                       for c in calls]), gkey, gkey)
-    agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
-                                    aggs=tuple(calls), state_table=state)
-    # Over the aggregate's output, group keys and aggregate calls are columns.
-    refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
-    refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})
-    if bound.having is not None:
-        having = replace_exprs(bound.having, refs)
-        agg = StreamFilter(fields=agg_fields, stream_key=gkey, input=agg, predicate=having.to_spark(),
-                           display=bound.having.display())
-    # The MV: the select list in order, then the group keys that were not selected (hidden).
-    fields: list[Field] = []
-    exprs: list[BoundExpr] = []
-    for it in bound.items:
-        fields.append(Field(it.name, it.expr.type))
-        exprs.append(replace_exprs(it.expr, refs))
-    pk = []
-    for i, g in enumerate(groups):
-        pos = next((j for j, e in enumerate(exprs) if e == refs[g]), None)
-        if pos is None:
-            base = f"_rw_{g.name}" if isinstance(g, InputRef) else f"_rw_group_{i}"
-            fields.append(Field(_hidden_name(base, fields), g.type, hidden=True))
-            exprs.append(refs[g])
-            pos = len(fields) - 1
-        pk.append(pos)
-    key = tuple(pk)
-    out = StreamProject(fields=tuple(fields), stream_key=key, input=agg,
-                        exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
-    table = StateTableDesc(mv_id, tuple(fields), key, key)
-    mat = StreamMaterialize(fields=tuple(fields), stream_key=key, input=out, table=table)
-    return PlannedMv(tuple(fields), key, mat, (table, state))
 
 
 def _check_names(names: list[str]) -> None:

@@ -1,6 +1,7 @@
 """The join kernel against a model: random changes to both sides over many epochs; the output's
 changes, applied downstream, always equal the join recomputed from scratch (inner, left, right and
-full outer joins; NULL keys never match; join keys that change; rows that repeat a key)."""
+full outer, semi and anti joins; NULL keys never match; join keys that change; rows that repeat a
+key)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ RIGHT = StateTableDesc(11, (Field("r.id", INT8), Field("r.k", INT4), Field("r.w"
 
 
 def spec(kind: str) -> JoinSpec:
-    return JoinSpec(kind, LEFT, RIGHT, ("l.k",), ("r.k",), ("l.id", "r.id"))
+    return JoinSpec(kind, LEFT, RIGHT, ("l.k",), ("r.k",), ("l.id",) if kind in ("SEMI", "ANTI") else ("l.id", "r.id"))
 
 
 def model_join(kind: str, left: dict, right: dict) -> dict:
@@ -28,6 +29,10 @@ def model_join(kind: str, left: dict, right: dict) -> dict:
     matched_r = set()
     for lid, (_, lk, lv) in left.items():
         hits = [r for r in right.values() if lk is not None and r[1] == lk]
+        if kind in ("SEMI", "ANTI"):
+            if bool(hits) == (kind == "SEMI"):
+                out[(lid, None)] = (lid, lk, lv, None, None, None)
+            continue
         for rid, rk, rw in hits:
             out[(lid, rid)] = (lid, lk, lv, rid, rk, rw)
             matched_r.add(rid)
@@ -54,9 +59,11 @@ def side_rows(side: int, changes: list[tuple[Op, tuple]], width: int) -> list[di
 
 
 def state_table(desc: StateTableDesc, rows: dict) -> pa.Table:
-    return pa.table({"_vnode": pa.array([vnode(r[1]) for r in rows.values()], pa.int16()),
-                     **{f.name: pa.array([r[i] for r in rows.values()], f.type.to_arrow())
-                        for i, f in enumerate(desc.fields)}})
+    # as the state reader returns them: _vnode is not nullable
+    t = pa.table({"_vnode": pa.array([vnode(r[1]) for r in rows.values()], pa.int16()),
+                  **{f.name: pa.array([r[i] for r in rows.values()], f.type.to_arrow())
+                     for i, f in enumerate(desc.fields)}})
+    return t.cast(pa.schema([t.schema.field(0).with_nullable(False), *list(t.schema)[1:]]))
 
 
 SCHEMA = pa.schema([(SIDE, pa.int8()), ("_op", pa.int8()), ("_vnode", pa.int16()), ("l.id", pa.int64()),
@@ -82,7 +89,7 @@ def epoch_changes(rng: random.Random, state: dict, make) -> list[tuple[Op, tuple
     return changes
 
 
-@pytest.mark.parametrize("kind", ["INNER", "LEFT", "RIGHT", "FULL"])
+@pytest.mark.parametrize("kind", ["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"])
 @pytest.mark.parametrize("seed", range(6))
 def test_join_follows_the_model(kind: str, seed: int) -> None:
     rng = random.Random(seed)
@@ -98,14 +105,14 @@ def test_join_follows_the_model(kind: str, seed: int) -> None:
         out = join_epoch(spec(kind), rows, state_table(LEFT, old_left), state_table(RIGHT, old_right), epoch)
         befores, afters = set(), set()
         for r in out.changes.to_pylist():
-            key = (r["l.id"], r["r.id"])
-            row = (r["l.id"], r["l.k"], r["l.v"], r["r.id"], r["r.k"], r["r.w"])
+            key = (r["l.id"], r.get("r.id"))
+            row = (r["l.id"], r["l.k"], r["l.v"], r.get("r.id"), r.get("r.k"), r.get("r.w"))
             if r["_op"] in (Op.DELETE, Op.UPDATE_DELETE):
                 assert key not in befores and downstream.get(key) == row, (key, row, downstream.get(key))
                 befores.add(key)
         for r in out.changes.to_pylist():
-            key = (r["l.id"], r["r.id"])
-            row = (r["l.id"], r["l.k"], r["l.v"], r["r.id"], r["r.k"], r["r.w"])
+            key = (r["l.id"], r.get("r.id"))
+            row = (r["l.id"], r["l.k"], r["l.v"], r.get("r.id"), r.get("r.k"), r.get("r.w"))
             if r["_op"] in (Op.DELETE, Op.UPDATE_DELETE):
                 del downstream[key]
             else:

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW c AS WITH paid AS (SELECT id, customer_id, amount FROM orders WHERE status = 'paid'), big AS (SELECT * FROM paid WHERE amount > 10) SELECT b.customer_id, e.v FROM big b JOIN events e ON b.id = e.v

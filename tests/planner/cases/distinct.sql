@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW d AS SELECT DISTINCT customer_id, status FROM orders

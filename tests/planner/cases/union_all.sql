@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW u AS SELECT id, status FROM orders UNION ALL SELECT v, kind FROM events
