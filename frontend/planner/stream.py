@@ -163,9 +163,10 @@ class _StreamPlanner:
 
     # ---- FROM ---------------------------------------------------------------------------------
     def from_(self, src: BoundFrom) -> StreamNode:
-        """The FROM tree, joined left-deep. Every item's columns appear, in FROM order, in the
-        output of the tree (a semi / anti join adds none), so a FROM column's index is its index
-        in the output."""
+        """The FROM tree, joined left-deep. The node's first columns are the FROM's columns as
+        bound (every item's, in FROM order; a semi / anti join adds none), so a FROM column's index
+        is its index in the output; after them come the hidden stream key columns of subqueries
+        (extras), which no expression refers to."""
         if isinstance(src, BoundScan):
             rel = src.relation
             return StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id, upstream_name=rel.name,
@@ -173,18 +174,23 @@ class _StreamPlanner:
         if isinstance(src, BoundSubquery):
             block = self.query(src.query)
             node = block.node
-            if tuple(f.name for f in node.fields) == tuple(f.name for f in src.fields):
+            # the subquery's columns as the outer query names them (alias.column), then its hidden
+            # key columns as extras
+            qualified = src.fields[0].name != node.fields[0].name if src.fields else False
+            extras = tuple(Field(f"{src.alias}.{f.name}" if qualified else f.name, f.type, hidden=True)
+                           for f in node.fields[len(src.fields):])
+            fields = src.fields + extras
+            if tuple(f.name for f in node.fields) == tuple(f.name for f in fields):
                 return node
-            # the subquery's columns as the outer query names them (alias.column)
             exprs = tuple(f"`{f.name}`" for f in node.fields)
-            return StreamProject(fields=src.fields, stream_key=node.stream_key, input=node, exprs=exprs,
+            return StreamProject(fields=fields, stream_key=node.stream_key, input=node, exprs=exprs,
                                  displays=tuple(f.name for f in node.fields))
         return self._join(src)
 
     def _join(self, src: BoundJoin) -> StreamNode:
         left = self.from_(src.left)
         right = self.from_(src.right)
-        n_left = len(left.fields)
+        n_left = len(src.left.fields)
         lkey = tuple(k.index for k in src.left_keys)
         rkey = tuple(k.index - n_left for k in src.right_keys)
         key_types = tuple(numeric_result(a.type, b.type) if a.type != b.type and a.type.is_numeric and b.type.is_numeric
@@ -200,14 +206,23 @@ class _StreamPlanner:
             fields, key = left.fields, left.stream_key
         else:
             fields = left.fields + right.fields
-            key = left.stream_key + tuple(n_left + k for k in right.stream_key)
+            key = left.stream_key + tuple(len(left.fields) + k for k in right.stream_key)
         join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind,
                                           left_key=lkey, right_key=rkey, key_types=key_types, left_state=left_state,
                                           right_state=right_state)
         if src.residual is not None:
             join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
                                 display=src.residual.display())
-        return join
+        if src.kind in ("SEMI", "ANTI") or len(left.fields) == n_left:
+            return join
+        # the left side's extras move behind the right side's columns, keeping FROM columns first
+        width = len(src.fields)
+        order = [*range(n_left), *range(len(left.fields), len(left.fields) + width - n_left),
+                 *range(n_left, len(left.fields)), *range(len(left.fields) + width - n_left, len(fields))]
+        moved = tuple(fields[i] for i in order)
+        position = {old: new for new, old in enumerate(order)}
+        return StreamProject(fields=moved, stream_key=tuple(position[k] for k in key), input=join,
+                             exprs=tuple(f"`{f.name}`" for f in moved), displays=tuple(f.name for f in moved))
 
     # ---- projections and aggregations ---------------------------------------------------------
     def _project(self, b: BoundStreamSelect, node: StreamNode) -> Block:
