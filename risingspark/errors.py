@@ -106,6 +106,10 @@ class FeatureNotSupported(RisingSparkError):
     sqlstate = "0A000"
 
 
+class InvalidColumnReference(RisingSparkError):
+    sqlstate = "42P10"
+
+
 class InvalidParameterValue(RisingSparkError):
     sqlstate = "22023"
 

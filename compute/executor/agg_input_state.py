@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -34,9 +35,34 @@ from risingspark.chunk import VNODE, signs
 from risingspark.types import TypeName
 
 if TYPE_CHECKING:
-    from compute.executor.hash_agg import AggCallSpec
+    from compute.executor.hash_agg import AggCallSpec, HashAggSpec
 
 OLD = "__io"
+# The epoch round hands the fold the group partials (tag -1) and each call's value counts (tag i) as
+# rows of one table, a call's columns renamed apart (`input_delta_column`).
+INPUT_TAG = "_agg_input"
+
+
+def input_delta_column(call: int, name: str) -> str:
+    return f"_agg{call}_{name}"
+
+
+def split_tagged(spec: HashAggSpec, rows: pa.Table) -> tuple[pa.Table, dict[int, pa.Table]]:
+    """The epoch round's tagged rows → the group partials and, per call, its value counts."""
+    tag = rows.column(INPUT_TAG)
+    partials = [f.name for f in spec.state.fields if f.name not in spec.group_key]
+    main = rows.filter(pc.equal(tag, -1)).select([VNODE, *spec.group_key, *partials])
+    group_key = spec.group_key
+    calls = spec.input_calls
+    specs = spec.calls
+    per_call = {}
+    for i in calls:
+        names = value_columns(specs[i])
+        t = rows.filter(pc.equal(tag, i))
+        per_call[i] = pa.table({**{n: t.column(n) for n in (VNODE, *group_key)},
+                                **{n: t.column(input_delta_column(i, n)) for n in names},
+                                VALUE_COUNT: t.column(VALUE_COUNT)})
+    return main, per_call
 
 
 @dataclass(frozen=True)
@@ -161,7 +187,7 @@ def _string_agg(call: AggCallSpec, rows: list[tuple]) -> str:
         _, desc, nulls_first = call.order[k]
         present = [r for r in ordered if r[1 + k] is not None]
         missing = [r for r in ordered if r[1 + k] is None]
-        present.sort(key=lambda r, k=k: r[1 + k], reverse=desc)
+        present.sort(key=itemgetter(1 + k), reverse=desc)
         ordered = missing + present if nulls_first else present + missing
     parts: list[str] = []
     seen: set[str] = set()

@@ -144,7 +144,7 @@ def choose_backfill(session: Session, bound) -> BackfillType:
     return BackfillType.NO_SHUFFLE_BACKFILL
 
 
-def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: list[int]):
+def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: list[int] | None):
     query = ast.expression
     if query is None:
         raise FeatureNotSupported("CREATE MATERIALIZED VIEW needs AS <query>")
@@ -163,7 +163,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         return done
     meta = session.frontend.meta
     # Bind and plan before taking ids, so an invalid query allocates nothing.
-    bound, _ = _plan(session, ast, text, 0, [0] * 4)
+    bound, _ = _plan(session, ast, text, 0, None)
     first = meta.allocate_ids(1 + state_tables_needed(bound))
     bound, planned = _plan(session, ast, text, first, [first + 1 + i for i in range(state_tables_needed(bound))])
     background = session.vars.flag("background_ddl")
@@ -192,7 +192,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
 def explain_create(session: Session, ast: exp.Create, text: str) -> StatementResult:
     if not (ast.args.get("kind", "").upper() == "VIEW" and _is_materialized(ast)):
         raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
-    _, planned = _plan(session, ast, text, 0, [0] * 4)
+    _, planned = _plan(session, ast, text, 0, None)
     lines = explain(planned.plan)
     return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frontend.binder import BoundFrom, BoundScan, BoundStreamSelect, numeric_result
-from frontend.expr import AggCallExpr, BoundExpr, InputRef, replace_exprs
+from frontend.expr import AggCallExpr, BoundExpr, Case, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
-from risingspark.aggregate import agg_state_fields
+from risingspark.aggregate import agg_state_fields, input_state_fields, needs_input_state
 from risingspark.catalog import BackfillType
 from risingspark.errors import DuplicateColumn, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
@@ -37,7 +37,7 @@ from risingspark.stream_plan import (
     StreamProject,
     StreamTableScan,
 )
-from risingspark.types import Field
+from risingspark.types import INT4, Field
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,30 @@ class PlannedMv:
 
 
 def state_tables_needed(bound: BoundStreamSelect) -> int:
-    """How many state table ids the plan needs besides the MV's own: one per aggregation, two per
-    join (one per side)."""
+    """How many state table ids the plan needs besides the MV's own: one per aggregation and one
+    more per aggregate call with a materialized input state (min, max, string_agg, DISTINCT), two
+    per join (one per side)."""
     joins = len(bound.relations) - 1
-    return (1 if bound.group_by is not None else 0) + 2 * joins
+    if bound.group_by is None:
+        return 2 * joins
+    inputs = sum(1 for a in _agg_calls(bound) if needs_input_state(a.kind, a.distinct))
+    return 1 + inputs + 2 * joins
 
 
-def plan_mv(bound: BoundStreamSelect, mv_id: int, extra_table_ids: list[int],
+def _agg_calls(bound: BoundStreamSelect) -> list[AggCallExpr]:
+    """The distinct aggregate calls of the select list and HAVING, in order of appearance."""
+    aggs: list[AggCallExpr] = []
+    for e in [it.expr for it in bound.items] + ([bound.having] if bound.having is not None else []):
+        for x in walk_expr(e):
+            if isinstance(x, AggCallExpr) and x not in aggs:
+                aggs.append(x)
+    return aggs
+
+
+def plan_mv(bound: BoundStreamSelect, mv_id: int, extra_table_ids: list[int] | None,
             backfill_type: BackfillType) -> PlannedMv:
-    ids = list(extra_table_ids)
+    """`extra_table_ids`: `state_tables_needed` ids (None: zeros, to validate a query)."""
+    ids = list(extra_table_ids) if extra_table_ids is not None else [0] * state_tables_needed(bound)
     node = _plan_from(bound.source, backfill_type, ids)
     if bound.where is not None:
         node = StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node,
@@ -65,7 +80,7 @@ def plan_mv(bound: BoundStreamSelect, mv_id: int, extra_table_ids: list[int],
     _check_names([i.name for i in bound.items])
     if bound.group_by is None:
         return _plan_project(bound, node, mv_id)
-    return _plan_agg(bound, node, mv_id, ids.pop(0))
+    return _plan_agg(bound, node, mv_id, ids)
 
 
 def _plan_from(src: BoundFrom, backfill_type: BackfillType, ids: list[int]) -> StreamNode:
@@ -125,25 +140,36 @@ def _plan_project(bound: BoundStreamSelect, node: StreamNode, mv_id: int) -> Pla
     return PlannedMv(tuple(fields), key, mat, (table,))
 
 
-def _plan_agg(bound: BoundStreamSelect, node: StreamNode, mv_id: int, state_id: int) -> PlannedMv:
+def _plan_agg(bound: BoundStreamSelect, node: StreamNode, mv_id: int, ids: list[int]) -> PlannedMv:
     assert bound.group_by is not None
+    state_id = ids.pop(0)
     groups = list(bound.group_by)
-    aggs: list[AggCallExpr] = []
-    for e in [it.expr for it in bound.items] + ([bound.having] if bound.having is not None else []):
-        for x in walk_expr(e):
-            if isinstance(x, AggCallExpr) and x not in aggs:
-                aggs.append(x)
-    # Project: group keys, then the arguments of the aggregates.
+    aggs = _agg_calls(bound)
+    # Project: group keys, then the arguments of the aggregates (and string_agg's ORDER BY columns).
     in_exprs: list[BoundExpr] = list(groups)
     in_fields = [Field(f"_g{i}", g.type) for i, g in enumerate(groups)]
     calls: list[AggCall] = []
     for j, a in enumerate(aggs):
         arg = None
-        if a.arg is not None:
-            in_exprs.append(a.arg)
-            in_fields.append(Field(f"_arg{j}", a.arg.type))
+        kind = a.kind
+        arg_expr = a.arg
+        if a.filter is not None:
+            # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): NULL inputs are ignored;
+            # count(*) FILTER (WHERE c) counts the rows where c holds
+            if kind == "count_star":
+                kind, arg_expr = "count", Literal(1, INT4)
+            assert arg_expr is not None
+            arg_expr = Case(((a.filter, arg_expr),), None, arg_expr.type)
+        if arg_expr is not None:
+            in_exprs.append(arg_expr)
+            in_fields.append(Field(f"_arg{j}", arg_expr.type))
             arg = len(in_fields) - 1
-        calls.append(AggCall(a.kind, arg, a.type, a.display()))
+        order = []
+        for n, (e, desc, nulls_first) in enumerate(a.order_by):
+            in_exprs.append(e)
+            in_fields.append(Field(f"_ord{j}_{n}", e.type))
+            order.append((len(in_fields) - 1, desc, nulls_first))
+        calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter))
     k = len(groups)
     gkey = tuple(range(k))
     project = StreamProject(fields=tuple(in_fields), stream_key=gkey, input=node,
@@ -153,9 +179,17 @@ def _plan_agg(bound: BoundStreamSelect, node: StreamNode, mv_id: int, state_id: 
     agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
     state = StateTableDesc(state_id, agg_state_fields(list(in_fields[:k]),
                                                       [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
-                                                       for c in calls]), gkey, gkey)
+                                                       for c in calls], [c.distinct for c in calls]), gkey, gkey)
+    input_states: list[StateTableDesc | None] = []
+    for c in calls:
+        if not needs_input_state(c.kind, c.distinct):
+            input_states.append(None)
+            continue
+        assert c.arg is not None
+        columns = input_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[o] for o, _, _ in c.order])
+        input_states.append(StateTableDesc(ids.pop(0), columns, tuple(range(len(columns) - 1)), gkey))
     agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
-                                    aggs=tuple(calls), state_table=state)
+                                    aggs=tuple(calls), state_table=state, input_states=tuple(input_states))
     # Over the aggregate's output, group keys and aggregate calls are columns.
     refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
     refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})
@@ -183,7 +217,7 @@ def _plan_agg(bound: BoundStreamSelect, node: StreamNode, mv_id: int, state_id: 
                         exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
     table = StateTableDesc(mv_id, tuple(fields), key, key)
     mat = StreamMaterialize(fields=tuple(fields), stream_key=key, input=out, table=table)
-    return PlannedMv(tuple(fields), key, mat, (table, state))
+    return PlannedMv(tuple(fields), key, mat, (table, state, *(d for d in input_states if d is not None)))
 
 
 def _check_names(names: list[str]) -> None:

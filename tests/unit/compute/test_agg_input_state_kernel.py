@@ -15,13 +15,29 @@ import pyarrow as pa
 import pytest
 
 from compute.executor.agg_input_state import input_deltas
-from compute.executor.hash_agg import AggCallSpec, HashAggSpec, all_input_deltas, apply, deltas, fold, spark_partials
+from compute.executor.hash_agg import (
+    SPARK_SIGN,
+    AggCallSpec,
+    HashAggSpec,
+    all_input_deltas,
+    apply,
+    deltas,
+    fold,
+    spark_partials,
+)
 from compute.executor.materialize import emit
-from risingspark.aggregate import VALUE_COUNT, agg_return_type, agg_state_fields, input_state_fields
+from risingspark.aggregate import (
+    VALUE_COUNT,
+    agg_return_type,
+    agg_state_fields,
+    input_state_fields,
+    needs_input_state,
+)
 from risingspark.chunk import OP, TOMBSTONE, VNODE, Op
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.reader import StateTableReader, read_schema
+from risingspark.storage.sst import write_sst
 from risingspark.types import BOOL, INT4, VARCHAR, DataType, Field
 
 NUM = DataType.parse("numeric(12,2)")
@@ -56,7 +72,6 @@ def make_spec(group: tuple[str, ...], base_id: int) -> tuple[HashAggSpec, StateT
     for i, (kind, arg, distinct, order, delim, out) in enumerate(CALLS):
         at = TYPES.get(arg) if arg else None
         state = None
-        from risingspark.aggregate import needs_input_state
         if needs_input_state(kind, distinct):
             assert arg is not None
             fields = input_state_fields(gfields, Field(arg, TYPES[arg]),
@@ -144,7 +159,6 @@ class AggJob:
                 self.store_sst(desc, rows))
 
     def store_sst(self, desc: StateTableDesc, rows: pa.Table) -> SstableInfo:
-        from risingspark.storage.sst import write_sst
         return write_sst(self.store, desc, rows, f"{desc.table_id}/{self.epoch}.parquet", level=0,
                          sub_level=self.epoch)
 
@@ -212,7 +226,6 @@ def sql_partials(spec: HashAggSpec, rows: pa.Table) -> tuple[pa.Table, dict[int,
     out = con.sql(f'SELECT {g}, {exprs} FROM input_rows GROUP BY {g}').to_arrow_table()
     schema = read_schema(spec.state)
     partials = pa.table({n: out.column(n).cast(schema.field(n).type) for n in out.column_names})
-    from compute.executor.hash_agg import SPARK_SIGN
     inputs = {}
     for i in spec.input_calls:
         c = spec.calls[i]
