@@ -147,6 +147,12 @@ def _results(group_key: tuple[str, ...], call: AggCallSpec, groups: pa.Table, ro
     return pa.array(out, call.return_type.to_arrow())
 
 
+def _pg_order(v: Any) -> tuple[bool, Any]:
+    """Postgres orders NaN above every other float."""
+    nan = isinstance(v, float) and v != v
+    return (nan, 0.0 if nan else v)
+
+
 def _result(call: AggCallSpec, rows: list[tuple]) -> Any:
     """One group's result from its ``(value, order values..., count)`` rows, counts positive."""
     kind = call.kind
@@ -155,9 +161,9 @@ def _result(call: AggCallSpec, rows: list[tuple]) -> Any:
     if not rows:
         return None
     if kind == "min":
-        return min(r[0] for r in rows)
+        return min((r[0] for r in rows), key=_pg_order)
     if kind == "max":
-        return max(r[0] for r in rows)
+        return max((r[0] for r in rows), key=_pg_order)
     if kind in ("sum", "avg"):
         return _sum_or_avg(call, sorted({_norm(r[0]): r[0] for r in rows}.values(), key=repr))
     if kind == "string_agg":

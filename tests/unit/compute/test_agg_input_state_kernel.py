@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from compute.executor.agg_input_state import input_deltas
+from compute.executor.agg_input_state import _results, input_deltas
 from compute.executor.hash_agg import (
     SPARK_SIGN,
     AggCallSpec,
@@ -332,3 +332,16 @@ def test_input_deltas_drop_nulls_and_cancelled_keys():
                                                    "_a11_count", "_a11_true"}
     assert deltas(spec, t).column_names == [VNODE, "g", "_row_count", "_a9_count", "_a10_count", "_a10_true",
                                             "_a11_count", "_a11_true"]
+
+
+def test_nan_is_the_greatest_float():
+    f = Field("f", DataType.parse("double precision"))
+    spec = {}
+    for kind in ("min", "max"):
+        state = StateTableDesc(90, input_state_fields([], f, []), (0,), ())
+        spec[kind] = AggCallSpec(kind, "f", f.type, f.type, kind, input_state=state)
+    rows = pa.table({VNODE: pa.array([0, 0, 0], pa.int16()), "f": [1.5, float("nan"), -2.0],
+                     VALUE_COUNT: pa.array([1, 1, 1], pa.int64())})
+    groups = pa.table({VNODE: pa.array([0], pa.int16())})
+    assert _results((), spec["min"], groups, rows).to_pylist() == [-2.0]
+    assert str(_results((), spec["max"], groups, rows).to_pylist()) == "[nan]"
