@@ -738,6 +738,10 @@ def output_name(node: exp.Expression) -> str:
         return output_name(node.this) if isinstance(node.this, exp.Column) else node.to.sql(dialect="postgres").lower()
     if isinstance(node, exp.Count):
         return "count"
+    if isinstance(node, exp.Filter):
+        return output_name(node.this)
+    if isinstance(node, exp.AggFunc) and node.key in _AGG_NAMES:
+        return _AGG_NAMES[node.key]
     if isinstance(node, exp.AggFunc | exp.Func) and not isinstance(node, exp.Anonymous):
         return node.key.lower() if node.key != "anonymous" else "?column?"
     if isinstance(node, exp.Anonymous):
@@ -904,12 +908,18 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         values = [v for _, v in whens] + ([default] if default is not None else [])
         t = _common_of(values)
         return Case(tuple((c, coerce(v, t)) for c, v in whens), coerce(default, t) if default else None, t)
-    if isinstance(node, exp.Count | exp.Sum | exp.Avg):
+    if isinstance(node, _AGGS) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
         if not allow_agg:
             raise GroupingError("aggregate functions are not allowed here")
+        if isinstance(node, exp.Filter):
+            if not isinstance(node.this, _AGGS):
+                return bind_expr(node.this, scope, allow_agg=True)  # names the unsupported aggregate
+            cond = coerce(bind_expr(node.expression.this, scope, allow_agg=False), BOOL, "FILTER")
+            return _bind_agg(node.this, scope, cond)
         return _bind_agg(node, scope)
     if isinstance(node, exp.AggFunc):
-        raise FeatureNotSupported(f"aggregate function {node.key}() in a materialized view is not supported yet")
+        name = _AGG_NAMES.get(node.key, node.key)
+        raise FeatureNotSupported(f"aggregate function {name}() in a materialized view is not supported yet")
     if isinstance(node, exp.Func):
         return _bind_func(node, rec)
     raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "
@@ -942,17 +952,60 @@ def _common_of(values: list[BoundExpr]) -> DataType:
     return t
 
 
-def _bind_agg(node: Any, scope: Scope) -> AggCallExpr:
+_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat)
+_AGG_KIND = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg"}
+# sqlglot's node names of aggregates, as Postgres calls them
+_AGG_NAMES = {"arrayagg": "array_agg", "groupconcat": "string_agg", "logicaland": "bool_and",
+              "logicalor": "bool_or", "stddev": "stddev", "arrayconcatagg": "array_cat_agg"}
+
+
+def _bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCallExpr:
+    """An aggregate call: ``agg([DISTINCT] x [, delimiter] [ORDER BY ...]) [FILTER (WHERE ...)]``."""
+    kind = _AGG_KIND[type(node)]
     arg_node = node.this
-    if isinstance(arg_node, exp.Distinct):
-        raise FeatureNotSupported(f"{node.key}(DISTINCT ...) in a materialized view is not supported yet")
+    order_nodes: list[Any] = []
+    if isinstance(arg_node, exp.Order):
+        order_nodes = list(arg_node.expressions)
+        arg_node = arg_node.this
+    distinct = isinstance(arg_node, exp.Distinct)
+    if distinct:
+        if len(arg_node.expressions) != 1:
+            raise FeatureNotSupported(f"{kind}(DISTINCT ...) over several arguments is not supported")
+        arg_node = arg_node.expressions[0]
     if isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
-        return AggCallExpr("count_star", None, INT8)
+        if distinct:
+            raise FeatureNotSupported("count(DISTINCT *) is not supported")
+        return AggCallExpr("count_star", None, INT8, filter=filter_)
     arg = bind_expr(arg_node, scope, allow_agg=False)
-    kind = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg"}[type(node)]
     if is_unknown_literal(arg):
-        arg = coerce(arg, NUMERIC if kind != "count" else VARCHAR)
-    return AggCallExpr(kind, arg, agg_return_type(kind, arg.type))
+        arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "bool_and": BOOL, "bool_or": BOOL,
+                           "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    delimiter = None
+    if kind == "string_agg":
+        sep = node.args.get("separator")
+        if sep is None:
+            raise UndefinedFunction(f"function string_agg({arg.type.display()}) does not exist",
+                                    hint="No function matches the given name and argument types.")
+        if isinstance(sep, exp.Null):
+            delimiter = ""  # Postgres: a NULL delimiter concatenates without one
+        elif isinstance(sep, exp.Literal) and sep.is_string:
+            delimiter = sep.this
+        else:
+            raise FeatureNotSupported("string_agg with a delimiter that is not a constant string is not supported")
+    order: list[tuple[BoundExpr, bool, bool]] = []
+    for o in order_nodes:
+        e = bind_expr(o.this, scope, allow_agg=False)
+        if distinct and e != arg:
+            raise InvalidColumnReference("in an aggregate with DISTINCT, ORDER BY expressions must appear in "
+                                         "argument list")
+        desc = bool(o.args.get("desc"))
+        order.append((e, desc, bool(o.args.get("nulls_first", desc))))
+    if kind != "string_agg":
+        order = []  # only string_agg's result depends on the order of its inputs
+    if kind in ("min", "max", "bool_and", "bool_or"):
+        distinct = False  # the same result with or without DISTINCT
+    return AggCallExpr(kind, arg, agg_return_type(kind, arg.type), distinct, tuple(order), delimiter, filter_)
 
 
 def _bind_func(node: exp.Func, rec) -> BoundExpr:

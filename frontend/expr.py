@@ -193,6 +193,11 @@ class Case(BoundExpr):
         tail = f" ELSE {self.default.to_spark()}" if self.default is not None else ""
         return f"(CASE {parts}{tail} END)"
 
+    def display(self) -> str:
+        parts = " ".join(f"WHEN {c.display()} THEN {v.display()}" for c, v in self.whens)
+        tail = f" ELSE {self.default.display()}" if self.default is not None else ""
+        return f"CASE {parts}{tail} END"
+
     def children(self) -> tuple[BoundExpr, ...]:
         out = [e for pair in self.whens for e in pair]
         return tuple(out + ([self.default] if self.default is not None else []))
@@ -235,20 +240,36 @@ class Like(BoundExpr):
 class AggCallExpr(BoundExpr):
     """An aggregate in a SELECT list; only the stream planner consumes it."""
 
-    kind: str  # count_star | count | sum | avg
+    kind: str  # one of risingspark.aggregate.AGG_KINDS
     arg: BoundExpr | None
     type: DataType
+    distinct: bool = False
+    order_by: tuple[tuple[BoundExpr, bool, bool], ...] = ()  # (expr, descending, nulls first)
+    delimiter: str | None = None  # string_agg's, a constant
+    filter: BoundExpr | None = None  # FILTER (WHERE ...)
 
     def to_spark(self) -> str:
         raise AssertionError("aggregates are planned, not rendered")
 
     def display(self) -> str:
+        """As RisingWave's plan text: ``count(distinct x)``, ``string_agg(s, ',':Varchar order_by(y DESC))``."""
         if self.kind == "count_star":
-            return "count(*)"
-        return f"{self.kind}({self.arg.display() if self.arg else ''})"
+            inner = "*"
+        else:
+            inner = ("distinct " if self.distinct else "") + (self.arg.display() if self.arg else "")
+        if self.delimiter is not None:
+            inner += ", '" + self.delimiter.replace("'", "''") + "':Varchar"
+        if self.order_by:
+            inner += " order_by(" + ", ".join(
+                f"{e.display()} {'DESC' if d else 'ASC'}" + (" NULLS FIRST" if nf and not d else
+                                                              " NULLS LAST" if d and not nf else "")
+                for e, d, nf in self.order_by) + ")"
+        name = "count" if self.kind == "count_star" else self.kind
+        out = f"{name}({inner})"
+        return out if self.filter is None else f"{out} filter({self.filter.display()})"
 
     def children(self) -> tuple[BoundExpr, ...]:
-        return (self.arg,) if self.arg is not None else ()
+        return tuple(x for x in (self.arg, *(e for e, _, _ in self.order_by), self.filter) if x is not None)
 
 
 def walk(e: BoundExpr):

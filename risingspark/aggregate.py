@@ -7,8 +7,18 @@ Agg state table layout (one row per group)::
     | group key ... | _row_count | _a0_count | _a0_sum | _a1_count | ... |
 
 ``_row_count`` counts the group's input rows (the group exists while it is > 0); each call keeps the
-count of its non-NULL inputs and, for sum/avg, their sum. Every partial is a plain sum over the
-input's signed rows, so retraction is subtraction.
+count of its non-NULL inputs and, for sum/avg, their sum (for bool_and/bool_or, ``_a{i}_true``: the
+count of its true inputs, as RisingWave's retractable bool_and/bool_or). Every partial is a plain
+sum over the input's signed rows, so retraction is subtraction.
+
+min, max, string_agg and the DISTINCT aggregates cannot be retracted from partial sums. As
+RisingWave's *materialized input state*, each such call keeps one more state table of its inputs,
+keyed by ``(group key, value, order columns)`` and distributed by the group key::
+
+    | group key ... | value | order column ... | _count |
+
+holding the multiplicity of every distinct non-NULL input (again a signed sum); its result is
+computed from the rows of the group (`compute.executor.agg_input_state`).
 
 >>> from risingspark.types import INT4
 >>> agg_return_type("sum", INT4)
@@ -19,17 +29,28 @@ from __future__ import annotations
 
 from risingspark.errors import FeatureNotSupported, UndefinedFunction
 from risingspark.types import (
+    BOOL,
     FLOAT4,
     FLOAT8,
     INT8,
     NUMERIC,
+    VARCHAR,
     DataType,
     Field,
     TypeName,
 )
 
 ROW_COUNT = "_row_count"
-AGG_KINDS = ("count_star", "count", "sum", "avg")
+VALUE_COUNT = "_count"
+AGG_KINDS = ("count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "string_agg")
+# min/max of these types (Postgres has none for boolean)
+_ORDERED = {TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.REAL, TypeName.DOUBLE, TypeName.NUMERIC,
+            TypeName.VARCHAR, TypeName.DATE, TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ}
+
+
+def needs_input_state(kind: str, distinct: bool) -> bool:
+    """Whether a call keeps a materialized input state table (see the module docstring)."""
+    return kind in ("min", "max", "string_agg") or (distinct and kind in ("count", "sum", "avg"))
 
 
 def agg_return_type(kind: str, arg: DataType | None) -> DataType:
@@ -37,6 +58,21 @@ def agg_return_type(kind: str, arg: DataType | None) -> DataType:
         return INT8
     if arg is None:
         raise UndefinedFunction(f"function {kind}() does not exist")
+    if kind in ("min", "max"):
+        if arg.name not in _ORDERED:
+            raise UndefinedFunction(f"function {kind}({arg.display()}) does not exist",
+                                    hint="No function matches the given name and argument types.")
+        return arg
+    if kind in ("bool_and", "bool_or"):
+        if arg.name is not TypeName.BOOLEAN:
+            raise UndefinedFunction(f"function {kind}({arg.display()}) does not exist",
+                                    hint="No function matches the given name and argument types.")
+        return BOOL
+    if kind == "string_agg":
+        if arg.name is not TypeName.VARCHAR:
+            raise UndefinedFunction(f"function string_agg({arg.display()}, unknown) does not exist",
+                                    hint="No function matches the given name and argument types.")
+        return VARCHAR
     if not arg.is_numeric:
         raise UndefinedFunction(f"function {kind}({arg.display()}) does not exist",
                                 hint="No function matches the given name and argument types.")
@@ -74,14 +110,28 @@ def sum_column(i: int) -> str:
     return f"_a{i}_sum"
 
 
-def agg_state_fields(group_fields: list[Field], calls: list[tuple[str, DataType | None]]) -> tuple[Field, ...]:
+def true_column(i: int) -> str:
+    return f"_a{i}_true"
+
+
+def agg_state_fields(group_fields: list[Field], calls: list[tuple[str, DataType | None]],
+                     distinct: list[bool] | None = None) -> tuple[Field, ...]:
     """The value columns of a hash aggregation's state table (see the module docstring)."""
     out = [Field(f.name, f.type) for f in group_fields] + [Field(ROW_COUNT, INT8)]
     for i, (kind, arg) in enumerate(calls):
-        if kind == "count_star":
+        if kind == "count_star" or needs_input_state(kind, bool(distinct and distinct[i])):
             continue
         out.append(Field(count_column(i), INT8))
         if kind in ("sum", "avg"):
             assert arg is not None
             out.append(Field(sum_column(i), sum_state_type(kind, arg)))
+        if kind in ("bool_and", "bool_or"):
+            out.append(Field(true_column(i), INT8))
     return tuple(out)
+
+
+def input_state_fields(group_fields: list[Field], value: Field, order: list[Field]) -> tuple[Field, ...]:
+    """The columns of a call's materialized input state table; its pk is every column but the last."""
+    names = [f.name for f in (*group_fields, value, *order)]
+    assert len(set(names)) == len(names) and VALUE_COUNT not in names, names
+    return (*(Field(f.name, f.type) for f in (*group_fields, value, *order)), Field(VALUE_COUNT, INT8))

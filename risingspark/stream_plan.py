@@ -26,12 +26,17 @@ from risingspark.types import DataType, Field
 
 @dataclass(frozen=True)
 class AggCall:
-    """One aggregate: ``kind`` is count_star, count, sum or avg; ``arg`` an input column index."""
+    """One aggregate: ``kind`` is one of `risingspark.aggregate.AGG_KINDS`; ``arg`` an input column
+    index; ``order`` the ORDER BY inside the call as ``(input column, descending, nulls first)``;
+    ``delimiter`` string_agg's (a constant)."""
 
     kind: str
     arg: int | None
     return_type: DataType
     display: str = ""
+    distinct: bool = False
+    order: tuple[tuple[int, bool, bool], ...] = ()
+    delimiter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,12 +97,15 @@ class StreamExchange(StreamNode):
 @dataclass(frozen=True)
 class StreamHashAgg(StreamNode):
     """Hash aggregation with retraction. Output: group key columns, then one column per agg call.
-    Its intermediate state lives in `state_table` (group key, ``_row_count``, per-call partials)."""
+    Its intermediate state lives in `state_table` (group key, ``_row_count``, per-call partials);
+    min, max, string_agg and DISTINCT calls also keep their inputs in ``input_states[i]`` (None for
+    the other calls), as RisingWave's materialized input state (`risingspark.aggregate`)."""
 
     input: StreamNode | None = None
     group_key: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
     state_table: StateTableDesc | None = None
+    input_states: tuple[StateTableDesc | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,8 @@ def _value_to_json(v: Any) -> Any:
     if isinstance(v, DataType):
         return v.to_json()
     if isinstance(v, AggCall):
-        return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display}
+        return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display,
+                "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter}
     if isinstance(v, tuple):
         return [_value_to_json(x) for x in v]
     return v
@@ -193,8 +202,12 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
         elif f.name in ("upstream_desc", "state_table", "table", "left_state", "right_state"):
             v = StateTableDesc.from_json(v) if v is not None else None
         elif f.name == "aggs":
-            v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""))
+            v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""),
+                              a.get("distinct", False), tuple(tuple(o) for o in a.get("order", ())),
+                              a.get("delimiter"))
                       for a in v)
+        elif f.name == "input_states":
+            v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
             v = tuple(v)
         kwargs[f.name] = v

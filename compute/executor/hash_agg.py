@@ -4,21 +4,23 @@ For an epoch's input (``_op``, ``_vnode`` of the group key, input columns) it su
 (row count, non-NULL counts, sums) over signed rows per group, adds the deltas to the group's state
 looked up at the previous epoch, and yields per group the before/after images of its output row
 (group key, then one value per call), ready for `materialize.emit`. A group whose row count drops
-to zero disappears (its state row is tombstoned and its output deleted). State layout:
-`risingspark.aggregate`.
+to zero disappears (its state row is tombstoned and its output deleted). Calls with a materialized
+input state (min, max, string_agg, DISTINCT) fold their own deltas (`agg_input_state`); the group's
+existence still comes from its row count. State layout: `risingspark.aggregate`.
 """
 
 from __future__ import annotations
 
 import decimal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from compute.executor.agg_input_state import fold_input, input_deltas
 from compute.executor.keyed import left_join
 from compute.executor.materialize import AFTER, BEFORE, Pairs, _sst_part
-from risingspark.aggregate import ROW_COUNT, count_column, sum_column, sum_state_type
+from risingspark.aggregate import ROW_COUNT, count_column, sum_column, sum_state_type, true_column
 from risingspark.chunk import OP, VNODE, signs
 from risingspark.storage.desc import StateTableDesc
 from risingspark.types import DataType, TypeName
@@ -28,11 +30,15 @@ OLD = "__o"
 
 @dataclass(frozen=True)
 class AggCallSpec:
-    kind: str  # count_star | count | sum | avg
+    kind: str  # one of risingspark.aggregate.AGG_KINDS
     arg: str | None  # input column name
     arg_type: DataType | None
     return_type: DataType
     output: str  # output column name
+    distinct: bool = False
+    order: tuple[tuple[str, bool, bool], ...] = ()  # (input column, descending, nulls first)
+    delimiter: str | None = None  # string_agg's
+    input_state: StateTableDesc | None = None  # the materialized input state, when the call keeps one
 
 
 @dataclass(frozen=True)
@@ -45,11 +51,17 @@ class HashAggSpec:
     def output_names(self) -> list[str]:
         return [*self.group_key, *(c.output for c in self.calls)]
 
+    @property
+    def input_calls(self) -> list[int]:
+        """The indices of the calls that keep a materialized input state."""
+        return [i for i, c in enumerate(self.calls) if c.input_state is not None]
+
 
 @dataclass(frozen=True)
 class AggOutput:
     state_rows: pa.Table  # SST rows of the state table
     pairs: Pairs  # before/after images of the output rows, keyed by (_vnode, group key)
+    input_state_rows: dict[int, pa.Table] = field(default_factory=dict)  # per input-state call: its SST rows
 
 
 def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
@@ -60,7 +72,7 @@ def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
         cols[g] = rows.column(g)
     cols[ROW_COUNT] = sign
     for i, c in enumerate(spec.calls):
-        if c.kind == "count_star":
+        if c.kind == "count_star" or c.input_state is not None:
             continue
         assert c.arg is not None and c.arg_type is not None
         x = rows.column(c.arg)
@@ -68,6 +80,8 @@ def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
         if c.kind in ("sum", "avg"):
             x = pc.cast(x, sum_state_type(c.kind, c.arg_type).to_arrow())
             cols[sum_column(i)] = pc.if_else(pc.greater(sign, 0), x, pc.negate(x))
+        if c.kind in ("bool_and", "bool_or"):
+            cols[true_column(i)] = pc.multiply(sign, pc.cast(pc.fill_null(x, False), pa.int64()))
     t = pa.table(cols)
     partials = [n for n in t.column_names if n not in (VNODE, *spec.group_key)]
     grouped = t.group_by([VNODE, *spec.group_key], use_threads=False).aggregate([(p, "sum") for p in partials])
@@ -75,22 +89,33 @@ def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
                                    for n in grouped.column_names])
 
 
-def apply(spec: HashAggSpec, rows: pa.Table, old_state: pa.Table, epoch: int) -> AggOutput:
+def all_input_deltas(spec: HashAggSpec, rows: pa.Table) -> dict[int, pa.Table]:
+    """Per input-state call: `agg_input_state.input_deltas` of the epoch's input rows."""
+    return {i: input_deltas(spec.group_key, spec.calls[i], rows, rows.column(OP)) for i in spec.input_calls}
+
+
+def apply(spec: HashAggSpec, rows: pa.Table, old_state: pa.Table, epoch: int,
+          old_inputs: dict[int, pa.Table] | None = None) -> AggOutput:
     """Fold an epoch's input rows into the state (`old_state`: `_vnode` + state columns of the
-    groups the input touches, as stored at the previous epoch)."""
-    return fold(spec, deltas(spec, rows), old_state, epoch)
+    groups the input touches, as stored at the previous epoch; `old_inputs`: per input-state call,
+    the rows of its input state table of those groups)."""
+    return fold(spec, deltas(spec, rows), old_state, epoch, all_input_deltas(spec, rows), old_inputs)
+
+
+# The sign of a row as Spark SQL (op 0 weighs nothing: the seed row that makes a global
+# aggregate's one group exist).
+SPARK_SIGN = (f"CASE WHEN `{OP}` IN (1, 4) THEN CAST(1 AS BIGINT) WHEN `{OP}` IN (2, 3) THEN CAST(-1 AS BIGINT) "
+              f"ELSE CAST(0 AS BIGINT) END")
 
 
 def spark_partials(spec: HashAggSpec) -> list[tuple[str, str]]:
     """The partials of `deltas` as Spark SQL aggregate expressions ``(name, expression)``, so an
     epoch round can pre-aggregate its input in Spark (grouped by ``_vnode`` and the group key) and
     hand `fold` one row per group instead of every input row."""
-    # (op 0 weighs nothing: the seed row that makes a global aggregate's one group exist)
-    sign = (f"CASE WHEN `{OP}` IN (1, 4) THEN CAST(1 AS BIGINT) WHEN `{OP}` IN (2, 3) THEN CAST(-1 AS BIGINT) "
-            f"ELSE CAST(0 AS BIGINT) END")
+    sign = SPARK_SIGN
     out = [(ROW_COUNT, f"sum({sign})")]
     for i, c in enumerate(spec.calls):
-        if c.kind == "count_star":
+        if c.kind == "count_star" or c.input_state is not None:
             continue
         assert c.arg is not None and c.arg_type is not None
         out.append((count_column(i), f"sum(CASE WHEN `{c.arg}` IS NULL THEN CAST(0 AS BIGINT) ELSE {sign} END)"))
@@ -98,11 +123,15 @@ def spark_partials(spec: HashAggSpec) -> list[tuple[str, str]]:
             t = sum_state_type(c.kind, c.arg_type).to_spark()
             x = f"CAST(`{c.arg}` AS {t})"
             out.append((sum_column(i), f"CAST(sum(CASE WHEN {sign} > 0 THEN {x} ELSE -{x} END) AS {t})"))
+        if c.kind in ("bool_and", "bool_or"):
+            out.append((true_column(i), f"sum(CASE WHEN `{c.arg}` THEN {sign} ELSE CAST(0 AS BIGINT) END)"))
     return out
 
 
-def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int) -> AggOutput:
-    """Add per-group partials (`deltas`' shape) to the groups' state and derive the outputs."""
+def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int,
+         input_deltas: dict[int, pa.Table] | None = None, old_inputs: dict[int, pa.Table] | None = None) -> AggOutput:
+    """Add per-group partials (`deltas`' shape) to the groups' state and derive the outputs; calls
+    with an input state fold `input_deltas[i]` into `old_inputs[i]` (see `apply`)."""
     keys = [VNODE, *spec.group_key]
     joined = left_join(delta, old_state, keys, right_suffix=OLD)
     partials = [f.name for f in spec.state.fields if f.name not in spec.group_key]
@@ -133,12 +162,21 @@ def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int) ->
     for g in spec.group_key:
         pairs[f"{g}{BEFORE}"] = joined.column(g)
         pairs[f"{g}{AFTER}"] = joined.column(g)
+    groups = joined.select([VNODE, *spec.group_key])
+    input_rows: dict[int, pa.Table] = {}
     for i, c in enumerate(spec.calls):
+        if c.input_state is not None:
+            assert input_deltas is not None and old_inputs is not None
+            f = fold_input(spec.group_key, c, groups, input_deltas[i], old_inputs[i], epoch)
+            input_rows[i] = f.state_rows
+            pairs[f"{c.output}{BEFORE}"] = f.before
+            pairs[f"{c.output}{AFTER}"] = f.after
+            continue
         pairs[f"{c.output}{BEFORE}"] = _output(c, i, old)
         pairs[f"{c.output}{AFTER}"] = _output(c, i, new)
     pairs[f"__present{BEFORE}"] = has_before
     pairs[f"__present{AFTER}"] = has_after
-    return AggOutput(state_rows, Pairs(pa.table(pairs)))
+    return AggOutput(state_rows, Pairs(pa.table(pairs)), input_rows)
 
 
 def _add(a: pa.Array, b: pa.Array) -> pa.Array:
@@ -157,6 +195,10 @@ def _output(call: AggCallSpec, i: int, partials: dict[str, pa.Array]) -> pa.Arra
     count = partials[count_column(i)]
     if call.kind == "count":
         return count
+    if call.kind in ("bool_and", "bool_or"):
+        trues = partials[true_column(i)]
+        value = pc.equal(trues, count) if call.kind == "bool_and" else pc.greater(trues, 0)
+        return pc.if_else(pc.greater(count, 0), value, pa.scalar(None, pa.bool_()))
     total = partials[sum_column(i)]
     nonzero = pc.greater(count, 0)
     if call.kind == "sum":

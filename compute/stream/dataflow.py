@@ -4,8 +4,9 @@
   node's columns;
 * filters and projections are Spark SQL over those columns;
 * an exchange computes ``_vnode`` of its distribution key in Spark and shuffles by it;
-* a hash aggregation pre-aggregates in Spark (``groupBy`` of signed partial sums) and folds the
-  partials into its state in a Python task, which emits the aggregate's change stream;
+* a hash aggregation pre-aggregates in Spark (``groupBy`` of signed partial sums, and of signed
+  value counts for calls with a materialized input state) and folds them into its state in a
+  Python task, which emits the aggregate's change stream;
 * the materialize at the root writes the job's table and change log in a Python task.
 
 Python tasks in the middle of the graph cannot return their files with their rows: each writes a
@@ -21,10 +22,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from compute.executor.hash_agg import AggCallSpec, HashAggSpec, spark_partials
+from compute.executor.agg_input_state import INPUT_TAG, input_delta_column, value_columns
+from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
@@ -35,6 +37,7 @@ from compute.stream.tasks import (
     manifest_dir,
     materialize_task,
 )
+from risingspark.aggregate import VALUE_COUNT
 from risingspark.chunk import OP, SEQ, VNODE
 from risingspark.errors import FeatureNotSupported
 from risingspark.stream_plan import (
@@ -60,10 +63,12 @@ if TYPE_CHECKING:
 def agg_spec(node: StreamHashAgg) -> HashAggSpec:
     assert node.input is not None and node.state_table is not None
     in_fields: tuple[Field, ...] = node.input.fields
+    states = node.input_states or (None,) * len(node.aggs)
     calls = tuple(
         AggCallSpec(c.kind, in_fields[c.arg].name if c.arg is not None else None,
-                    in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name)
-        for c, out in zip(node.aggs, node.fields[len(node.group_key):], strict=True))
+                    in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name, c.distinct,
+                    tuple((in_fields[o].name, desc, nf) for o, desc, nf in c.order), c.delimiter, state)
+        for c, out, state in zip(node.aggs, node.fields[len(node.group_key):], states, strict=True))
     return HashAggSpec(tuple(in_fields[i].name for i in node.group_key), calls, node.state_table)
 
 
@@ -229,9 +234,41 @@ class Dataflow:
             return None
         spec = agg_spec(node)
         df = _vnode_column(df, exchange.input.fields, exchange.dist_key)
-        # Pre-aggregate in Spark: one row of signed partial sums per group reaches Python.
-        df = df.groupBy(VNODE, *spec.group_key).agg(*[F.expr(e).alias(n) for n, e in spark_partials(spec)])
+        partials = [F.expr(e).alias(n) for n, e in spark_partials(spec)]
+        if spec.input_calls:
+            df = self._with_input_deltas(df, spec, partials)
+        else:
+            # Pre-aggregate in Spark: one row of signed partial sums per group reaches Python.
+            df = df.groupBy(VNODE, *spec.group_key).agg(*partials)
         assert node.state_table is not None
-        task = hash_agg_changes_task(self.rnd.env, spec, tuple(self.rnd.barrier.version.ssts(node.state_table.table_id)),
-                                     self.rt.job.job_id, self.op_ids[id(node)])
+        version = self.rnd.barrier.version
+        ssts = {d.table_id: tuple(version.ssts(d.table_id))
+                for d in (node.state_table, *(c.input_state for c in spec.calls if c.input_state is not None))}
+        task = hash_agg_changes_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _with_input_deltas(self, df: DataFrame, spec: HashAggSpec, partials: list) -> DataFrame:
+        """Pre-aggregate in Spark both the group partials and, for every call with a materialized
+        input state, the signed count per (group, value, order columns), in one pass over the input:
+        each input row is expanded (`inline`) into one row tagged -1 for the partials and one row
+        tagged ``i`` per such call, carrying that call's columns (`input_delta_column`). One
+        ``groupBy`` then yields both; the rows of a group meet in one task (shuffled by vnode), which
+        folds them all and emits the group's output as one row."""
+        cols: list[tuple[int, str, str]] = []  # (call, input column, tagged column)
+        for i in spec.input_calls:
+            cols += [(i, name, input_delta_column(i, name)) for name in value_columns(spec.calls[i])]
+        types = dict(df.dtypes)
+
+        def element(tag: int) -> Column:
+            return F.struct(F.lit(tag).alias(INPUT_TAG),
+                            *[(F.col(f"`{name}`") if i == tag else F.lit(None).cast(types[name])).alias(alias)
+                              for i, name, alias in cols])
+
+        df = df.select("*", F.inline(F.array(element(-1), *[element(i) for i in spec.input_calls])))
+        keep = " OR ".join(f"(`{INPUT_TAG}` = {i} AND `{input_delta_column(i, spec.calls[i].arg or '')}` IS NOT NULL)"
+                           for i in spec.input_calls)
+        df = df.filter(F.expr(f"`{INPUT_TAG}` = -1 OR {keep}"))
+        df = df.groupBy(VNODE, *spec.group_key, INPUT_TAG, *[alias for _, _, alias in cols]).agg(
+            *partials, F.expr(f"sum({SPARK_SIGN})").alias(VALUE_COUNT))
+        df = df.filter(F.expr(f"`{INPUT_TAG}` = -1 OR `{VALUE_COUNT}` <> 0"))
+        return df.repartition(self.rt.parallelism, VNODE)

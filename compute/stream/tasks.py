@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from compute.executor.agg_input_state import split_tagged
 from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, touched_keys
@@ -111,21 +112,38 @@ def _write_manifest(env: TaskEnv, job_id: int, op_id: int, items: list[tuple[str
     get_object_store(env.store_url).write_bytes(path, json.dumps(items).encode())
 
 
-def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, state_ssts: tuple[SstableInfo, ...], job_id: int,
+def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, ssts: dict[int, tuple[SstableInfo, ...]], job_id: int,
                           op_id: int) -> Task:
-    """StreamHashAgg over pre-aggregated partials (one row per group, `hash_agg.spark_partials`):
-    folds them into the state, writes the state's SST (reported by manifest) and yields the
-    aggregate's change stream (``_op``, ``_vnode``, group key, one column per call)."""
+    """StreamHashAgg over pre-aggregated partials (one row per group, `hash_agg.spark_partials`;
+    with materialized input states, also the calls' value counts, tagged: `agg_input_state`):
+    folds them into the state, writes the state's SSTs (reported by manifest) and yields the
+    aggregate's change stream (``_op``, ``_vnode``, group key, one column per call). `ssts`: per
+    state table id, its SSTs."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = _collect(batches)
         if rows is None:
             return
+        calls = spec.input_calls
+        inputs: dict[int, pa.Table] = {}
+        if calls:
+            rows, inputs = split_tagged(spec, rows)
         keys = rows.select([VNODE, *spec.group_key])
-        old = env.reader().lookup(spec.state, state_ssts, env.prev_epoch, keys)
-        agg = fold(spec, rows, old, env.epoch)
+        reader = env.reader()
+        old = reader.lookup(spec.state, ssts[spec.state.table_id], env.prev_epoch, keys)
+        old_inputs = {}
+        for i in calls:
+            desc = spec.calls[i].input_state
+            assert desc is not None
+            old_inputs[i] = reader.lookup(desc, ssts[desc.table_id], env.prev_epoch, keys,
+                                          columns=list(spec.group_key))
+        agg = fold(spec, rows, old, env.epoch, inputs, old_inputs)
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.state, agg.state_rows, None, items)
+        for i, state_rows in agg.input_state_rows.items():
+            desc = spec.calls[i].input_state
+            assert desc is not None
+            _write_outputs(env, desc, state_rows, None, items)
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from changes_of(spec.output_names, agg.pairs).to_batches(max_chunksize=65536)

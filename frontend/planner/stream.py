@@ -33,9 +33,9 @@ from frontend.binder import (
     BoundSubquery,
     numeric_result,
 )
-from frontend.expr import AggCallExpr, BoundExpr, Cast, InputRef, Literal, replace_exprs
+from frontend.expr import AggCallExpr, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
-from risingspark.aggregate import agg_state_fields
+from risingspark.aggregate import agg_state_fields, input_state_fields, needs_input_state
 from risingspark.catalog import BackfillType
 from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
@@ -80,9 +80,11 @@ def state_tables_needed(bound: BoundQuery) -> int:
     return next(counter) - 1
 
 
-def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int],
+def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None,
             backfill_type: BackfillType) -> PlannedMv:
-    ids = iter(extra_table_ids)
+    """`extra_table_ids`: the `state_tables_needed` ids of the state tables (None: zeros, to
+    validate a query)."""
+    ids = iter(extra_table_ids) if extra_table_ids is not None else itertools.repeat(0)
     planner = _StreamPlanner(ids.__next__, backfill_type)
     block = planner.query(bound)
     _check_names([f.name for f in block.node.fields[:block.visible]])
@@ -264,17 +266,31 @@ class _StreamPlanner:
             for x in walk_expr(e):
                 if isinstance(x, AggCallExpr) and x not in aggs:
                     aggs.append(x)
-        # Project: group keys, then the arguments of the aggregates.
+        # Project: group keys, then the arguments of the aggregates (and string_agg's ORDER BY columns).
         in_exprs: list[BoundExpr] = list(groups)
         in_fields = [Field(f"_g{i}", g.type) for i, g in enumerate(groups)]
         calls: list[AggCall] = []
         for j, a in enumerate(aggs):
             arg = None
-            if a.arg is not None:
-                in_exprs.append(a.arg)
-                in_fields.append(Field(f"_arg{j}", a.arg.type))
+            kind = a.kind
+            arg_expr = a.arg
+            if a.filter is not None:
+                # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): NULL inputs are ignored;
+                # count(*) FILTER (WHERE c) counts the rows where c holds
+                if kind == "count_star":
+                    kind, arg_expr = "count", Literal(1, INT4)
+                assert arg_expr is not None
+                arg_expr = Case(((a.filter, arg_expr),), None, arg_expr.type)
+            if arg_expr is not None:
+                in_exprs.append(arg_expr)
+                in_fields.append(Field(f"_arg{j}", arg_expr.type))
                 arg = len(in_fields) - 1
-            calls.append(AggCall(a.kind, arg, a.type, a.display()))
+            order = []
+            for n, (e, desc, nulls_first) in enumerate(a.order_by):
+                in_exprs.append(e)
+                in_fields.append(Field(f"_ord{j}_{n}", e.type))
+                order.append((len(in_fields) - 1, desc, nulls_first))
+            calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter))
         k = len(groups)
         gkey = tuple(range(k))
         project = StreamProject(fields=tuple(in_fields), stream_key=gkey, input=node,
@@ -284,9 +300,18 @@ class _StreamPlanner:
         agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
         state = self.state_table(agg_state_fields(list(in_fields[:k]),
                                                   [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
-                                                   for c in calls]), gkey, gkey)
+                                                   for c in calls], [c.distinct for c in calls]), gkey, gkey)
+        # min, max, string_agg and DISTINCT calls keep their input (value multiplicities) per group
+        input_states: list[StateTableDesc | None] = []
+        for c in calls:
+            if not needs_input_state(c.kind, c.distinct):
+                input_states.append(None)
+                continue
+            assert c.arg is not None
+            columns = input_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[o] for o, _, _ in c.order])
+            input_states.append(self.state_table(columns, tuple(range(len(columns) - 1)), gkey))
         agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
-                                        aggs=tuple(calls), state_table=state)
+                                        aggs=tuple(calls), state_table=state, input_states=tuple(input_states))
         # Over the aggregate's output, group keys and aggregate calls are columns.
         refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
         refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})

@@ -1,5 +1,5 @@
 """The differential test: a corpus of materialized-view queries — filters, expressions, joins of
-every kind, aggregates, subqueries, CTEs, unions, DISTINCT, semi and anti joins — each created
+every kind, aggregates (min/max, DISTINCT, string_agg, FILTER), subqueries, CTEs, unions, DISTINCT, semi and anti joins — each created
 while random writes go on (so every view backfills under changes, with the backfill strategies in
 turn), then compared with PostgreSQL over the same rows at several committed epochs.
 
@@ -47,6 +47,13 @@ CORPUS = {
     "global_agg": "SELECT count(*) AS n, sum(amount) AS s, avg(amount) AS a FROM {o}",
     "global_agg_empty": "SELECT count(*) AS n, sum(amount) AS s FROM {o} WHERE amount > 1000",
     "agg_expr": "SELECT region, sum(amount) * 2 + count(*) AS x FROM {o} GROUP BY region",
+    "min_max": "SELECT cid, min(amount) AS lo, max(amount) AS hi FROM {o} GROUP BY cid",
+    "count_distinct": "SELECT region, count(DISTINCT cid) AS k, sum(DISTINCT amount) AS sd FROM {o} GROUP BY region",
+    "string_agg": "SELECT cid, string_agg(note, ',' ORDER BY id) AS notes FROM {o} GROUP BY cid",
+    "bool_aggs": "SELECT region, bool_and(amount > 5) AS all5, bool_or(note IS NULL) AS anynull FROM {o} "
+                 "GROUP BY region",
+    "global_min_max": "SELECT min(amount) AS lo, max(note) AS hi, count(DISTINCT region) AS k FROM {o}",
+    "filter_agg": "SELECT region, count(*) FILTER (WHERE amount > 50) AS big FROM {o} GROUP BY region",
     # joins
     "inner": "SELECT o.id, o.amount, c.name FROM {o} o JOIN {c} c ON o.cid = c.id",
     "left": "SELECT o.id, c.name, c.tier FROM {o} o LEFT JOIN {c} c ON o.cid = c.id",

@@ -67,3 +67,23 @@ def test_plan(case: str) -> None:
     if os.environ.get("UPDATE_GOLDEN") or not expected.exists():
         expected.write_text(got)
     assert got == expected.read_text()
+
+
+def test_materialized_input_states_have_their_own_tables():
+    """min/max/DISTINCT/string_agg calls each get a state table keyed by (group key, value[, order
+    columns]) and distributed by the group key; count/sum/bool_or keep partials in the agg's table."""
+    sql = ("CREATE MATERIALIZED VIEW m AS SELECT customer_id, min(amount), count(DISTINCT status), "
+           "string_agg(status, ',' ORDER BY created_at DESC), sum(amount), bool_or(status = 'paid') "
+           "FROM orders GROUP BY customer_id")
+    bound = bind_stream_select(catalog(), sqlglot.parse_one(sql, read="risingwave").expression)
+    assert state_tables_needed(bound) == 4
+    planned = plan_mv(bound, 100, [101, 102, 103, 104], BackfillType.ARRANGEMENT_BACKFILL)
+    mv, agg, *inputs = planned.state_tables
+    assert [d.table_id for d in (mv, agg, *inputs)] == [100, 101, 102, 103, 104]
+    assert [f.name for f in agg.fields] == ["_g0", "_row_count", "_a3_count", "_a3_sum", "_a4_count", "_a4_true"]
+    layouts = [([f.name for f in d.fields], d.pk, d.dist_key) for d in inputs]
+    assert layouts == [(["_g0", "_arg0", "_count"], (0, 1), (0,)),
+                       (["_g0", "_arg1", "_count"], (0, 1), (0,)),
+                       (["_g0", "_arg2", "_ord2_0", "_count"], (0, 1, 2), (0,))]
+    # validating a query plans it with placeholder ids
+    assert len(plan_mv(bound, 0, None, BackfillType.ARRANGEMENT_BACKFILL).state_tables) == 5

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT customer_id, min(amount) AS lo, max(created_at) AS last_at, count(DISTINCT status) AS statuses, sum(DISTINCT amount) AS distinct_total, avg(DISTINCT id) AS mean_id, count(*) FROM orders GROUP BY customer_id

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW s AS SELECT string_agg(status, ', ' ORDER BY created_at DESC, id) AS history, string_agg(DISTINCT status, '|' ORDER BY status), bool_and(amount > 0) AS all_positive, bool_or(status = 'paid') AS any_paid, count(*) FILTER (WHERE status = 'paid') AS paid, max(amount) FILTER (WHERE status <> 'paid') AS max_unpaid FROM orders

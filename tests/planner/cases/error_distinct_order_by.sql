@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW d AS SELECT string_agg(DISTINCT status, ',' ORDER BY id) FROM orders

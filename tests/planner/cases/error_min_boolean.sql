@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW b AS SELECT min(status = 'paid') FROM orders
