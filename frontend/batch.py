@@ -17,16 +17,18 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+import sqlglot
 from sqlglot import exp
 
 from frontend.binder import CatalogReader, ident
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
-from risingspark.catalog import RelationCatalog
+from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import (
     DataException,
     DivisionByZero,
@@ -39,6 +41,7 @@ from risingspark.errors import (
     UndefinedColumn,
     UndefinedFunction,
     UndefinedTable,
+    WrongObjectType,
 )
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import HummockVersion
@@ -154,7 +157,11 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
         key = (ref.schema, ref.name)
         if key not in registered:
             reg = f"__rel_{len(registered)}"
-            if ref.relation is not None:
+            if ref.relation is not None and ref.relation.kind is RelationKind.VIEW:
+                data = _view_rows(engine, ref.relation, ctx)
+            elif ref.relation is not None and ref.relation.kind is RelationKind.INDEX:
+                raise WrongObjectType(f'"{ref.name}" is an index')
+            elif ref.relation is not None:
                 data = engine.read_relation(ref.relation, ctx.version, hidden=full)
             else:
                 data = ctx.system_rows(ref.schema, ref.name)
@@ -166,6 +173,14 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
         table.set("catalog", None)
         if alias is None:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+
+
+def _view_rows(engine: BatchEngine, view: RelationCatalog, ctx: QueryContext) -> pa.Table:
+    """A view's rows: its stored (schema-qualified) query run at the same pinned version."""
+    from frontend.handlers.views import QUERY
+
+    rows = engine.run(cast(exp.Expression, sqlglot.parse_one(view.extra[QUERY], read="postgres")), ctx)
+    return rows.rename_columns([f.name for f in view.fields][:rows.num_columns])
 
 
 def _wire_type(t: pa.DataType) -> pa.DataType | None:

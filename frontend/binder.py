@@ -8,8 +8,9 @@ at CREATE, with SQLSTATE 0A000 naming the feature — never later with a wrong a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import sqlglot
 from sqlglot import exp
 
 from frontend.expr import (
@@ -28,7 +29,7 @@ from frontend.expr import (
 )
 from meta.catalog import CatalogSnapshot
 from risingspark.aggregate import agg_return_type
-from risingspark.catalog import DEFAULT_SCHEMA, RelationCatalog
+from risingspark.catalog import DEFAULT_SCHEMA, RelationCatalog, RelationKind
 from risingspark.errors import (
     AmbiguousColumn,
     DatatypeMismatch,
@@ -390,6 +391,11 @@ class QueryBinder:
             return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
         rel = self.catalog.resolve_user(node)
         alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
+        if rel.kind is RelationKind.VIEW:  # a view reads as its (schema-qualified) query
+            view = cast(exp.Expression, sqlglot.parse_one(rel.extra["query"], read="postgres"))
+            alias_node = node.args.get("alias") or exp.TableAlias(
+                this=exp.to_identifier(alias), columns=[exp.to_identifier(f.name, quoted=True) for f in rel.fields])
+            return self._subquery(self.query(view), alias, offset, qualified, alias_node)
         fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
         return BoundScan(rel, alias, offset, fields)
 

@@ -23,11 +23,13 @@ from frontend.statements import (  # noqa: F401 - re-exported: handlers import s
     CancelJobsStmt,
     CommentStmt,
     CopyStmt,
+    CreateIndexStmt,
     ExplainStmt,
     FastInsert,
     FlushStmt,
     IgnoredStmt,
     KillStmt,
+    RenameStmt,
     ResetStmt,
     SetStmt,
     ShowProcesslistStmt,
@@ -131,8 +133,11 @@ def parse_statement(text: str) -> Statement:
     if first == "WAIT":
         if len(words) == 1:
             return WaitStmt()
-        if len(words) == 4 and head[1] == "MATERIALIZED" and head[2] == "VIEW":
-            return WaitStmt(_unquote(words[3]).lower())
+        m = re.fullmatch(rf"\s*WAIT\s+(?P<kind>MATERIALIZED\s+VIEW|TABLE|INDEX|SINK)\s+(?P<name>{_QUALIFIED})\s*",
+                         text, re.IGNORECASE)
+        if m:
+            parts = _name_parts(m.group("name"))
+            return WaitStmt(parts[-1], parts[-2] if len(parts) > 1 else None, " ".join(m.group("kind").upper().split()))
         raise SyntaxError_(f"syntax error at or near \"{words[1]}\"")
     if first == "CANCEL" and len(head) > 1 and head[1] in ("JOB", "JOBS"):
         ids = [w for w in words[2:] if w != ","]
@@ -142,6 +147,11 @@ def parse_statement(text: str) -> Statement:
     if first == "EXPLAIN":
         inner = re.sub(r"^\s*EXPLAIN\s+(\([^)]*\)\s*)?", "", text, flags=re.IGNORECASE)
         return ExplainStmt(inner)
+    if first == "ALTER" and (m := _RENAME.fullmatch(text)):
+        return RenameStmt(" ".join(m.group("kind").upper().split()), _name_parts(m.group("name")),
+                          _name_parts(m.group("new"))[-1], bool(m.group("exists")))
+    if first == "CREATE" and re.match(r"\s*CREATE\s+(UNIQUE\s+)?INDEX\b", text, re.IGNORECASE):
+        return parse_create_index(text)
     if first == "ALTER" and len(head) > 3 and head[1] == "MATERIALIZED" and head[2] == "VIEW":
         m = re.fullmatch(r"\s*ALTER\s+MATERIALIZED\s+VIEW\s+(\S+)\s+SET\s+BACKFILL_RATE_LIMIT\s*(?:=|TO)\s*"
                          r"(-?\d+|DEFAULT)\s*", text, re.IGNORECASE)
@@ -195,8 +205,42 @@ def _name_parts(text: str) -> tuple[str, ...]:
     return tuple(_ident(p) for p in re.findall(_NAME, text))
 
 
+_RENAME = re.compile(rf"\s*ALTER\s+(?P<kind>TABLE|VIEW|MATERIALIZED\s+VIEW|INDEX)\s+(?P<exists>IF\s+EXISTS\s+)?"
+                     rf"(?P<name>{_QUALIFIED})\s+RENAME\s+TO\s+(?P<new>{_QUALIFIED})\s*", re.IGNORECASE)
+_NAME_LIST = rf"\(\s*{_NAME}(?:\s+(?:ASC|DESC))?(?:\s*,\s*{_NAME}(?:\s+(?:ASC|DESC))?)*\s*\)"
+_CREATE_INDEX = re.compile(
+    rf"\s*CREATE\s+(?P<unique>UNIQUE\s+)?INDEX\s+(?P<exists>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME})\s+ON\s+"
+    rf"(?P<rel>{_QUALIFIED})\s*(?:USING\s+\w+\s*)?(?P<cols>{_NAME_LIST})\s*(?:INCLUDE\s*(?P<include>{_NAME_LIST})\s*)?"
+    rf"(?:DISTRIBUTED\s+BY\s*(?P<dist>{_NAME_LIST})\s*)?", re.IGNORECASE)
+
+
+def _column_list(text: str) -> list[tuple[str, bool]]:
+    """``(a, b DESC)`` -> ``[("a", False), ("b", True)]``."""
+    return [(_ident(m.group(1)), (m.group(2) or "").upper() == "DESC")
+            for m in re.finditer(rf"({_NAME})(?:\s+(ASC|DESC))?", text[1:-1], re.IGNORECASE)
+            if m.group(1).upper() not in ("ASC", "DESC")]
+
+
+def parse_create_index(text: str) -> CreateIndexStmt:
+    """>>> parse_create_index('create index if not exists "i" on s.t (a, b desc) include (c)').columns
+    (('a', False), ('b', True))
+    """
+    m = _CREATE_INDEX.fullmatch(text)
+    if not m:
+        raise SyntaxError_("CREATE INDEX expects CREATE INDEX name ON relation (column, ...) [INCLUDE (column, "
+                           "...)] [DISTRIBUTED BY (column, ...)]")
+    if m.group("unique"):
+        from risingspark.errors import FeatureNotSupported
+
+        raise FeatureNotSupported("CREATE UNIQUE INDEX is not supported")
+    include = tuple(c for c, _ in _column_list(m.group("include"))) if m.group("include") else None
+    dist = tuple(c for c, _ in _column_list(m.group("dist"))) if m.group("dist") else None
+    return CreateIndexStmt(_ident(m.group("name")), _name_parts(m.group("rel")), tuple(_column_list(m.group("cols"))),
+                           include, dist, bool(m.group("exists")), text)
+
+
 def _parse_comment(text: str) -> CommentStmt:
-    m = re.fullmatch(rf"\s*COMMENT\s+ON\s+(TABLE|MATERIALIZED\s+VIEW|VIEW|COLUMN)\s+({_QUALIFIED})\s+IS\s+"
+    m = re.fullmatch(rf"\s*COMMENT\s+ON\s+(TABLE|MATERIALIZED\s+VIEW|VIEW|INDEX|COLUMN)\s+({_QUALIFIED})\s+IS\s+"
                      r"(NULL|[eE]?'(?:[^']|'')*')\s*", text, re.IGNORECASE | re.DOTALL)
     if not m:
         raise SyntaxError_("COMMENT ON supports TABLE, MATERIALIZED VIEW, VIEW and COLUMN: "

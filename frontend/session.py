@@ -29,7 +29,7 @@ from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
 from frontend.catalog.rewrite import RewriteContext
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
-from frontend.handlers import commands, copy, ddl, dml
+from frontend.handlers import alter, commands, copy, ddl, dml, indexes
 from frontend.metrics import NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
     DIALECT,
@@ -39,11 +39,13 @@ from frontend.parser import (
     CancelJobsStmt,
     CommentStmt,
     CopyStmt,
+    CreateIndexStmt,
     ExplainStmt,
     FastInsert,
     FlushStmt,
     IgnoredStmt,
     KillStmt,
+    RenameStmt,
     ResetStmt,
     SetStmt,
     ShowProcesslistStmt,
@@ -229,6 +231,10 @@ class Session:
             return commands.comment_on(self, stmt)
         if isinstance(stmt, CopyStmt):
             return copy.copy_from(self, stmt)
+        if isinstance(stmt, CreateIndexStmt):
+            return indexes.create_index(self, stmt)
+        if isinstance(stmt, RenameStmt):
+            return alter.rename(self, stmt)
         if isinstance(stmt, ShowStmt):
             return commands.show(self, stmt)
         if isinstance(stmt, SetStmt):

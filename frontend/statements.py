@@ -31,7 +31,11 @@ class FlushStmt:
 
 @dataclass(frozen=True)
 class WaitStmt:
+    """``WAIT`` (every creating job) or ``WAIT {MATERIALIZED VIEW | TABLE | INDEX} [schema.]name``."""
+
     name: str | None = None
+    schema: str | None = None
+    kind: str = "MATERIALIZED VIEW"
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,31 @@ class SqlStmt:
     text: str
 
 
+@dataclass(frozen=True)
+class RenameStmt:
+    """``ALTER {TABLE | VIEW | MATERIALIZED VIEW | INDEX} [IF EXISTS] name RENAME TO new_name``."""
+
+    kind: str  # "TABLE", "VIEW", "MATERIALIZED VIEW", "INDEX"
+    name: tuple[str, ...]  # [database.][schema.]name
+    new_name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateIndexStmt:
+    """``CREATE INDEX [IF NOT EXISTS] name ON relation (column [ASC | DESC], ...) [INCLUDE (column,
+    ...)] [DISTRIBUTED BY (column, ...)]``."""
+
+    name: str
+    relation: tuple[str, ...]
+    columns: tuple[tuple[str, bool], ...]  # (name, descending)
+    include: tuple[str, ...] | None  # None: every column of the relation
+    distributed_by: tuple[str, ...] | None  # None: the index columns
+    if_not_exists: bool
+    text: str
+
+
 Statement = (ShowStmt | SetStmt | ResetStmt | FlushStmt | WaitStmt | CancelJobsStmt | ExplainStmt
              | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | IgnoredStmt
-             | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt)
+             | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt
+             | RenameStmt | CreateIndexStmt)

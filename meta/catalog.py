@@ -137,6 +137,12 @@ class CatalogManager:
         if rel_id in staged:
             staged[rel_id] = replace(staged[rel_id], parallelism=parallelism)
 
+    def rename(self, tx: Txn, rel_id: int, name: str) -> None:
+        tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(name=name))
+        staged = self._stage(tx)
+        if rel_id in staged:
+            staged[rel_id] = replace(staged[rel_id], name=name)
+
     def set_extra(self, tx: Txn, rel_id: int, extra: dict) -> None:
         tx.conn.execute(relations.update().where(relations.c.id == rel_id).values(extra=json.dumps(extra)))
         staged = self._stage(tx)
@@ -151,6 +157,17 @@ class CatalogManager:
         with self._lock:
             s = self._snapshot
             self._snapshot = CatalogSnapshot(s.version + 1, s.databases, {**s.schemas, schema.id: schema}, s.relations)
+            self._changed.notify_all()
+
+    def drop_schema(self, tx: Txn, schema_id: int) -> None:
+        tx.conn.execute(schemas.delete().where(schemas.c.id == schema_id))
+        tx.on_commit(lambda: self._uninstall_schema(schema_id))
+
+    def _uninstall_schema(self, schema_id: int) -> None:
+        with self._lock:
+            s = self._snapshot
+            kept = {k: v for k, v in s.schemas.items() if k != schema_id}
+            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, kept, s.relations)
             self._changed.notify_all()
 
     def drop_relations(self, tx: Txn, ids: list[int]) -> None:

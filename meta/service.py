@@ -145,6 +145,34 @@ class MetaService:
         logger.info("created schema %s (id %d)", name, schema.id)
         return schema
 
+    def drop_schema(self, schema_id: int) -> None:
+        """Drop an empty schema (2BP01 while relations live in it)."""
+        snap = self.catalog.snapshot
+        schema = snap.schemas.get(schema_id)
+        if schema is None:
+            raise UndefinedTable(f"schema with id {schema_id} does not exist")
+        if any(r.schema_id == schema_id for r in snap.relations.values()):
+            raise DependentObjectsStillExist(f"cannot drop schema {schema.name} because other objects depend on it",
+                                             hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        with self.store.transaction() as tx:
+            self.catalog.drop_schema(tx, schema_id)
+        logger.info("dropped schema %s (id %d)", schema.name, schema_id)
+
+    def rename_relation(self, rel_id: int, name: str, extras: dict[int, dict] | None = None) -> None:
+        """Rename a relation (42P07 if its schema has a relation of that name), and in the same
+        transaction replace the `extra` of others (views whose stored query names it)."""
+        with self.store.transaction() as tx:
+            snap = self.catalog.snapshot
+            rel = snap.relations.get(rel_id)
+            if rel is None:
+                raise UndefinedTable(f"relation with id {rel_id} does not exist")
+            if snap.relation(rel.schema_id, name) is not None:
+                raise DuplicateTable(f'relation "{name}" already exists')
+            self.catalog.rename(tx, rel_id, name)
+            for other, extra in (extras or {}).items():
+                self.catalog.set_extra(tx, other, extra)
+        logger.info("renamed %s %s (id %d) to %s", rel.kind.display, rel.name, rel_id, name)
+
     def set_comment(self, rel_id: int, column: str | None, comment: str | None) -> None:
         """Set (or with None remove) the comment of a relation or of one of its columns."""
         rel = self.catalog.snapshot.relations.get(rel_id)

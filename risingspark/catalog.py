@@ -1,5 +1,5 @@
 """Catalog objects shared by every service: databases, schemas and relations (tables, materialized
-views), with their streaming-job state.
+views, views, indexes), with their streaming-job state.
 
 Meta owns and persists them; the frontend binds names against a snapshot of them; compute builds
 epoch rounds from their stream plans.
@@ -21,12 +21,17 @@ DEFAULT_RESOURCE_GROUP = "default"
 
 
 class RelationKind(enum.StrEnum):
+    """A table, a materialized view, a view (a stored query, no data, no job) or an index (as in
+    RisingWave: a materialized view of its table sorted and distributed by the index columns)."""
+
     TABLE = "table"
     MATERIALIZED_VIEW = "materialized_view"
+    VIEW = "view"
+    INDEX = "index"
 
     @property
     def display(self) -> str:
-        return "table" if self is RelationKind.TABLE else "materialized view"
+        return self.value.replace("_", " ")
 
 
 class JobStatus(enum.StrEnum):

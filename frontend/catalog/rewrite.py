@@ -192,6 +192,31 @@ _OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]
 }
 
 
+def group_by_output_names(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """A bare GROUP BY name that names a select item ``t.name [AS name]`` groups by that item, as
+    RisingWave resolves it, even when the name alone would be ambiguous among the inputs (dbt's
+    ``group by database, name, schema`` over a join of two tables with a ``name`` column).
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT f.name AS name FROM f JOIN s ON f.x = s.x GROUP BY name", read="postgres")
+    >>> group_by_output_names(q, None).sql()
+    'SELECT f.name AS name FROM f JOIN s ON f.x = s.x GROUP BY f.name'
+    """
+    for select in query.find_all(exp.Select):
+        group = select.args.get("group")
+        if group is None:
+            continue
+        items: dict[str, exp.Column] = {}
+        for item in select.expressions:
+            col = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(col, exp.Column) and col.table and output_name(item) == output_name(col):
+                items.setdefault(output_name(item), col)
+        for i, g in enumerate(group.expressions):
+            if isinstance(g, exp.Column) and not g.table and output_name(g) in items:
+                group.expressions[i] = items[output_name(g)].copy()
+    return query
+
+
 def operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """``a OPERATOR(pg_catalog.~) b`` -> ``a ~ b`` (and the other operators by name)."""
     for node in reversed(list(query.find_all(exp.Operator))):
@@ -379,7 +404,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (qualified_names, operators, drop_collations, like_escape, array_literals, casts,
+RULES: tuple[Rule, ...] = (group_by_output_names, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
                            functions)
 
 

@@ -27,6 +27,7 @@ from risingspark.catalog import JobStatus, RelationKind
 from risingspark.errors import (
     FeatureNotSupported,
     InvalidParameterValue,
+    InvalidSchemaName,
     UndefinedColumn,
     UndefinedObject,
     UndefinedTable,
@@ -109,9 +110,10 @@ def wait(session: Session, stmt: WaitStmt) -> StatementResult:
     snap = meta.catalog_snapshot()
     reader = session.catalog_reader()
     if stmt.name is not None:
-        ref = reader.lookup(stmt.name)
-        if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
-            raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+        want = {"TABLE": RelationKind.TABLE, "INDEX": RelationKind.INDEX}.get(stmt.kind, RelationKind.MATERIALIZED_VIEW)
+        ref = reader.lookup(stmt.name, stmt.schema)
+        if ref is None or ref.relation is None or ref.relation.kind is not want:
+            raise UndefinedTable(f'{stmt.kind.lower()} "{stmt.name}" does not exist')
         ids = [ref.relation.id]
     else:
         ids = [r.id for r in snap.relations.values() if r.is_creating and r.database_id == reader.database.id]
@@ -190,6 +192,29 @@ def create_schema(session: Session, ast: exp.Create) -> StatementResult:
     return StatementResult("CREATE_SCHEMA")
 
 
+def drop_schema(session: Session, ast: exp.Drop) -> StatementResult:
+    """``DROP SCHEMA [IF EXISTS] name [, ...] [CASCADE]``."""
+    from frontend.handlers.ddl import drop_with_indexes
+
+    meta = session.frontend.meta
+    reader = session.catalog_reader()
+    notices = []
+    for t in ast.args.get("tables") or [ast.this]:
+        name = ident(t.args.get("db") or t.this)
+        schema = meta.catalog_snapshot().schema(reader.database.id, name)
+        if schema is None:
+            if ast.args.get("exists"):
+                notices.append(f'schema "{name}" does not exist, skipping')
+                continue
+            raise InvalidSchemaName(f'schema "{name}" does not exist')
+        if ast.args.get("cascade"):
+            for rel in sorted(meta.catalog_snapshot().relations.values(), key=lambda r: r.id):
+                if rel.schema_id == schema.id and rel.id in meta.catalog_snapshot().relations:
+                    drop_with_indexes(session, rel, cascade=True)
+        meta.drop_schema(schema.id)
+    return StatementResult("DROP_SCHEMA", notices=notices)
+
+
 def comment_on(session: Session, stmt: CommentStmt) -> StatementResult:
     """``COMMENT ON {TABLE | MATERIALIZED VIEW | VIEW | COLUMN} name IS text``, kept with the relation
     and shown by `pg_description`, ``obj_description``/``col_description`` and ``\\d+``."""
@@ -201,7 +226,10 @@ def comment_on(session: Session, stmt: CommentStmt) -> StatementResult:
     if ref is None or ref.relation is None:
         raise UndefinedTable(f'relation "{".".join(parts)}" does not exist')
     rel = ref.relation
-    wanted = {"TABLE": RelationKind.TABLE, "MATERIALIZED VIEW": RelationKind.MATERIALIZED_VIEW}.get(stmt.kind)
+    # As RisingWave, COMMENT ON TABLE names any relation (dbt comments views and materialized
+    # views that way); the other kinds must match.
+    wanted = {"VIEW": RelationKind.VIEW, "MATERIALIZED VIEW": RelationKind.MATERIALIZED_VIEW,
+              "INDEX": RelationKind.INDEX}.get(stmt.kind)
     if wanted is not None and rel.kind is not wanted:
         raise WrongObjectType(f'"{rel.name}" is not a {wanted.display}')
     if column is not None and not any(f.name == column and not f.hidden for f in rel.fields):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from frontend.binder import bind_stream_select, ident
+from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
 from risingspark.catalog import (
@@ -43,28 +44,33 @@ def _is_materialized(ast: exp.Create) -> bool:
 
 def create(session: Session, ast: exp.Create, text: str) -> StatementResult:
     kind = (ast.args.get("kind") or "").upper()
+    if kind == "TABLE" and ast.expression is not None:
+        return views.create_table_as(session, ast, text)
     if kind == "TABLE":
         return create_table(session, ast, text)
     if kind == "VIEW" and _is_materialized(ast):
         return create_mv(session, ast, text)
     if kind == "VIEW":
-        raise FeatureNotSupported("CREATE VIEW is not supported yet; use CREATE MATERIALIZED VIEW")
+        return views.create_view(session, ast, text)
     raise FeatureNotSupported(f"CREATE {kind} is not supported yet")
 
 
-def _exists(session: Session, table: exp.Table, if_not_exists: bool) -> StatementResult | None:
-    reader = session.catalog_reader()
-    schema = ident(table.args.get("db")) or None
-    ref = reader.lookup(ident(table.this), schema)
-    if ref is not None and ref.relation is not None:
+def exists_result(session: Session, table: exp.Table, if_not_exists: bool, tag: str) -> StatementResult | None:
+    """None when no relation of the name exists in the target schema; else the result of ``IF NOT
+    EXISTS`` (a notice), or 42P07."""
+    rel = session.frontend.meta.catalog_snapshot().relation(schema_id(session, table), ident(table.this))
+    if rel is not None:
         if if_not_exists:
-            return StatementResult("", notices=[f'relation "{ref.name}" already exists, skipping'])
-        raise DuplicateTable(f'relation "{ref.name}" already exists')
+            return StatementResult(tag, notices=[f'relation "{rel.name}" already exists, skipping'])
+        raise DuplicateTable(f'relation "{rel.name}" already exists')
     return None
 
 
-def _schema_id(session: Session, table: exp.Table) -> int:
+def schema_id(session: Session, table: exp.Table) -> int:
     reader = session.catalog_reader()
+    catalog = ident(table.args.get("catalog")) or None
+    if catalog and catalog != reader.database.name:
+        raise FeatureNotSupported(f"cross-database references are not implemented: {table.sql(dialect='postgres')}")
     schema = ident(table.args.get("db")) or None
     return reader.schema_id(schema) if schema else reader.current_schema_id()
 
@@ -74,8 +80,7 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
     if not isinstance(schema_ast, exp.Schema):
         raise FeatureNotSupported("CREATE TABLE AS is not supported yet")
     table = schema_ast.this
-    if (done := _exists(session, table, bool(ast.args.get("exists")))) is not None:
-        done.tag = "CREATE_TABLE"
+    if (done := exists_result(session, table, bool(ast.args.get("exists")), "CREATE_TABLE")) is not None:
         return done
     if ast.args.get("properties") and any(not isinstance(p, exp.TemporaryProperty)
                                           for p in ast.args["properties"].expressions):
@@ -113,6 +118,15 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
     for n in pk_names:
         if n not in names:
             raise UndefinedColumn(f'column "{n}" named in key does not exist')
+    new_table(session, table, fields, pk_names, not_null, text)
+    return StatementResult("CREATE_TABLE")
+
+
+def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names: list[str], not_null: list[str],
+              text: str) -> RelationCatalog:
+    """Create a table of these columns (with a hidden row id when it has no primary key)."""
+    fields = list(fields)
+    names = [f.name for f in fields]
     row_id_index = None
     if pk_names:
         pk = tuple(names.index(n) for n in pk_names)
@@ -127,12 +141,11 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
     plan = StreamMaterialize(fields=ftuple, stream_key=pk, input=StreamExchange(
         fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, overwrite=True)
     rel = RelationCatalog(
-        id=rel_id, database_id=session.catalog_reader().database.id, schema_id=_schema_id(session, table),
+        id=rel_id, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
         status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
         extra={"not_null": not_null})
-    session.frontend.meta.create_relation(rel)
-    return StatementResult("CREATE_TABLE")
+    return session.frontend.meta.create_relation(rel)
 
 
 def choose_backfill(session: Session, bound) -> BackfillType:
@@ -160,8 +173,7 @@ def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: I
 
 def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     table = ast.this
-    if (done := _exists(session, table, bool(ast.args.get("exists")))) is not None:
-        done.tag = "CREATE_MATERIALIZED_VIEW"
+    if (done := exists_result(session, table, bool(ast.args.get("exists")), "CREATE_MATERIALIZED_VIEW")) is not None:
         return done
     meta = session.frontend.meta
     # Bind and plan before taking ids, so an invalid query allocates nothing.
@@ -171,7 +183,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     background = session.vars.flag("background_ddl")
     rate = session.vars.number("backfill_rate_limit")
     rel = RelationCatalog(
-        id=first, database_id=session.catalog_reader().database.id, schema_id=_schema_id(session, table),
+        id=first, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.MATERIALIZED_VIEW, fields=planned.fields, pk=planned.pk,
         dist_key=planned.pk, definition=text, status=JobStatus.CREATING,
         create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
@@ -181,14 +193,19 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         extra={"backfill_rate_limit": rate} if rate >= 0 else {})
     meta.create_relation(rel)
     if not background:
-        try:
-            meta.wait_created(rel.id, session.cancel_event)
-        except QueryCanceled:
-            # As RisingWave: interrupting a foreground CREATE cancels the job.
-            if rel.id in meta.catalog_snapshot().relations:
-                meta.drop_relation(rel.id, cascade=True)
-            raise
+        wait_foreground(session, rel)
     return StatementResult("CREATE_MATERIALIZED_VIEW")
+
+
+def wait_foreground(session: Session, rel: RelationCatalog) -> None:
+    """Wait until a foreground job's backfill is done; as RisingWave, interrupting it cancels the job."""
+    meta = session.frontend.meta
+    try:
+        meta.wait_created(rel.id, session.cancel_event)
+    except QueryCanceled:
+        if rel.id in meta.catalog_snapshot().relations:
+            meta.drop_relation(rel.id, cascade=True)
+        raise
 
 
 def explain_create(session: Session, ast: exp.Create, text: str) -> StatementResult:
@@ -199,22 +216,32 @@ def explain_create(session: Session, ast: exp.Create, text: str) -> StatementRes
     return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
 
 
+_DROP = {"TABLE": (RelationKind.TABLE, "DROP_TABLE"), "VIEW": (RelationKind.VIEW, "DROP_VIEW"),
+         "MATERIALIZED VIEW": (RelationKind.MATERIALIZED_VIEW, "DROP_MATERIALIZED_VIEW"),
+         "INDEX": (RelationKind.INDEX, "DROP_INDEX")}
+
+
 def drop(session: Session, ast: exp.Drop) -> StatementResult:
+    """``DROP {TABLE | VIEW | MATERIALIZED VIEW | INDEX} [IF EXISTS] name [, ...] [CASCADE]``. A
+    relation's indexes go with it; other dependents need CASCADE (2BP01 otherwise)."""
     kind = (ast.args.get("kind") or "").upper()
-    materialized = bool(ast.args.get("materialized"))
-    if kind == "TABLE":
-        want, tag = RelationKind.TABLE, "DROP_TABLE"
-    elif kind == "VIEW" and materialized:
-        want, tag = RelationKind.MATERIALIZED_VIEW, "DROP_MATERIALIZED_VIEW"
-    else:
-        raise FeatureNotSupported(f"DROP {'MATERIALIZED ' if materialized else ''}{kind} is not supported yet")
+    if kind == "SCHEMA":
+        from frontend.handlers.commands import drop_schema
+
+        return drop_schema(session, ast)
+    if kind == "VIEW" and ast.args.get("materialized"):
+        kind = "MATERIALIZED VIEW"
+    if kind not in _DROP:
+        raise FeatureNotSupported(f"DROP {kind} is not supported yet")
+    want, tag = _DROP[kind]
     reader = session.catalog_reader()
     notices: list[str] = []
     targets: list[RelationCatalog] = []
     tables = ast.args.get("tables") or [ast.this]
     for t in tables:
         schema = ident(t.args.get("db")) or None
-        ref = reader.lookup(ident(t.this), schema)
+        ref = None if schema and session.frontend.meta.catalog_snapshot().schema(reader.database.id, schema) \
+            is None and ast.args.get("exists") else reader.lookup(ident(t.this), schema)
         if ref is None or ref.relation is None:
             if ast.args.get("exists"):
                 notices.append(f'{want.display} "{ident(t.this)}" does not exist, skipping')
@@ -222,11 +249,20 @@ def drop(session: Session, ast: exp.Drop) -> StatementResult:
             raise UndefinedTable(f'{want.display} "{ident(t.this)}" does not exist')
         rel = ref.relation
         if rel.kind is not want:
-            hint = "Use DROP MATERIALIZED VIEW to remove a materialized view." if \
-                rel.kind is RelationKind.MATERIALIZED_VIEW else "Use DROP TABLE to remove a table."
+            hint = f"Use DROP {rel.kind.display.upper()} to remove a {rel.kind.display}."
             raise WrongObjectType(f'"{rel.name}" is not a {want.display}', hint=hint)
         targets.append(rel)
+    meta = session.frontend.meta
     for rel in targets:
-        if rel.id in session.frontend.meta.catalog_snapshot().relations:
-            session.frontend.meta.drop_relation(rel.id, cascade=bool(ast.args.get("cascade")))
+        if rel.id in meta.catalog_snapshot().relations:
+            drop_with_indexes(session, rel, cascade=bool(ast.args.get("cascade")))
     return StatementResult(tag, notices=notices)
+
+
+def drop_with_indexes(session: Session, rel: RelationCatalog, *, cascade: bool) -> None:
+    meta = session.frontend.meta
+    if not cascade:
+        for index in [r for r in meta.catalog_snapshot().dependents(rel.id) if r.kind is RelationKind.INDEX]:
+            if not meta.catalog_snapshot().dependents(index.id):
+                meta.drop_relation(index.id)
+    meta.drop_relation(rel.id, cascade=cascade)

@@ -47,7 +47,7 @@ SEQUENCE = IdGenerator()
 def _target(session: Session, table: exp.Table, verb: str) -> RelationCatalog:
     rel = session.catalog_reader().resolve_user(table)
     if rel.kind is not RelationKind.TABLE:
-        raise WrongObjectType(f'cannot {verb} materialized view "{rel.name}"')
+        raise WrongObjectType(f'cannot {verb} {rel.kind.display} "{rel.name}"')
     return rel
 
 

@@ -1,0 +1,2 @@
+{{ config(materialized='table') }}
+select customer_id, name, country from {{ ref('customers') }}
