@@ -156,9 +156,18 @@ def _constraintdef(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expre
 
 
 def _indexdef(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
-    if len(args) > 1 and literal_value(args[1]) not in (0, None):
+    from frontend.catalog.pg_relations import index_definition, user_indexes
+
+    column = literal_value(args[1]) if len(args) > 1 else 0
+    if column is NotImplemented:  # per attribute (psql's \d of an index): the column's name
+        ifs = [exp.If(this=exp.and_(exp.EQ(this=args[0].copy(), expression=_lit(index.id)),
+                                    exp.EQ(this=args[1].copy(), expression=_lit(n))), true=_lit(f.name))
+               for index, _ in user_indexes(ctx.sys)
+               for n, f in enumerate((f for f in index.fields if not f.hidden), 1)]
+        return exp.Case(ifs=ifs, default=exp.null()) if ifs else exp.null()
+    if column not in (0, None):
         return exp.null()
-    defs = {}
+    defs = {index.id: index_definition(ctx.sys, index, base) for index, base in user_indexes(ctx.sys)}
     for r in ctx.sys.relations():
         if has_pk(r):
             cols = ", ".join(r.fields[i].name for i in r.pk)

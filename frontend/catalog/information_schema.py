@@ -21,7 +21,7 @@ def _schemata(ctx: SystemContext) -> list[tuple]:
 
 def _tables(ctx: SystemContext) -> list[tuple]:
     return [(ctx.database, r.schema, r.name, table_type(r.kind), None, None, None, None, None,
-             "YES" if r.kind == "table" else "NO", "NO", None) for r in user_relations(ctx)]
+             "YES" if r.kind == "table" else "NO", "NO", None) for r in user_relations(ctx) if r.kind != "index"]
 
 
 def _numeric(name: TypeName, precision: int | None, scale: int | None) -> tuple:
@@ -38,6 +38,8 @@ def _columns(ctx: SystemContext) -> list[tuple]:
     out = []
     for r in user_relations(ctx):
         assert r.user is not None
+        if r.kind == "index":
+            continue
         types = {f.name: f.type for f in r.user.fields}
         for pos, c in enumerate(r.columns, 1):
             t = types[c.name]

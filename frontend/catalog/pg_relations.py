@@ -5,12 +5,13 @@
 Tables are relkind ``r``, materialized views ``m`` (as RisingWave). A table's primary key appears as
 a constraint (``contype = 'p'``) backed by an index entry in `pg_index` whose OID is
 `PK_INDEX_OID_BASE` + the table's; the index has no `pg_class` row, so ``\\di`` lists no index
-(RisingWave keeps the primary key in the table itself).
+(RisingWave keeps the primary key in the table itself). Indexes made by CREATE INDEX are relkind
+``i`` with access method btree, in `pg_index` and `pg_indexes`.
 """
 
 from __future__ import annotations
 
-from frontend.catalog.oids import PG_CLASS_OID, PK_INDEX_OID_BASE
+from frontend.catalog.oids import BTREE_AM_OID, PG_CLASS_OID, PK_INDEX_OID_BASE
 from frontend.catalog.relations import (
     CatalogRelation,
     all_relations,
@@ -40,11 +41,36 @@ def pk_definition(rel: RelationCatalog) -> str:
     return "PRIMARY KEY (" + ", ".join(rel.fields[i].name for i in rel.pk) + ")"
 
 
+def user_indexes(ctx: SystemContext) -> list[tuple[RelationCatalog, RelationCatalog]]:
+    """Every index of the session's database with the relation it indexes."""
+    rels = {r.id: r for r in ctx.relations()}
+    return [(r, rels[r.dependencies[0]]) for r in rels.values()
+            if r.kind is RelationKind.INDEX and r.dependencies and r.dependencies[0] in rels]
+
+
+def index_attnums(index: RelationCatalog, base: RelationCatalog) -> list[int]:
+    """The `attnum`s in the indexed relation of an index's visible columns."""
+    visible = [f.name for f in base.fields if not f.hidden]
+    return [visible.index(f.name) + 1 for f in index.fields if not f.hidden and f.name in visible]
+
+
+def index_key_count(index: RelationCatalog) -> int:
+    return len(index.extra.get("index_columns") or [])
+
+
+def index_definition(ctx: SystemContext, index: RelationCatalog, base: RelationCatalog) -> str:
+    """As `pg_indexes.indexdef`: ``CREATE INDEX i ON s.t USING btree (a, b)``."""
+    keys = ", ".join(index.extra.get("index_columns") or [])
+    return f"CREATE INDEX {index.name} ON {ctx.schema_name(base)}.{base.name} USING btree ({keys})"
+
+
 def _pg_class(ctx: SystemContext) -> list[tuple]:
     out = []
+    indexed = {base.id for _, base in user_indexes(ctx)}
     for r in all_relations(ctx):
-        pk = r.user is not None and has_pk(r.user)
-        out.append((r.oid, r.name, r.namespace, 0, 0, r.owner, 0, r.oid, 0, 0, -1.0, 0, 0, pk, False, "p",
+        pk = r.user is not None and (has_pk(r.user) or r.user.id in indexed)
+        am = BTREE_AM_OID if r.kind == "index" else 0
+        out.append((r.oid, r.name, r.namespace, 0, 0, r.owner, am, r.oid, 0, 0, -1.0, 0, 0, pk, False, "p",
                     r.relkind, len(r.columns), 0, False, False, False, False, False, True, "d", False, 0, 0, 0,
                     None, None, None))
     return out
@@ -77,6 +103,11 @@ def _pg_index(ctx: SystemContext) -> list[tuple]:
         out.append((PK_INDEX_OID_BASE + r.oid, r.oid, len(keys), len(keys), True, False, True, False, True,
                     False, True, False, True, True, False, keys, [0] * len(keys), [0] * len(keys),
                     [0] * len(keys), None, None))
+    for index, base in user_indexes(ctx):
+        keys = index_attnums(index, base)
+        out.append((index.id, base.id, len(keys), index_key_count(index), False, False, False, False, True, False,
+                    not index.is_creating, False, True, True, False, keys, [0] * len(keys), [0] * len(keys),
+                    [0] * len(keys), None, None))
     return out
 
 
@@ -97,6 +128,8 @@ def _pg_indexes(ctx: SystemContext) -> list[tuple]:
         cols = ", ".join(r.user.fields[i].name for i in r.user.pk)
         out.append((r.schema, r.name, f"{r.name}_pkey", None,
                     f"CREATE UNIQUE INDEX {r.name}_pkey ON {r.schema}.{r.name} USING btree ({cols})"))
+    for index, base in user_indexes(ctx):
+        out.append((ctx.schema_name(base), base.name, index.name, None, index_definition(ctx, index, base)))
     return out
 
 

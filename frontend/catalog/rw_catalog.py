@@ -64,6 +64,13 @@ def _views(ctx: SystemContext) -> list[tuple]:
     return [(r.oid, r.name, r.namespace, ROOT_OID, r.definition, "") for r in user_relations(ctx) if r.relkind == "v"]
 
 
+def _indexes(ctx: SystemContext) -> list[tuple]:
+    from frontend.catalog.pg_relations import index_attnums, user_indexes
+
+    return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, ROOT_OID, i.definition,
+             "", _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
+
+
 def _relations(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.system import SYSTEM_TABLES
 
@@ -108,7 +115,7 @@ def _depend(ctx: SystemContext) -> list[tuple]:
 
 
 def _fragment_flags(rel: RelationCatalog) -> list[str]:
-    flags = ["MVIEW"] if rel.kind is RelationKind.MATERIALIZED_VIEW else ["MVIEW", "DML"]
+    flags = ["MVIEW", "DML"] if rel.kind is RelationKind.TABLE else ["MVIEW"]
     if rel.dependencies:
         flags.append("STREAM_SCAN")
     return flags
@@ -167,7 +174,7 @@ TABLES = [
     SystemTable("rw_catalog", "rw_views", 507, _RELATION, _views),
     SystemTable("rw_catalog", "rw_indexes", 508,
                 "id int4, name text, primary_table_id int4, indkey int2[], schema_id int4, owner int4, "
-                "definition text, acl text, initialized_at timestamptz, created_at timestamptz"),
+                "definition text, acl text, initialized_at timestamptz, created_at timestamptz", _indexes),
     SystemTable("rw_catalog", "rw_functions", 509,
                 "id int4, name text, schema_id int4, owner int4, type text, arg_type_ids int4[], "
                 "return_type_id int4, language text, link text, acl text"),

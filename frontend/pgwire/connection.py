@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 
 from risingspark.errors import AdminShutdown, FeatureNotSupported, ProtocolViolation, RisingSparkError
@@ -238,6 +239,11 @@ class Connection:
         try:
             if is_empty_query(sql):
                 self.sink.send(be.empty_query_response())
+            elif m_ := _DEALLOCATE.fullmatch(sql):
+                name = m_.group("name")
+                everything = name.upper() == "ALL" and not name.startswith('"')
+                self._extended.deallocate(None if everything else _unquote_ident(name))
+                self.sink.send(be.command_complete("DEALLOCATE ALL" if everything else "DEALLOCATE"))
             else:
                 count = 0
                 results = self.session.execute_simple(sql)
@@ -318,6 +324,13 @@ class Connection:
                 state = False
         if state is not None:
             self.in_transaction = state
+
+
+_DEALLOCATE = re.compile(r'\s*DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>"(?:[^"]|"")+"|\w+)\s*;?\s*', re.IGNORECASE)
+
+
+def _unquote_ident(name: str) -> str:
+    return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
 
 
 async def _aclose(results: AsyncIterator[StatementResult]) -> None:

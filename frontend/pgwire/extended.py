@@ -91,6 +91,16 @@ class ExtendedQuery:
         if "" in self._statements:
             self._drop_statement("")
 
+    def deallocate(self, name: str | None) -> None:
+        """SQL ``DEALLOCATE name`` (None: ``DEALLOCATE ALL``), which drivers send to drop the
+        statements they prepared through Parse (psycopg 3 does on rollback and cache eviction)."""
+        if name is None:
+            for n in [n for n in self._statements if n]:
+                self._drop_statement(n)
+            return
+        self._statement(name)
+        self._drop_statement(name)
+
     # ---- messages -------------------------------------------------------------------------------
     def _parse(self, msg: m.Parse) -> None:
         if msg.name and msg.name in self._statements:
