@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.pgwire.auth import PasswordAuth
 from frontend.pgwire.server import PgServer
 from risingspark.errors import InvalidCatalogName, QueryCanceled, SyntaxError_, UndefinedTable
 from risingspark.types import DataType
@@ -167,9 +168,9 @@ def _norm(sql: str) -> str:
 class ServerThread:
     """A `PgServer` with fake sessions, served by an event loop in a background thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, auth: PasswordAuth | None = None) -> None:
         self.state = FakeState()
-        self.server = PgServer("127.0.0.1", 0, lambda: FakeSession(self.state))
+        self.server = PgServer("127.0.0.1", 0, lambda: FakeSession(self.state), auth)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="pgwire-test-server", daemon=True)
         self._ready = threading.Event()
