@@ -187,6 +187,8 @@ def _wire_type(t: pa.DataType) -> pa.DataType | None:
     """The Arrow type the wire encodes for a result type (lists of such types included); None when
     values are sent as their text."""
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        if t.value_type in (pa.uint16(), pa.uint32()):  # int2vector, oidvector
+            return pa.list_(t.value_type)
         elem = _wire_type(t.value_type)
         return pa.list_(elem) if elem is not None else None
     try:

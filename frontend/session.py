@@ -334,9 +334,15 @@ class Session:
         return self._after_dml(result)
 
 
+VECTOR_OIDS = {pa.uint16(): 22, pa.uint32(): 30}  # int2vector, oidvector (`frontend.catalog.table`)
+
+
 def columns_of(table: pa.Table) -> list[ColumnDesc]:
     out = []
     for f in table.schema:
+        if pa.types.is_list(f.type) and f.type.value_type in VECTOR_OIDS:
+            out.append(ColumnDesc(f.name, VECTOR_OIDS[f.type.value_type]))
+            continue
         if pa.types.is_list(f.type):
             elem = DataType.from_arrow(f.type.value_type)
             out.append(ColumnDesc(f.name, PG_TYPES_BY_OID[elem.oid].array_oid))

@@ -182,7 +182,7 @@ TABLES = [
                 "indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, "
                 "indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool, "
                 "indisclustered bool, indisvalid bool, indcheckxmin bool, indisready bool, indislive bool, "
-                "indisreplident bool, indkey int2[], indcollation oid[], indclass oid[], indoption int2[], "
+                "indisreplident bool, indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector, "
                 "indexprs text, indpred text", _pg_index),
     SystemTable("pg_catalog", "pg_constraint", 104,
                 "oid oid, conname name, connamespace oid, contype char, condeferrable bool, condeferred bool, "

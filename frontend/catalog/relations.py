@@ -51,7 +51,7 @@ def view_query(definition: str) -> str:
     return definition[m.end():].strip().rstrip(";").strip() if m else definition
 
 
-_SYSTEM_COLUMN_TYPES = {"oid": 26, "int2": 21, "int4": 23, "int8": 20, "bool": 16, "text": 25, "name": 19,
+_SYSTEM_COLUMN_TYPES = {"int2vector": 22, "oidvector": 30, "oid": 26, "int2": 21, "int4": 23, "int8": 20, "bool": 16, "text": 25, "name": 19,
                         "char": 18, "float4": 700, "float8": 701, "timestamptz": 1184}
 
 

@@ -308,6 +308,12 @@ def _oid_context(node: exp.Expression) -> bool:
         parent = parent.parent
     if isinstance(parent, exp.Cast | exp.TryCast):
         return _target_name(parent.to) in ("oid", "int", "integer", "bigint", "int4", "int8")
+    if isinstance(parent, exp.Anonymous | exp.Func) and not isinstance(parent, exp.Cast | exp.TryCast):
+        # an argument of a catalog function taking an OID (obj_description('t'::regclass), ...)
+        from frontend.catalog.functions import BUILDERS
+
+        name = str(parent.this) if isinstance(parent, exp.Anonymous) else parent.sql_name()
+        return name.lower() in BUILDERS
     return isinstance(parent, exp.EQ | exp.NEQ | exp.In | exp.GT | exp.LT | exp.GTE | exp.LTE)
 
 

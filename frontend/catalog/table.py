@@ -24,6 +24,9 @@ _ARROW: dict[str, pa.DataType] = {
     "oid": pa.int64(), "int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "bool": pa.bool_(),
     "text": pa.string(), "name": pa.string(), "char": pa.string(), "float4": pa.float32(),
     "float8": pa.float64(), "timestamptz": pa.timestamp("us", tz="UTC"),
+    # Postgres' vector types hold non-negative values here; unsigned elements keep them apart from
+    # arrays (int2[]) through DuckDB, so the wire sends them as int2vector/oidvector ("1 2").
+    "int2vector": pa.list_(pa.uint16()), "oidvector": pa.list_(pa.uint32()),
 }
 
 

@@ -39,6 +39,7 @@ TEXT_LIKE = frozenset({0, TEXT, VARCHAR, NAME, CHAR, BPCHAR, UNKNOWN, JSON})
 ARRAY_ELEMENTS = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
                   1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 1182: DATE,
                   1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1231: NUMERIC}
+VECTOR_ELEMENTS = {22: INT2, 30: OID}  # int2vector and oidvector: "1 2" in text, arrays in binary
 _INT_RANGES = {INT2: (16, "smallint"), INT4: (32, "integer"), INT8: (64, "bigint"), OID: (33, "oid")}
 _TYPE_NAMES = {BOOL: "boolean", FLOAT4: "real", FLOAT8: "double precision", NUMERIC: "numeric",
                DATE: "date", TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamp with time zone", BYTEA: "bytea"}
@@ -163,6 +164,8 @@ def format_array(values: list, elem_oid: int) -> str:
 
 def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
     """One non-null value in text format."""
+    if isinstance(value, list | tuple) and oid in VECTOR_ELEMENTS:
+        return " ".join(str(v) for v in value).encode()
     if isinstance(value, list | tuple):
         return format_array(list(value), ARRAY_ELEMENTS.get(oid, TEXT)).encode()
     if isinstance(value, bool):
@@ -258,7 +261,7 @@ def array_to_binary(values: list, elem_oid: int) -> bytes:
 def binary_value(value: Any, oid: int, typmod: int = -1) -> bytes:
     """One non-null value in the binary format of type `oid` (text bytes for text-like types)."""
     if isinstance(value, list | tuple):
-        return array_to_binary(list(value), ARRAY_ELEMENTS.get(oid, TEXT))
+        return array_to_binary(list(value), VECTOR_ELEMENTS.get(oid) or ARRAY_ELEMENTS.get(oid, TEXT))
     if oid == BOOL:
         return b"\x01" if value else b"\x00"
     if oid == INT2:

@@ -1,0 +1,152 @@
+"""psycopg 3 and psycopg2 against the playground: binary parameters of every supported type through a
+table and back, prepared statements, executemany, pipeline mode, COPY FROM STDIN, server-side
+cancel, DEALLOCATE, and transactions that auto-commit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from decimal import Decimal
+
+import psycopg
+import psycopg2
+import pytest
+from psycopg import errors
+
+from conftest import PlaygroundProcess, unique_name
+
+pytestmark = pytest.mark.e2e
+
+UTC = dt.UTC
+COLUMNS = ("k int primary key, a smallint, b int, c bigint, d real, e double precision, f numeric(20, 4), "
+           "g boolean, h varchar, i date, j timestamp, l timestamptz")
+ROWS = [
+    (1, 1, 100_000, 1 << 40, 1.5, -1.25, Decimal("61.5000"), True, "héllo", dt.date(2024, 2, 29),
+     dt.datetime(2024, 1, 2, 3, 4, 5, 6), dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+    (2, -32768, -7, -(1 << 62), None, 1e300, Decimal("-1234567890123456.0001"), False, "", dt.date(1970, 1, 1),
+     dt.datetime(1999, 12, 31, 23, 59, 59), dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)),
+    (3, None, None, None, None, None, None, None, None, None, None, None),
+]
+
+
+@pytest.fixture
+def table(conn: psycopg.Connection) -> str:
+    name = unique_name("pg_types")
+    conn.execute(f"create table {name} ({COLUMNS})")
+    return name
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_parameters_of_every_type_round_trip(conn: psycopg.Connection, table: str, binary: bool) -> None:
+    with conn.cursor(binary=binary) as cur:
+        cur.executemany(f"insert into {table} values ({', '.join(['%s'] * 12)})", ROWS)
+        cur.execute("flush")
+        cur.execute(f"select * from {table} order by k")
+        assert cur.fetchall() == ROWS
+        # parameters in WHERE, typed by the server from the column they meet
+        cur.execute(f"select k from {table} where c = %s and i = %s and l = %s", (1 << 40, dt.date(2024, 2, 29),
+                                                                                 ROWS[0][11]))
+        assert cur.fetchall() == [(1,)]
+
+
+def test_prepared_statements_and_deallocate(conn: psycopg.Connection, table: str) -> None:
+    conn.execute(f"insert into {table} (k, b) values (1, 10), (2, 20), (3, 30)")
+    conn.execute("flush")
+    for i in range(8):  # psycopg prepares a statement run 5 times and more
+        assert conn.execute(f"select b from {table} where k = %s", (i % 3 + 1,), prepare=True).fetchone() == \
+            ((i % 3 + 1) * 10,)
+    conn.execute("deallocate all")
+    assert conn.execute(f"select count(*) from {table}").fetchone() == (3,)
+    with pytest.raises(errors.InvalidSqlStatementName):
+        conn.execute("deallocate nope")
+
+
+def test_pipeline(conn: psycopg.Connection, table: str) -> None:
+    with conn.pipeline():
+        conn.execute(f"insert into {table} (k, h) values (%s, %s)", (1, "one"))
+        conn.execute(f"insert into {table} (k, h) values (%s, %s)", (2, "two"))
+        conn.execute("flush")
+        cur = conn.execute(f"select h from {table} order by k")
+        count = conn.execute(f"select count(*) from {table} where k > %s", (0,))
+    assert cur.fetchall() == [("one",), ("two",)]
+    assert count.fetchone() == (2,)
+    # an error inside the pipeline fails it, and the connection goes on
+    with pytest.raises(errors.UndefinedTable), conn.pipeline():
+        conn.execute("select * from missing_in_pipeline")
+        conn.execute("select 1")
+    assert conn.execute("select 2").fetchone() == (2,)
+
+
+def test_copy_from_stdin(conn: psycopg.Connection, table: str) -> None:
+    with conn.cursor() as cur:
+        with cur.copy(f"copy {table} (k, b, h, i) from stdin") as copy:
+            for k in range(1, 2001):
+                copy.write_row((k, k * 2, f"row {k}", dt.date(2024, 1, 1) + dt.timedelta(days=k % 30)))
+        assert cur.rowcount == 2000
+        with cur.copy(f"copy {table} (k, h) from stdin with (format csv, header true)") as copy:
+            copy.write('k,h\n5001,"quoted, text"\n5002,\n')
+    conn.execute("flush")
+    assert conn.execute(f"select count(*), sum(b), max(i) from {table}").fetchone() == \
+        (2002, sum(k * 2 for k in range(1, 2001)), dt.date(2024, 1, 30))
+    assert conn.execute(f"select h from {table} where k >= 5001 order by k").fetchall() == [("quoted, text",), (None,)]
+    with pytest.raises(errors.UndefinedColumn), conn.cursor() as cur, cur.copy(f"copy {table} (nope) from stdin"):
+        pass
+    assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_cancel_a_long_query(playground: PlaygroundProcess) -> None:
+    with playground.connect() as conn:
+        long_query = "select count(*) from generate_series(1, 100000) a, generate_series(1, 100000) b where a <> b"
+        started = threading.Event()
+        result: list[BaseException] = []
+
+        def run() -> None:
+            started.set()
+            try:
+                conn.execute(long_query)
+            except BaseException as e:  # noqa: BLE001 - handed to the test thread
+                result.append(e)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        started.wait()
+        with playground.connect() as watcher:
+            while not any(r[6] == long_query for r in watcher.execute("show processlist").fetchall()):
+                pass
+        conn.cancel_safe()
+        worker.join()
+        assert len(result) == 1 and isinstance(result[0], errors.QueryCanceled)
+        assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_transactions_auto_commit(playground: PlaygroundProcess, table: str) -> None:
+    with psycopg.connect(playground.dsn) as conn:  # not autocommit: psycopg sends BEGIN
+        conn.execute(f"insert into {table} (k) values (1)")
+        with pytest.raises(errors.UndefinedTable):
+            conn.execute("select * from nope")
+        conn.rollback()
+        conn.execute("flush")
+        with conn.transaction():
+            conn.execute("savepoint s")
+            conn.execute("rollback to savepoint s")
+            assert conn.execute(f"select count(*) from {table}").fetchone() == (1,)
+
+
+def test_psycopg2(playground: PlaygroundProcess, table: str) -> None:
+    conn = psycopg2.connect(host="127.0.0.1", port=playground.port, user="root", dbname="dev")
+    try:
+        cur = conn.cursor()
+        cur.executemany(f"insert into {table} values ({', '.join(['%s'] * 12)})", ROWS)
+        cur.execute("flush")
+        cur.execute(f"select * from {table} order by k")
+        got = cur.fetchall()
+        assert [r[:10] for r in got] == [r[:10] for r in ROWS]
+        try:
+            cur.execute("select * from nope")
+        except psycopg2.errors.UndefinedTable:
+            conn.rollback()
+        cur.execute("select count(*) from %s" % table)  # noqa: UP031 - a name, not a value
+        assert cur.fetchone() == (3,)
+        conn.commit()
+    finally:
+        conn.close()
