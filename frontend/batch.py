@@ -28,6 +28,7 @@ from sqlglot import exp
 from frontend.binder import CatalogReader, ident
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
+from frontend.index_lookup import index_scan
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import (
     DataException,
@@ -145,7 +146,12 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
                         ctx: QueryContext, full: bool) -> None:
     ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
     registered: dict[tuple[str, str], str] = {}
-    for table in list(query.find_all(exp.Table)):
+    tables = list(query.find_all(exp.Table))
+    uses: dict[str, int] = {}  # references by name: an index read stands for a relation read once
+    for table in tables:
+        if isinstance(table.this, exp.Identifier):
+            uses[ident(table.this)] = uses.get(ident(table.this), 0) + 1
+    for table in tables:
         if not isinstance(table.this, exp.Identifier):
             if isinstance(table.this, exp.Func | exp.Anonymous):
                 continue  # a table function such as generate_series(...)
@@ -162,7 +168,10 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
             elif ref.relation is not None and ref.relation.kind is RelationKind.INDEX:
                 raise WrongObjectType(f'"{ref.name}" is an index')
             elif ref.relation is not None:
-                data = engine.read_relation(ref.relation, ctx.version, hidden=full)
+                point = None
+                if not full and uses.get(ident(table.this)) == 1:
+                    point = index_scan(engine, ref.relation, table, ctx.catalog.snapshot, ctx.version)
+                data = point if point is not None else engine.read_relation(ref.relation, ctx.version, hidden=full)
             else:
                 data = ctx.system_rows(ref.schema, ref.name)
             con.register(reg, data)

@@ -366,6 +366,24 @@ def _param_count(sql: str) -> int:
     return max(nums, default=0)
 
 
+def _numeric_type(d: Decimal) -> str:
+    """A numeric type holding `d` exactly (a bare ``numeric`` would be DuckDB's DECIMAL(18,3)).
+
+    >>> _numeric_type(Decimal("-1234567890123456.0001")), _numeric_type(Decimal("61.50")), _numeric_type(Decimal("1E+3"))
+    ('numeric(20, 4)', 'numeric(4, 2)', 'numeric(4, 0)')
+    """
+    if not d.is_finite():
+        return "numeric"
+    sign, digits, exponent = d.as_tuple()
+    assert isinstance(exponent, int)
+    scale = max(0, -exponent)
+    integer_digits = max(1, len(digits) + exponent)
+    precision = integer_digits + scale
+    if precision > 38:
+        return "numeric"
+    return f"numeric({precision}, {scale})"
+
+
 def sql_literal(value: Any, oid: int) -> str:
     """A parameter value as a SQL literal of the parameter's type."""
     if value is None:
@@ -378,7 +396,7 @@ def sql_literal(value: Any, oid: int) -> str:
     if isinstance(value, float):
         return f"CAST('{value!r}' AS double precision)"
     if isinstance(value, Decimal):
-        return f"CAST('{value}' AS numeric)"
+        return f"CAST('{value}' AS {_numeric_type(value)})"
     if isinstance(value, dt.datetime):
         return f"CAST('{value.isoformat(sep=' ')}' AS {'timestamptz' if value.tzinfo else 'timestamp'})"
     if isinstance(value, dt.date):
@@ -386,6 +404,11 @@ def sql_literal(value: Any, oid: int) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         raise FeatureNotSupported("bytea parameters are not supported")
     text = "'" + str(value).replace("'", "''") + "'"
+    if oid == 1700 and isinstance(value, str):
+        try:
+            return f"CAST({text} AS {_numeric_type(Decimal(value))})"
+        except ArithmeticError:
+            pass
     cast = _CAST_BY_OID.get(oid)
     return f"CAST({text} AS {cast})" if cast and oid not in (25, 1043) else text
 

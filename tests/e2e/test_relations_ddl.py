@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import httpx
 import psycopg
 import pytest
 from psycopg import errors
@@ -174,7 +175,7 @@ def test_comments(conn: psycopg.Connection, schema: str) -> None:
     conn.execute("create materialized view m as select id, v from t")
     conn.execute("create view w as select id from t")
     # as RisingWave (and dbt's persist_docs): COMMENT ON TABLE names any relation
-    conn.execute(f'comment on table "dev"."{schema}"."m" is \'the mv''s text\'')
+    conn.execute(f"""comment on table "dev"."{schema}"."m" is 'the mv''s text'""")
     conn.execute("comment on view w is 'a view'")
     conn.execute(f'comment on column "{schema}"."m".v is \'value\'')
     assert conn.execute("select obj_description('m'::regclass), obj_description('w'::regclass), "
@@ -236,3 +237,43 @@ def test_show_processlist_and_kill(playground: PlaygroundProcess, conn: psycopg.
     assert len(failure) == 1 and isinstance(failure[0], errors.QueryCanceled)
     with pytest.raises(errors.UndefinedObject):
         conn.execute("kill 999999")
+
+
+def _index_lookups(playground: PlaygroundProcess, index: str) -> float:
+    text = httpx.get(f"http://127.0.0.1:{playground.meta_port}/metrics", timeout=30).text
+    for line in text.splitlines():
+        if line.startswith("risingspark_frontend_index_lookups_total{") and f'index="{index}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_point_queries_read_one_vnode_of_an_index(playground: PlaygroundProcess, conn: psycopg.Connection,
+                                                   schema: str, oracle_dsn: str) -> None:
+    setup = ["create table people (id int primary key, city varchar, score numeric(10, 2), born date)",
+             "insert into people select g, 'city ' || (g % 37), (g % 101) * 1.25, "
+             "date '2000-01-01' + (g % 400) from generate_series(1, 3000) g"]
+    for sql in setup:
+        conn.execute(sql)
+    conn.execute("flush")
+    conn.execute("create index people_by_city on people (city)")
+    conn.execute("create index people_by_score on people (score, born)")
+    _oracle(oracle_dsn, ["drop table if exists people", *setup], "select 1")
+    queries = ["select id, score from people where city = 'city 7' order by id",
+               "select count(*), sum(score) from people where city = 'city 36' and id > 100",
+               "select p.id from people p where p.score = 12.50 and p.born = '2000-01-27' order by 1",
+               "select id from people where city = 'nowhere'"]
+    for q in queries:
+        before = (_index_lookups(playground, "people_by_city"), _index_lookups(playground, "people_by_score"))
+        assert conn.execute(q).fetchall() == _oracle(oracle_dsn, [], q), q
+        after = (_index_lookups(playground, "people_by_city"), _index_lookups(playground, "people_by_score"))
+        assert sum(after) == sum(before) + 1, q
+    # the index follows updates of its table
+    conn.execute("update people set city = 'moved' where id in (7, 44)")
+    conn.execute("flush")
+    assert conn.execute("select id from people where city = 'moved' order by id").fetchall() == [(7,), (44,)]
+    assert conn.execute("select count(*) from people where city = 'city 7'").fetchone() == (79,)
+    # not a point query on the index columns: a scan of the table
+    before = _index_lookups(playground, "people_by_score")
+    assert conn.execute("select count(*) from people where score = 12.50").fetchone() == \
+        _oracle(oracle_dsn, [], "select count(*) from people where score = 12.50")[0]
+    assert _index_lookups(playground, "people_by_score") == before
