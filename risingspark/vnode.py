@@ -2,7 +2,8 @@
 
 The hash is Spark's Murmur3 ``hash()`` over the distribution key cast to its declared type, so every
 epoch round computes the same vnode for the same key; state tables are sorted by ``(vnode, pk)``.
-Python never needs to recompute a vnode: every stored row carries its ``_vnode``.
+Every stored row carries its ``_vnode``; `vnode_of` computes it in Python for point lookups (a batch
+query reading the one vnode of an index that holds a key), checked against Spark in tests/spark.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def spark_hash(values: list | tuple, spark_types: list[str] | tuple[str, ...], s
     `datetime` (microseconds since the epoch, naive ones read as UTC).
 
     >>> spark_hash([1], ["INT"]), spark_hash(["a"], ["STRING"])
-    (-559580957, -1426326016)
+    (-559580957, 1485273170)
     """
     import datetime as dt
     import struct
@@ -122,7 +123,7 @@ def spark_hash(values: list | tuple, spark_types: list[str] | tuple[str, ...], s
             if precision <= 18:
                 h = _hash_long(unscaled, h)
             else:  # Java's BigInteger.toByteArray: minimal two's complement, big-endian
-                n = max(1, (unscaled.bit_length() + 8) // 8)
+                n = (unscaled if unscaled >= 0 else -unscaled - 1).bit_length() // 8 + 1
                 h = _hash_bytes(unscaled.to_bytes(n, "big", signed=True), h)
         elif t in ("STRING", "VARCHAR") or t.startswith("VARCHAR"):
             h = _hash_bytes(str(v).encode(), h)
