@@ -21,6 +21,7 @@ from risingspark.catalog import (
 )
 from risingspark.chunk import ROW_ID
 from risingspark.errors import (
+    DependentObjectsStillExist,
     DuplicateColumn,
     DuplicateTable,
     FeatureNotSupported,
@@ -260,9 +261,13 @@ def drop(session: Session, ast: exp.Drop) -> StatementResult:
 
 
 def drop_with_indexes(session: Session, rel: RelationCatalog, *, cascade: bool) -> None:
+    """Drop a relation with its indexes (one meta transaction); other dependents need `cascade`."""
     meta = session.frontend.meta
-    if not cascade:
-        for index in [r for r in meta.catalog_snapshot().dependents(rel.id) if r.kind is RelationKind.INDEX]:
-            if not meta.catalog_snapshot().dependents(index.id):
-                meta.drop_relation(index.id)
-    meta.drop_relation(rel.id, cascade=cascade)
+    others = [d for d in meta.catalog_snapshot().dependents(rel.id) if d.kind is not RelationKind.INDEX]
+    if others and not cascade:
+        dep = others[0]
+        raise DependentObjectsStillExist(
+            f"cannot drop {rel.kind.display} {rel.name} because other objects depend on it",
+            detail=f"{dep.kind.display} {dep.name} depends on {rel.kind.display} {rel.name}",
+            hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    meta.drop_relation(rel.id, cascade=True)

@@ -152,8 +152,14 @@ def test_drop_cascade(conn: psycopg.Connection, schema: str) -> None:
     conn.execute("create view v as select * from t")
     conn.execute("create materialized view m as select count(*) as n from v")
     conn.execute("create index i on m (n)")
-    with pytest.raises(errors.DependentObjectsStillExist):
+    with pytest.raises(errors.DependentObjectsStillExist) as info:
         conn.execute("drop table t")
+    assert info.value.diag.message_detail == "view v depends on table t"
+    with pytest.raises(errors.DependentObjectsStillExist):
+        conn.execute("drop view v")
+    # a failed DROP drops nothing, indexes included
+    assert conn.execute("select count(*) from rw_indexes i join rw_schemas s on s.id = i.schema_id "
+                        "where i.name = 'i' and s.name = %s", (schema,)).fetchone() == (1,)
     with pytest.raises(errors.WrongObjectType):
         conn.execute("drop view m")
     cur = conn.execute(f'drop view if exists "dev"."{schema}"."nope" cascade')
