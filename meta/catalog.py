@@ -51,7 +51,7 @@ class CatalogSnapshot:
         return next((r for r in self.relations.values() if r.schema_id == schema_id and r.name == name), None)
 
     def dependents(self, relation_id: int) -> list[RelationCatalog]:
-        return [r for r in self.relations.values() if relation_id in r.dependencies]
+        return [r for r in self.relations.values() if relation_id in r.depends_on]
 
 
 def post_order(roots: Iterable[RelationCatalog],

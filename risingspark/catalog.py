@@ -18,6 +18,7 @@ DEFAULT_DATABASE = "dev"
 DEFAULT_SCHEMA = "public"
 DEFAULT_USER = "root"
 DEFAULT_RESOURCE_GROUP = "default"
+VIEW_DEPENDENCIES = "view_dependencies"  # `RelationCatalog.extra` key: ids of the views a job's query names
 
 
 class RelationKind(enum.StrEnum):
@@ -106,6 +107,12 @@ class RelationCatalog:
     @property
     def table_desc(self) -> StateTableDesc:
         return self.state_tables[0]
+
+    @property
+    def depends_on(self) -> tuple[int, ...]:
+        """Every relation this one needs: the upstreams of its job, and the views its query names
+        (a view has no job; its query is bound in place, so it is no upstream)."""
+        return (*self.dependencies, *self.extra.get(VIEW_DEPENDENCIES, ()))
 
     @property
     def visible_fields(self) -> list[Field]:

@@ -145,7 +145,7 @@ def _pg_description(ctx: SystemContext) -> list[tuple]:
 
 
 def _pg_depend(ctx: SystemContext) -> list[tuple]:
-    return [(PG_CLASS_OID, r.id, 0, PG_CLASS_OID, dep, 0, "n") for r in ctx.relations() for dep in r.dependencies]
+    return [(PG_CLASS_OID, r.id, 0, PG_CLASS_OID, dep, 0, "n") for r in ctx.relations() for dep in r.depends_on]
 
 
 def _pg_tables(ctx: SystemContext) -> list[tuple]:

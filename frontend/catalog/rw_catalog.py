@@ -111,7 +111,7 @@ def _columns(ctx: SystemContext) -> list[tuple]:
 
 
 def _depend(ctx: SystemContext) -> list[tuple]:
-    return [(r.id, dep) for r in ctx.relations() for dep in r.dependencies]
+    return [(r.id, dep) for r in ctx.relations() for dep in r.depends_on]
 
 
 def _fragment_flags(rel: RelationCatalog) -> list[str]:

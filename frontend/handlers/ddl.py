@@ -13,6 +13,7 @@ from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
 from risingspark.catalog import (
+    VIEW_DEPENDENCIES,
     BackfillType,
     CreateType,
     JobStatus,
@@ -191,7 +192,8 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         backfill_type=choose_backfill(session, bound), plan=node_to_json(planned.plan),
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
         parallelism=session.vars.number("streaming_parallelism"),
-        extra={"backfill_rate_limit": rate} if rate >= 0 else {})
+        extra={**({"backfill_rate_limit": rate} if rate >= 0 else {}),
+               **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
     meta.create_relation(rel)
     if not background:
         wait_foreground(session, rel)

@@ -49,6 +49,13 @@ def qualify_relations(query: exp.Expression, reader: CatalogReader) -> tuple[exp
     return query, tuple(dict.fromkeys(deps))
 
 
+def views_in(session: Session, query: exp.Expression) -> list[int]:
+    """The ids of the views a query names (a job over a view depends on it, as in RisingWave)."""
+    snap = session.frontend.meta.catalog_snapshot()
+    _, deps = qualify_relations(query, session.catalog_reader())
+    return [d for d in deps if snap.relations[d].kind is RelationKind.VIEW]
+
+
 def rename_in_query(sql: str, schema: str, old: str, new: str) -> str:
     """A stored (schema-qualified) view query with relation ``schema.old`` renamed to ``new``."""
     query = sqlglot.parse_one(sql, read=DIALECT)
