@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, cast
 import sqlglot
 from sqlglot import exp
 
-from frontend.binder import CatalogReader, ident
+from frontend.binder import CatalogReader, bind_stream_select, ident
 from frontend.parser import DIALECT
 from frontend.pgwire.api import StatementResult
 from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
-from risingspark.errors import DuplicateColumn, FeatureNotSupported, SyntaxError_
+from risingspark.errors import DuplicateColumn, FeatureNotSupported, RisingSparkError, SyntaxError_
 from risingspark.types import DataType, Field
 
 if TYPE_CHECKING:
@@ -77,11 +77,18 @@ def _query_fields(session: Session, query: exp.Expression, names: list[str] | No
         if len(names) > len(out_names):
             raise SyntaxError_("CREATE VIEW specifies more column names than columns")
         out_names = names + out_names[len(names):]
+    types = [DataType.from_arrow(f.type) for f in table.schema]
+    try:  # the types a materialized view of the query would have (Postgres': sum(int) is bigint)
+        bound = [f.type for f in bind_stream_select(session.catalog_reader(), query).fields if not f.hidden]
+        if len(bound) == len(types):
+            types = bound
+    except RisingSparkError:
+        pass  # beyond what materialized views support: the batch engine's types
     fields: list[Field] = []
-    for name, f in zip(out_names, table.schema, strict=True):
+    for name, t in zip(out_names, types, strict=True):
         if any(x.name == name for x in fields):
             raise DuplicateColumn(f'column "{name}" specified more than once')
-        fields.append(Field(name, DataType.from_arrow(f.type)))
+        fields.append(Field(name, t))
     return fields
 
 

@@ -31,7 +31,7 @@ def _oracle(dsn: str, setup: list[str], query: str) -> list[tuple]:
         return pg.execute(query).fetchall()
 
 
-def test_views(conn: psycopg.Connection, schema: str) -> None:
+def test_views(conn: psycopg.Connection, schema: str, oracle_dsn: str) -> None:
     conn.execute("create table t (id int primary key, name varchar, amount int)")
     conn.execute("insert into t values (1, 'a', 10), (2, 'b', 20), (3, 'a', 30)")
     conn.execute("flush")
@@ -58,6 +58,14 @@ def test_views(conn: psycopg.Connection, schema: str) -> None:
         "select name, sum(doubled)")
     assert conn.execute("select column_name from information_schema.columns where table_schema = %s and "
                         "table_name = 'named' order by ordinal_position", (schema,)).fetchall() == [("k",), ("total",)]
+    # column types as PostgreSQL gives them
+    types = "select column_name, data_type from information_schema.columns where table_name = 'agg' {} " \
+            "order by ordinal_position"
+    conn.execute("create view agg as select name, sum(amount) as s, count(*) as c, max(id) as m from t group by name")
+    assert conn.execute(types.format(f"and table_schema = '{schema}'")).fetchall() == _oracle(oracle_dsn, [
+        "drop view if exists agg", "drop table if exists t", "create table t (id int primary key, name varchar, amount int)",
+        "create view agg as select name, sum(amount) as s, count(*) as c, max(id) as m from t group by name"],
+        types.format(""))
     with pytest.raises(errors.WrongObjectType):
         conn.execute("insert into big values (9, 'x', 1)")
     with pytest.raises(errors.DuplicateTable):
