@@ -42,6 +42,7 @@ from risingspark.errors import (
     UndefinedColumn,
     UndefinedFunction,
     UndefinedTable,
+    WrongObjectType,
 )
 from risingspark.types import (
     BOOL,
@@ -391,6 +392,8 @@ class QueryBinder:
             return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
         rel = self.catalog.resolve_user(node)
         alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
+        if rel.kind is RelationKind.INDEX:
+            raise WrongObjectType(f'"{rel.name}" is an index')
         if rel.kind is RelationKind.VIEW:  # a view reads as its (schema-qualified) query
             view = cast(exp.Expression, sqlglot.parse_one(rel.extra["query"], read="postgres"))
             alias_node = node.args.get("alias") or exp.TableAlias(

@@ -123,6 +123,8 @@ def test_index_on_materialized_view(conn: psycopg.Connection, schema: str) -> No
         conn.execute("create index bad on per_customer (nope)")
     with pytest.raises(errors.WrongObjectType):
         conn.execute("select * from idx_total")
+    with pytest.raises(errors.WrongObjectType):
+        conn.execute("create materialized view over_index as select * from idx_total")
     # dropping the materialized view drops its indexes
     conn.execute("drop materialized view per_customer")
     assert conn.execute("select count(*) from rw_indexes where schema_id = "
