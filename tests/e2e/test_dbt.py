@@ -139,7 +139,7 @@ def test_dbt_project(playground: PlaygroundProcess, tmp_path: Path, oracle_dsn: 
     # the incremental model runs its delete+insert
     dbt("run")
     second = _relation_ids(conn, schema)
-    for name in ("customer_revenue", "event_counts", "big_orders", "stg_orders",
+    for name in ("customer_revenue", "event_counts", "big_orders", "stg_orders", "dim_customers",
                  "__dbt_index_customer_revenue_country"):
         assert second[name] == first[name], name
     assert 'delete from "dev"."' + schema + '"."orders_snapshot"' in dbt.log()
