@@ -12,6 +12,8 @@ same as a full scan's.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
 import logging
 from decimal import Decimal, InvalidOperation
 
@@ -101,7 +103,11 @@ def index_scan(engine, rel: RelationCatalog, table: exp.Table, snapshot, version
             continue
         vnode = vnode_of(values, [f.type.to_spark() for f in dist])
         desc = index.table_desc
-        rows = engine.reader.read(desc, version.ssts(desc.table_id), version.committed_epoch, vnodes=[vnode])
+        ssts = version.ssts(desc.table_id)
+        # SSTs are immutable: one vnode's merged rows are cached per set of SSTs, as whole relations are
+        key = hashlib.sha1("\n".join(sorted(f.path for f in ssts)).encode()).hexdigest()
+        rows = engine._merged.get_or_load(f"{desc.table_id}:{key}:vnode{vnode}", functools.partial(
+            engine.reader.read, desc, ssts, version.committed_epoch, vnodes=[vnode]))
         for f, v in zip(dist, values, strict=True):
             rows = rows.filter(pc.equal(rows.column(f.name), pa.scalar(v, f.type.to_arrow())))
         INDEX_LOOKUPS.labels(index.name).inc()
