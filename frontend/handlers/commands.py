@@ -57,9 +57,10 @@ def show(session: Session, stmt: ShowStmt) -> StatementResult:
         return StatementResult(f"SHOW {len(rows)}", [ColumnDesc("Id", INT8.oid, 8), ColumnDesc("Statement", VARCHAR.oid),
                                                      ColumnDesc("Create Type", VARCHAR.oid),
                                                      ColumnDesc("Progress", VARCHAR.oid)], rows)
-    if words and words[0] in ("tables", "materialized") and (words[0] == "tables" or words[1:2] == ("views",)):
-        kind = RelationKind.TABLE if words[0] == "tables" else RelationKind.MATERIALIZED_VIEW
-        rest = words[1:] if kind is RelationKind.TABLE else words[2:]
+    if words and words[0] in ("tables", "views", "materialized") and (words[0] != "materialized"
+                                                                     or words[1:2] == ("views",)):
+        kind = {"tables": RelationKind.TABLE, "views": RelationKind.VIEW}.get(words[0], RelationKind.MATERIALIZED_VIEW)
+        rest = words[2:] if kind is RelationKind.MATERIALIZED_VIEW else words[1:]
         schema_id = reader.schema_id(rest[1]) if len(rest) == 2 and rest[0] == "from" else reader.current_schema_id()
         names = sorted(r.name for r in snap.relations.values() if r.kind is kind and r.schema_id == schema_id
                        and r.status is JobStatus.CREATED)

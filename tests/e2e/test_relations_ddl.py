@@ -66,6 +66,8 @@ def test_views(conn: psycopg.Connection, schema: str, oracle_dsn: str) -> None:
         "drop view if exists agg", "drop table if exists t", "create table t (id int primary key, name varchar, amount int)",
         "create view agg as select name, sum(amount) as s, count(*) as c, max(id) as m from t group by name"],
         types.format(""))
+    assert conn.execute("show views").fetchall() == [("agg",), ("big",), ("named",)]
+    assert conn.execute(f"show views from {schema}").fetchall() == [("agg",), ("big",), ("named",)]
     with pytest.raises(errors.WrongObjectType):
         conn.execute("insert into big values (9, 'x', 1)")
     with pytest.raises(errors.DuplicateTable):
