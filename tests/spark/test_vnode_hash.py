@@ -30,12 +30,16 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def spark():
+    from pyspark.sql import SparkSession
+
     from compute.spark import SparkSettings, create_spark_session
 
+    existing = SparkSession.getActiveSession()
     session = create_spark_session(SparkSettings(master="local[1]", app_name="vnode-hash-test"))
     session.conf.set("spark.sql.session.timeZone", "UTC")
     yield session
-    session.stop()
+    if existing is None:  # a session other tests started stays theirs
+        session.stop()
 
 
 def _spark_values(spark, spark_type: str, values: list) -> list[tuple[int, int]]:
