@@ -1,6 +1,7 @@
 """A playground configured with users (``RISINGSPARK_AUTH_USERS``): clients must give the right
 password (md5 here; SCRAM-SHA-256, the default, is covered against the wire server in
-tests/unit/pgwire/test_server_auth.py, which also checks the SQLSTATE 28P01 byte by byte)."""
+tests/unit/pgwire/test_server_auth.py, which also checks the SQLSTATE 28P01 byte by byte). The same
+playground then restarts, keeping views, indexes and OIDs."""
 
 from __future__ import annotations
 
@@ -59,3 +60,30 @@ def test_psql_with_password(secured: PlaygroundProcess) -> None:
     bad = subprocess.run(args, env={**env, "PGPASSWORD": "nope"}, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert 'FATAL:  password authentication failed for user "root"' in bad.stderr
+
+
+def test_views_indexes_and_oids_survive_a_restart(secured: PlaygroundProcess) -> None:
+    dsn = secured.dsn + " password=s3cret"
+    catalog = ("select c.oid, c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+               "where n.nspname = 'kept' order by c.oid")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("create schema kept")
+        c.execute("create table kept.t (id int primary key, city varchar)")
+        c.execute("insert into kept.t values (1, 'a'), (2, 'b'), (3, 'a')")
+        c.execute("flush")
+        c.execute("create view kept.v as select city, count(*) as n from kept.t group by city")
+        c.execute("create materialized view kept.m as select * from kept.v")
+        c.execute("create index kept_t_city on kept.t (city)")
+        c.execute("comment on view kept.v is 'per city'")
+        before = c.execute(catalog).fetchall()
+    assert [r[2] for r in before] == ["r", "v", "m", "i"]
+    assert secured.stop() == 0, secured.log_tail()
+    secured.start()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        assert c.execute(catalog).fetchall() == before
+        assert c.execute("select city, n from kept.v order by city").fetchall() == [("a", 2), ("b", 1)]
+        assert c.execute("select id from kept.t where city = 'a' order by id").fetchall() == [(1,), (3,)]
+        c.execute("insert into kept.t values (4, 'b')")
+        c.execute("flush")
+        assert c.execute("select city, n from kept.m order by city").fetchall() == [("a", 2), ("b", 2)]
+        assert c.execute("select obj_description('kept.v'::regclass)").fetchone() == ("per city",)
