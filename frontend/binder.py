@@ -228,6 +228,17 @@ class OrderItem:
 
 
 @dataclass(frozen=True)
+class RowNumber:
+    """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)``, the select item at `index` (a group
+    TopN; a filter ``rn <= n`` over it in the outer query becomes `limit`, as RisingWave plans it)."""
+
+    index: int
+    partition_by: tuple[BoundExpr, ...]
+    order_by: tuple[tuple[BoundExpr, bool, bool], ...]  # (expression, descending, nulls first)
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class BoundStreamSelect:
     """A query block: relations (joined), a filter, projections, optional grouping, DISTINCT, and
     ``ORDER BY ... LIMIT`` (a TopN). ``hidden`` select items are columns ORDER BY needs that the
@@ -243,6 +254,7 @@ class BoundStreamSelect:
     limit: int | None = None
     offset: int = 0
     hidden: int = 0  # trailing items that are not output columns
+    row_number: RowNumber | None = None
 
     @property
     def relation(self) -> RelationCatalog:
@@ -528,6 +540,7 @@ class QueryBinder:
             source, where = self._where(query.args["where"].this, source, scope)
 
         items: list[SelectItem] = []
+        row_number: RowNumber | None = None
         for e in query.expressions:
             if isinstance(e, exp.Star):
                 items += scope.star(None)
@@ -536,8 +549,15 @@ class QueryBinder:
                 items += scope.star(ident(e.args.get("table")) if e.args.get("table") else None)
                 continue
             node = e.this if isinstance(e, exp.Alias) else e
-            bound = bind_expr(node, scope, allow_agg=True)
             name = ident(e.args["alias"]) if isinstance(e, exp.Alias) else output_name(node)
+            if isinstance(node, exp.Window):
+                if row_number is not None:
+                    raise FeatureNotSupported("more than one window function in a materialized view query block "
+                                              "is not supported yet")
+                row_number = self._row_number(node, len(items), scope)
+                items.append(SelectItem(Literal(None, INT8), "row_number" if name == "window" else name))
+                continue
+            bound = bind_expr(node, scope, allow_agg=True)
             items.append(SelectItem(bound, name))
 
         group = query.args.get("group")
@@ -561,6 +581,9 @@ class QueryBinder:
             having = coerce(bind_expr(query.args["having"].this, scope, allow_agg=True), BOOL, "HAVING")
         if group_by is None and (having is not None or any(contains_agg(i.expr) for i in items)):
             group_by = ()  # a global aggregate: one group
+        if row_number is not None and (group_by is not None or distinct is not None):
+            raise FeatureNotSupported("ROW_NUMBER() together with GROUP BY, aggregates or DISTINCT in one query "
+                                      "block of a materialized view is not supported yet; use a subquery")
         if group_by is not None:
             for e, what in [(it.expr, it.name) for it in items] + ([(having, "HAVING")] if having is not None else []):
                 check_grouped(e, group_by, what)
@@ -586,12 +609,36 @@ class QueryBinder:
         offset = _count(query.args.get("offset"), "OFFSET") or 0
         if limit is None and offset:
             raise FeatureNotSupported("OFFSET without LIMIT in a materialized view is not supported")
+        if limit is not None and row_number is not None:
+            raise FeatureNotSupported("ROW_NUMBER() together with ORDER BY ... LIMIT in one query block of a "
+                                      "materialized view is not supported yet; use a subquery")
         if limit is None:
             # An MV has no order: ORDER BY without LIMIT changes nothing (as RisingWave).
             items = items[:len(items) - hidden]
             order_by, hidden = [], 0
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
-                                 tuple(order_by), limit, offset, hidden)
+                                 tuple(order_by), limit, offset, hidden, row_number)
+
+    def _row_number(self, node: exp.Window, index: int, scope: Scope) -> RowNumber:
+        func = node.this
+        if not isinstance(func, exp.RowNumber):
+            fname = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__.lower()
+            raise FeatureNotSupported(f"window function {fname}() in a materialized view is not supported yet "
+                                      f"(ROW_NUMBER() is, for a group TopN)")
+        if node.args.get("spec") is not None:
+            raise FeatureNotSupported("a window frame in a materialized view is not supported yet")
+        partition = tuple(bind_expr(p, scope, allow_agg=False) for p in node.args.get("partition_by") or [])
+        order = node.args.get("order")
+        if order is None or not order.expressions:
+            raise FeatureNotSupported("ROW_NUMBER() without ORDER BY in a materialized view is not supported: "
+                                      "its numbering would be arbitrary")
+        keys = []
+        for o in order.expressions:
+            desc = bool(o.args.get("desc"))
+            nulls_first = o.args.get("nulls_first")
+            keys.append((bind_expr(o.this, scope, allow_agg=False), desc,
+                         bool(nulls_first) if nulls_first is not None else desc))
+        return RowNumber(index, partition, tuple(keys))
 
     def _order_item(self, node: exp.Expression, items: list[SelectItem], scope: Scope,
                     group_by: tuple[BoundExpr, ...] | None, distinct: bool) -> int | None:
@@ -621,7 +668,7 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
         return BoundSetOp(q.left, q.right, q.all, fields)
     items = tuple(SelectItem(it.expr, fields[i].name) if i < len(fields) else it for i, it in enumerate(q.items))
     return BoundStreamSelect(q.source, items, q.where, q.group_by, q.having, q.distinct, q.order_by, q.limit,
-                             q.offset, q.hidden)
+                             q.offset, q.hidden, q.row_number)
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
