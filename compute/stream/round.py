@@ -150,7 +150,10 @@ class EpochRound:
                                 *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields)])
             return self.read_files(paths, schema,
                                     f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}")
-        return self._backfill_source(rt, scans(rt.job.plan).index(src), upstream, tuple(paths))
+        # by identity: two scans of one upstream with the same columns (the branches of a UNION) are
+        # equal as values but backfill separately
+        scan_id = next(i for i, s in enumerate(scans(rt.job.plan)) if s is src)
+        return self._backfill_source(rt, scan_id, upstream, tuple(paths))
 
     def read_files(self, paths: list[str], schema: pa.Schema, ddl: str) -> DataFrame:
         n = len(paths)

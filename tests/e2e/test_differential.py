@@ -1,5 +1,6 @@
 """The differential test: a corpus of materialized-view queries — filters, expressions, joins of
-every kind, aggregates (min/max, DISTINCT, string_agg, FILTER), subqueries, CTEs, unions, DISTINCT, semi and anti joins — each created
+every kind, aggregates (min/max, DISTINCT, string_agg, FILTER), subqueries, CTEs, unions, DISTINCT, semi
+and anti joins, TopN and group TopN — each created
 while random writes go on (so every view backfills under changes, with the backfill strategies in
 turn), then compared with PostgreSQL over the same rows at several committed epochs.
 
@@ -93,6 +94,14 @@ CORPUS = {
     "exists": "SELECT id FROM {o} o WHERE EXISTS (SELECT 1 FROM {c} c WHERE c.id = o.cid AND c.tier > 0)",
     "not_exists": "SELECT id, cid FROM {o} o WHERE NOT EXISTS (SELECT 1 FROM {c} c WHERE c.id = o.cid)",
     "in_distinct": "SELECT c.id, c.name FROM {c} c WHERE c.id IN (SELECT DISTINCT cid FROM {o} WHERE amount > 50)",
+    # TopN and group TopN
+    "top_n": "SELECT id, amount FROM {o} ORDER BY amount DESC, id LIMIT 10",
+    "top_n_offset": "SELECT id, cid FROM {o} WHERE region = 1 ORDER BY cid NULLS FIRST, id LIMIT 5 OFFSET 5",
+    "top_n_agg": "SELECT cid, sum(amount) AS s FROM {o} GROUP BY cid ORDER BY s DESC NULLS LAST, cid LIMIT 3",
+    "group_top_n": "SELECT id, cid, amount FROM (SELECT id, cid, amount, ROW_NUMBER() OVER (PARTITION BY cid "
+                   "ORDER BY amount DESC, id) AS rn FROM {o}) t WHERE rn <= 2",
+    "group_top_n_join": "SELECT name, id, rn FROM (SELECT c.name, o.id, ROW_NUMBER() OVER (PARTITION BY c.id "
+                        "ORDER BY o.amount, o.id) AS rn FROM {o} o JOIN {c} c ON o.cid = c.id) t WHERE rn = 1",
 }
 
 
