@@ -8,12 +8,12 @@ in a database of its own created for the run and dropped at its end.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
 import subprocess
 import sys
-import hashlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field

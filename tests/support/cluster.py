@@ -3,6 +3,7 @@ frontend`), each in its own process group, on free ports, for end-to-end and fau
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -79,10 +80,8 @@ class ServiceProcess:
         """kill -9 of the service's whole process group (its Spark JVM and Python workers too)."""
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(30)
         self._reap_group()
 
