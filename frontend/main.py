@@ -30,7 +30,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
     if cfg.metrics_port:
         http = HttpServer(health_app("RisingSpark frontend"), cfg.host, cfg.metrics_port, "frontend-http")
         http.start()
-    session = MetaSession(cfg.meta_address, "frontend", advertised(cfg, cfg.port),
+    session = MetaSession(cfg.meta_address, "frontend", advertised(cfg, cfg.metrics_port or cfg.port),
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     session.register()
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
