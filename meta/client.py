@@ -104,21 +104,21 @@ class MetaClient:
         self.params = RemoteParams(self.rpc)
         self._wait_poll_s = wait_poll_s
         self._lock = threading.Lock()
-        self._snapshot: CatalogSnapshot | None = None
+        self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
         self._version: HummockVersion | None = None
 
     # ---- catalog ------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
         with self._lock:
             known = self._snapshot
-        fresh = self.rpc.call("catalog_snapshot", known.version if known else None)
+        fresh = self.rpc.call("catalog_snapshot", known[:2] if known else None)
         if fresh is None:
             assert known is not None
-            return known
+            return known[2]
+        incarnation, snap = fresh
         with self._lock:
-            if self._snapshot is None or fresh.version >= self._snapshot.version:
-                self._snapshot = fresh
-        return fresh
+            self._snapshot = (incarnation, snap.version, snap)
+        return snap
 
     def allocate_ids(self, count: int) -> int:
         return self.rpc.call("allocate_ids", count)

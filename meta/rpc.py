@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import defaultdict
 from typing import Any
 
+from meta.catalog import CatalogSnapshot
 from meta.cluster import ClusterManager, WorkerNode
 from meta.compaction.picker import CompactionTask
 from meta.service import MetaService
@@ -28,6 +30,8 @@ class MetaRpc:
         self.meta = meta
         self.cluster = cluster
         self.object_store_url = object_store_url
+        # Catalog versions count from the load of the catalog: a meta that took over counts anew.
+        self.incarnation = uuid.uuid4().hex
         self._lock = threading.Lock()
         self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
         self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> table -> task
@@ -65,10 +69,10 @@ class MetaRpc:
             self.meta.compaction.report(task, None)
 
     # ---- frontends ----------------------------------------------------------------------------
-    def catalog_snapshot(self, known_version: int | None = None) -> Any:
-        """The catalog, or None when the caller already has this version."""
+    def catalog_snapshot(self, known: tuple[str, int] | None = None) -> tuple[str, CatalogSnapshot] | None:
+        """``(incarnation, catalog)``, or None when the caller already has this version of this meta."""
         snap = self.meta.catalog_snapshot()
-        return None if snap.version == known_version else snap
+        return None if known == (self.incarnation, snap.version) else (self.incarnation, snap)
 
     def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
         return self.meta.create_relation(rel)
