@@ -77,7 +77,7 @@ def run_meta(cfg: MetaConfig) -> int:
     cluster.start()
     try:
         http.start()
-        print(f"{READY}: http://{cfg.host}:{http.port} (meta store {_safe(store_url)}, object store {objects_url})",
+        print(f"{READY}: http://{cfg.host}:{http.port} (meta store {_safe(store_url)}, object store {_safe_objects(objects_url)})",
               flush=True)
         wait_for_shutdown(stop)
         logger.info("shutting down")
@@ -95,3 +95,10 @@ def _safe(url: str) -> str:
     import sqlalchemy as sa
 
     return sa.engine.make_url(url).render_as_string(hide_password=True)
+
+
+def _safe_objects(url: str) -> str:
+    """The object store URL without its secret key."""
+    import re
+
+    return re.sub(r"(secret_key|session_token)=[^&]*", r"\1=***", url)
