@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from meta.catalog import CatalogSnapshot
 from meta.compaction.picker import CompactionConfig, CompactionTask
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, RelationCatalog, SchemaCatalog
-from risingspark.errors import QueryCanceled, RisingSparkError
+from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.rpc import RpcClient
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
 
@@ -42,8 +43,17 @@ class MetaSession:
         self._thread: threading.Thread | None = None
 
     def register(self, retry_s: float = 300.0) -> int:
-        info = self.rpc.call("register", self.kind, self.address, self.resource_group, self.parallelism,
-                             retry_s=retry_s)
+        """Register with meta, waiting up to `retry_s` for it to be reachable (it may start later)."""
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                info = self.rpc.call("register", self.kind, self.address, self.resource_group, self.parallelism,
+                                     retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
+                break
+            except ServiceUnavailable as e:
+                if time.monotonic() >= deadline:
+                    raise
+                logger.warning("waiting for meta: %s", e.message)
         self.node_id = int(info["node_id"])
         self.object_store_url = info["object_store_url"]
         logger.info("registered with meta at %s as %s node %d", self.rpc.address, self.kind, self.node_id)

@@ -40,11 +40,18 @@ def run_meta(cfg: MetaConfig) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    if not lock.acquire(stop):
-        return 0
-    lock.watch()
-    meta_store = MetaStore(store_url)
-    meta_store.upgrade()
+    import sqlalchemy as sa
+
+    from risingspark.errors import ServiceUnavailable
+
+    try:
+        if not lock.acquire(stop):
+            return 0
+        lock.watch()
+        meta_store = MetaStore(store_url)
+        meta_store.upgrade()
+    except sa.exc.OperationalError as e:
+        raise ServiceUnavailable(f"cannot use the meta store {_safe(store_url)}: {str(e.orig or e).strip()}") from e
     objects = ObjectStore(objects_url)
     cluster = ClusterManager(meta_store, heartbeat_timeout_s=cfg.heartbeat_timeout_s)
     compute = RemoteComputeGroup(cluster)

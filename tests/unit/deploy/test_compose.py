@@ -37,7 +37,7 @@ def _risingspark_services(compose: dict) -> dict[str, dict]:
 def test_the_cluster_has_every_part(compose: dict) -> None:
     services = compose["services"]
     commands = {name: svc["command"][0] for name, svc in _risingspark_services(compose).items()}
-    assert sorted(commands.values()) == ["compactor", "compute", "frontend", "meta"]
+    assert sorted(commands.values()) == ["compactor", "compute", "frontend", "meta", "meta"]  # meta + standby
     spark = {name: svc["command"][0] for name, svc in services.items() if svc.get("entrypoint") == ["spark-class"]}
     assert sorted(spark.values()) == sorted(["org.apache.spark.deploy.master.Master"]
                                             + ["org.apache.spark.deploy.worker.Worker"] * 2)
@@ -105,6 +105,13 @@ def test_references_resolve(compose: dict) -> None:
             assert "objects:/data/objects" in svc["volumes"], name
     compute = next(s for s in _risingspark_services(compose).values() if s["command"][0] == "compute")
     assert "spark://spark-master:7077" in compute["command"]
+    # workers know every meta (the active one and the standby)
+    parser = build_parser()
+    metas = {f"http://{n}:{parser.parse_args(s['command']).port}" for n, s in _risingspark_services(compose).items()
+             if s["command"][0] == "meta"}
+    for name, svc in _risingspark_services(compose).items():
+        if svc["command"][0] != "meta":
+            assert set(parser.parse_args(svc["command"]).meta_address.split(",")) == metas, name
 
 
 def test_prometheus_scrapes_every_service(compose: dict) -> None:
