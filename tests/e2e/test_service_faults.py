@@ -191,6 +191,8 @@ def test_kill_meta_standby_takes_over(cluster: LocalCluster, oracle_dsn: str) ->
     fe = _frontends(cluster)[0]
     active = next(s for s in cluster.services if s.kind == "meta" and s.port == cluster.active_meta_port())
     standby = next(s for s in cluster.services if s.kind == "meta" and s is not active)
+    with pytest.raises(httpx.HTTPError):  # a standby serves nothing while the active meta lives
+        httpx.get(f"http://127.0.0.1:{standby.port}/api/health", timeout=5)
     with cluster.connect(fe) as conn, Writer(cluster.dsn(fe), 4_000_000) as writer:
         _start_backfill(conn, "mv_meta")
         writer.wait_for(20)
