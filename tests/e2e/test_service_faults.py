@@ -8,6 +8,8 @@ and two frontends."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -146,6 +148,32 @@ def test_kill_compute_during_backfill(cluster: LocalCluster, oracle_dsn: str) ->
         cluster.compute()
         writer.wait_for(20)
     _finish_and_check(cluster, oracle_dsn, "mv_compute", [writer])
+
+
+def test_hung_compute_is_declared_dead(cluster: LocalCluster, oracle_dsn: str) -> None:
+    """A compute node that stops answering (SIGSTOP: alive but silent) misses its heartbeats, is
+    declared dead after the timeout, and the round it held fails; a new node takes over and the
+    backfill resumes. The old node, when it wakes up, is a stranger to meta: its late results are
+    never committed."""
+    fe = _frontends(cluster)[0]
+    hung = next(s for s in cluster.services if s.kind == "compute" and s.alive)
+    with cluster.connect(fe) as conn, Writer(cluster.dsn(fe), 1_500_000) as writer:
+        _start_backfill(conn, "mv_hung")
+        writer.wait_for(20)
+        assert hung.proc is not None
+        os.killpg(hung.proc.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 120
+            while any(n["kind"] == "compute" for n in cluster.nodes()):
+                assert time.monotonic() < deadline, "meta never declared the hung compute node dead"
+                time.sleep(0.5)
+            cluster.compute()
+            writer.wait_for(20)
+        finally:
+            os.killpg(hung.proc.pid, signal.SIGCONT)
+        writer.wait_for(20)
+    hung.kill()
+    _finish_and_check(cluster, oracle_dsn, "mv_hung", [writer])
 
 
 def test_kill_compactor_while_writing(cluster: LocalCluster, oracle_dsn: str) -> None:
