@@ -9,10 +9,15 @@ over HTTP (`meta.remote`).
 from __future__ import annotations
 
 import logging
+import re
+import signal
 import threading
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from risingspark.config import MetaConfig
+from risingspark.errors import ServiceUnavailable
 
 logger = logging.getLogger(__name__)
 READY = "RisingSpark meta is ready"
@@ -35,15 +40,9 @@ def run_meta(cfg: MetaConfig) -> int:
     if store_url.startswith("sqlite") or not cfg.object_store_url:
         Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
-    lock = LeaderLock(store_url)
-    import signal
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    import sqlalchemy as sa
-
-    from risingspark.errors import ServiceUnavailable
-
+    lock = LeaderLock(store_url)
     try:
         if not lock.acquire(stop):
             return 0
@@ -51,6 +50,7 @@ def run_meta(cfg: MetaConfig) -> int:
         meta_store = MetaStore(store_url)
         meta_store.upgrade()
     except sa.exc.OperationalError as e:
+        lock.release()
         raise ServiceUnavailable(f"cannot use the meta store {_safe(store_url)}: {str(e.orig or e).strip()}") from e
     objects = ObjectStore(objects_url)
     cluster = ClusterManager(meta_store, heartbeat_timeout_s=cfg.heartbeat_timeout_s)
@@ -99,13 +99,9 @@ def run_meta(cfg: MetaConfig) -> int:
 
 
 def _safe(url: str) -> str:
-    import sqlalchemy as sa
-
     return sa.engine.make_url(url).render_as_string(hide_password=True)
 
 
 def _safe_objects(url: str) -> str:
     """The object store URL without its secret key."""
-    import re
-
     return re.sub(r"(secret_key|session_token)=[^&]*", r"\1=***", url)
