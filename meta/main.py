@@ -58,7 +58,10 @@ def run_meta(cfg: MetaConfig) -> int:
     meta = MetaService(meta_store, objects, compute)
 
     def on_join(node) -> None:
-        if node.kind == "compute" and compute.needs_recovery():
+        if node.kind == "compute" and node.resource_group != compute.resource_group:
+            logger.warning("compute node %d is in resource group %s: streaming jobs run only in resource group "
+                           "%s for now, so it stays idle", node.id, node.resource_group, compute.resource_group)
+        elif node.kind == "compute" and compute.needs_recovery():
             meta.barriers.request_recovery()
 
     def on_leave(node) -> None:
