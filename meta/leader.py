@@ -17,6 +17,7 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
@@ -48,12 +49,15 @@ class LeaderLock:
         got = bool(self._conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": ADVISORY_LOCK_KEY}).scalar())
         return got
 
-    def acquire(self, stop: threading.Event, poll_s: float = 1.0) -> bool:
-        """Wait until this meta is the active one; False if `stop` was set first."""
+    def acquire(self, stop: threading.Event, poll_s: float = 1.0, timeout_s: float | None = None) -> bool:
+        """Wait until this meta is the active one; False if `stop` was set or `timeout_s` passed first."""
         if self.try_acquire():
             return True
         logger.info("another meta is active on this meta store: standing by")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while not stop.wait(poll_s):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
             try:
                 if self.try_acquire():
                     logger.info("the active meta is gone: taking over")

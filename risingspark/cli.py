@@ -61,14 +61,21 @@ class Playground:
         from frontend.pgwire.server import PgServer
         from frontend.session import Frontend
         from meta.api import create_app
+        from meta.leader import LeaderLock
         from meta.service import MetaService
         from meta.store.store import MetaStore
+        from risingspark.errors import ServiceUnavailable
         from risingspark.runtime import HttpServer
         from risingspark.storage.object_store import ObjectStore
 
         cfg = self.cfg
         Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
         store = ObjectStore(cfg.resolved_object_store_url())
+        # One meta per meta store: not while a `risingspark meta` or another playground uses it.
+        lock = LeaderLock(cfg.resolved_meta_store_url())
+        if not lock.acquire(threading.Event(), poll_s=0.2, timeout_s=15):
+            raise ServiceUnavailable("another RisingSpark meta or playground is using this meta store "
+                                     f"({cfg.resolved_meta_store_url()})")
         meta_store = MetaStore(cfg.resolved_meta_store_url())
         meta_store.upgrade()
         spark = create_spark_session(SparkSettings(master=cfg.spark_master, ui=cfg.spark_ui,
@@ -107,6 +114,7 @@ class Playground:
             frontend.close()
             spark.stop()
             meta_store.close()
+            lock.release()
             logger.info("stopped")
         return 0
 

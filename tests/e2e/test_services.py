@@ -92,3 +92,24 @@ def test_a_silent_worker_is_declared_dead(cluster: LocalCluster) -> None:
         conn.execute("INSERT INTO orders VALUES (7001, 'late', 42)")
         conn.execute("FLUSH")
         assert conn.execute("SELECT n FROM per_customer WHERE customer = 'late'").fetchone() == (1,)
+
+
+def test_one_meta_per_meta_store(tmp_path) -> None:
+    """A playground on the data directory of a running `risingspark meta` refuses to start (clearly),
+    instead of writing the same meta store."""
+    import subprocess
+    import sys
+
+    from support.cluster import free_port
+
+    c = LocalCluster(tmp_path)
+    try:
+        c.meta()
+        out = subprocess.run([sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(tmp_path / "data"),
+                              "--port", str(free_port()), "--meta-port", str(free_port())],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 1
+        assert "another RisingSpark meta or playground is using this meta store" in out.stderr
+        assert "Traceback" not in out.stderr
+    finally:
+        c.stop()
