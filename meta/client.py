@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from meta.catalog import CatalogSnapshot
@@ -116,6 +117,7 @@ class MetaClient:
         self._lock = threading.Lock()
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
         self._version: HummockVersion | None = None
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="meta-unpin")
 
     # ---- catalog ------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
@@ -177,7 +179,15 @@ class MetaClient:
         return got
 
     def unpin_version(self, version: HummockVersion) -> None:
-        self.rpc.call("unpin_version", self.session.node_id, version.id)
+        """Unpin in the background: the query is done, and nothing waits for meta's answer (a pin
+        left behind by a failed unpin is released when this frontend leaves the cluster)."""
+        self._background.submit(self._unpin, self.session.node_id, version.id)
+
+    def _unpin(self, node_id: int, version_id: int) -> None:
+        try:
+            self.rpc.call("unpin_version", node_id, version_id, retry_s=5)
+        except RisingSparkError as e:
+            logger.warning("unpinning version %d failed: %s", version_id, e.message)
 
     @property
     def default_parallelism(self) -> int | None:
