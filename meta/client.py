@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -49,7 +50,7 @@ class MetaSession:
         while True:
             try:
                 info = self.rpc.call("register", self.kind, self.address, self.resource_group, self.parallelism,
-                                     retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
+                                     os.getpid(), retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
                 break
             except ServiceUnavailable as e:
                 if time.monotonic() >= deadline:

@@ -25,7 +25,8 @@ WORKER_KINDS = ("compute", "compactor", "frontend")
 
 @dataclass(frozen=True)
 class WorkerNode:
-    """A registered worker: `address` is its HTTP base URL; `parallelism` a compute node's cores."""
+    """A registered worker: `address` is its HTTP base URL; `parallelism` a compute node's cores;
+    `pid` its process id on its host."""
 
     id: int
     kind: str
@@ -33,6 +34,7 @@ class WorkerNode:
     resource_group: str = DEFAULT_RESOURCE_GROUP
     parallelism: int = 0
     registered_at: float = 0.0
+    pid: int = 0
 
 
 class ClusterManager:
@@ -65,12 +67,13 @@ class ClusterManager:
 
     # ---- workers ------------------------------------------------------------------------------
     def register(self, kind: str, address: str, resource_group: str = DEFAULT_RESOURCE_GROUP,
-                 parallelism: int = 0) -> WorkerNode:
+                 parallelism: int = 0, pid: int = 0) -> WorkerNode:
         if kind not in WORKER_KINDS:
             raise ValueError(f"unknown worker kind {kind!r}")
         with self._store.transaction() as tx:
             node_id = next_ids(tx.conn, "worker_node")
-        node = WorkerNode(node_id, kind, address, resource_group or DEFAULT_RESOURCE_GROUP, parallelism, time.time())
+        node = WorkerNode(node_id, kind, address, resource_group or DEFAULT_RESOURCE_GROUP, parallelism, time.time(),
+                          pid)
         with self._lock:
             self._nodes[node_id] = node
             self._last_seen[node_id] = time.monotonic()

@@ -56,6 +56,7 @@ def run_meta(cfg: MetaConfig) -> int:
     cluster = ClusterManager(meta_store, heartbeat_timeout_s=cfg.heartbeat_timeout_s)
     compute = RemoteComputeGroup(cluster)
     meta = MetaService(meta_store, objects, compute)
+    meta.cluster_manager = cluster
 
     def on_join(node) -> None:
         if node.kind == "compute" and node.resource_group != compute.resource_group:

@@ -54,8 +54,9 @@ class MetaRpc:
         }
 
     # ---- workers ------------------------------------------------------------------------------
-    def register(self, kind: str, address: str, resource_group: str, parallelism: int) -> dict[str, Any]:
-        node = self.cluster.register(kind, address, resource_group, parallelism)
+    def register(self, kind: str, address: str, resource_group: str, parallelism: int,
+                 pid: int = 0) -> dict[str, Any]:
+        node = self.cluster.register(kind, address, resource_group, parallelism, pid)
         return {"node_id": node.id, "object_store_url": self.object_store_url}
 
     def _release(self, node: WorkerNode) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import httpx
 import psycopg
 import pytest
 
@@ -43,6 +44,11 @@ def test_workers_register_with_meta(cluster: LocalCluster) -> None:
     assert kinds == ["compactor", "compute", "frontend", "frontend"]
     compute = next(n for n in cluster.nodes() if n["kind"] == "compute")
     assert compute["parallelism"] == 2 and compute["resource_group"] == "default"
+    # the dashboard's nodes are the registered workers, with their own process ids
+    dashboard = httpx.get(f"http://127.0.0.1:{cluster.active_meta_port()}/api/nodes", timeout=10).json()
+    pids = {(n["role"], n["pid"]) for n in dashboard["nodes"]}
+    assert pids == {("meta" if s.kind == "meta" else s.kind, s.proc.pid) for s in cluster.services
+                    if s.proc is not None and s.alive}
 
 
 def test_two_frontends_serve_one_cluster(cluster: LocalCluster, oracle_dsn: str) -> None:
