@@ -112,7 +112,11 @@ class EpochRound:
         EPOCH_ROUNDS.inc()
         for rt in jobs:
             self._run_job(rt)
-        consumed = tuple(b.batch_id for b in self.barrier.dml)
+        # Only batches of tables whose job ran: a batch can arrive in the same barrier as, or before,
+        # the mutation that adds its table's job (an INSERT right after CREATE TABLE); it stays
+        # pending until a round runs the job.
+        running = {rt.job.job_id for rt in jobs}
+        consumed = tuple(b.batch_id for b in self.barrier.dml if b.table_id in running)
         o = self.out
         return EpochResult(self.env.epoch, tuple(o.ssts), tuple(o.change_logs), dict(o.row_deltas),
                            tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in))
