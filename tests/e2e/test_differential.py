@@ -169,12 +169,16 @@ def test_corpus_matches_postgres(playground: PlaygroundProcess, oracle_dsn: str,
         conn.execute("FLUSH")
         writer = Writer(rng, o, c, r)
         views = {}
+        # background DDL: the views backfill together, each under the writes that follow its CREATE
+        conn.execute("SET background_ddl = true")
         for i, (name, q) in enumerate(items[first:stop], start=first):
             use_strategy(conn, STRATEGIES[i % len(STRATEGIES)])
             mv = f"{o}_{name}"
             conn.execute(f"CREATE MATERIALIZED VIEW {mv} AS {q.format(**names)}")
             views[mv] = q.format(**names)
-            writer.step(conn, 8)  # changes while the next view backfills
+            writer.step(conn, 8)
+        conn.execute("WAIT")
+        conn.execute("SET background_ddl = false")
         for _round in range(3):
             writer.step(conn, 30)
             conn.execute("FLUSH")
