@@ -1,4 +1,5 @@
-# RisingSpark: one image for every service (the playground, or meta/compute/compactor/frontend).
+# RisingSpark: one image for every service (the playground, or meta/compute/compactor/frontend), and
+# for the Spark master and workers of docker-compose.yml, whose executors run RisingSpark's tasks.
 FROM python:3.11-slim-bookworm
 
 RUN apt-get update \
@@ -19,6 +20,7 @@ RUN pip install --no-cache-dir -e .
 ENV RISINGSPARK_HOST=0.0.0.0 \
     RISINGSPARK_DATA_DIR=/data
 VOLUME /data
-EXPOSE 4566 5690
+# frontend, meta, compute, compactor, frontend /metrics
+EXPOSE 4566 5690 5688 6660 2222
 ENTRYPOINT ["risingspark"]
 CMD ["playground"]

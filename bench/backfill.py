@@ -100,7 +100,7 @@ def bench_latency(dsn: str, samples: int = 60) -> dict:
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("CREATE TABLE lat (id BIGINT PRIMARY KEY, k INT)")
         c.execute("CREATE MATERIALIZED VIEW lat_mv AS SELECT k, count(*) AS n FROM lat GROUP BY k")
-        interval = int(dict(c.execute("SHOW PARAMETERS").fetchall())["barrier_interval_ms"])
+        interval = int({r[0]: r[1] for r in c.execute("SHOW PARAMETERS").fetchall()}["barrier_interval_ms"])
         waits = []
         for i in range(samples):
             start = time.perf_counter()

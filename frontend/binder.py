@@ -19,12 +19,14 @@ from frontend.expr import (
     BoundExpr,
     Case,
     Cast,
+    Extract,
     FuncCall,
     InList,
     InputRef,
     Like,
     Literal,
     UnaryOp,
+    WindowBound,
     contains_agg,
 )
 from meta.catalog import CatalogSnapshot
@@ -37,6 +39,7 @@ from risingspark.errors import (
     FeatureNotSupported,
     GroupingError,
     InvalidColumnReference,
+    InvalidParameterValue,
     InvalidSchemaName,
     SyntaxError_,
     UndefinedColumn,
@@ -52,6 +55,7 @@ from risingspark.types import (
     INT4,
     INT8,
     NUMERIC,
+    TIMESTAMP,
     VARCHAR,
     DataType,
     Field,
@@ -230,6 +234,17 @@ class OrderItem:
 
 
 @dataclass(frozen=True)
+class RowNumber:
+    """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)``, the select item at `index` (a group
+    TopN; a filter ``rn <= n`` over it in the outer query becomes `limit`, as RisingWave plans it)."""
+
+    index: int
+    partition_by: tuple[BoundExpr, ...]
+    order_by: tuple[tuple[BoundExpr, bool, bool], ...]  # (expression, descending, nulls first)
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class BoundStreamSelect:
     """A query block: relations (joined), a filter, projections, optional grouping, DISTINCT, and
     ``ORDER BY ... LIMIT`` (a TopN). ``hidden`` select items are columns ORDER BY needs that the
@@ -245,6 +260,7 @@ class BoundStreamSelect:
     limit: int | None = None
     offset: int = 0
     hidden: int = 0  # trailing items that are not output columns
+    row_number: RowNumber | None = None
 
     @property
     def relation(self) -> RelationCatalog:
@@ -383,6 +399,9 @@ class QueryBinder:
                 raise SyntaxError_("subquery in FROM must have an alias",
                                    hint='For example, FROM (SELECT ...) [AS] foo.')
             return self._subquery(self.query(node.this), alias, offset, qualified, node.args["alias"])
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
+                and node.this.name.lower() in ("tumble", "hop"):
+            return self._time_window(node, node.this, offset, qualified)
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             raise FeatureNotSupported(f"{node.sql(dialect='postgres')!r} in FROM of a materialized view is not "
                                       f"supported yet")
@@ -401,6 +420,54 @@ class QueryBinder:
             return self._subquery(self.query(view), alias, offset, qualified, alias_node)
         fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
         return BoundScan(rel, alias, offset, fields)
+
+    def _time_window(self, node: exp.Table, func: exp.Anonymous, offset: int, qualified: bool) -> BoundSubquery:
+        """``TUMBLE(t, ts, size)`` and ``HOP(t, ts, hop, size)`` in FROM, as RisingWave: the columns
+        of `t`, then ``window_start`` and ``window_end`` of each window holding ``ts`` (windows
+        aligned to the Unix epoch). A tumbling window is a projection; a hopping window, size / hop
+        projections (one per window holding a row) under a UNION ALL, rows of NULL ``ts`` in none."""
+        kind = func.name.lower()
+        args = func.expressions
+        want = 3 if kind == "tumble" else 4
+        if len(args) != want:
+            usage = "TUMBLE(table, time_column, window_size)" if kind == "tumble" else \
+                "HOP(table, time_column, hop_size, window_size)"
+            raise FeatureNotSupported(f"{kind.upper()} takes {want} arguments here: {usage}")
+        if not isinstance(args[0], exp.Column) or args[0].args.get("table"):
+            raise SyntaxError_(f"the first argument of {kind.upper()} must be a table or materialized view name")
+        table = self.from_item(exp.Table(this=args[0].this), 0, False)
+        scope = Scope([table])
+        if not isinstance(args[1], exp.Column):
+            raise SyntaxError_(f"the second argument of {kind.upper()} must be a column")
+        ts = scope.column(args[1])
+        if ts.type.name not in (TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ):
+            raise DatatypeMismatch(f"the time column of {kind.upper()} must be a timestamp or timestamptz, "
+                                   f"not {ts.type.display()}")
+        sizes = [_interval_micros(a, kind.upper()) for a in args[2:]]
+        columns = scope.star(None)
+
+        def window(unit: int, shift: int, size: int) -> BoundStreamSelect:
+            items = [*columns, SelectItem(WindowBound(ts, unit, shift, ts.type), "window_start"),
+                     SelectItem(WindowBound(ts, unit, shift + size, ts.type, "window_end"), "window_end")]
+            where = UnaryOp("IS NOT NULL", ts, BOOL) if kind == "hop" else None
+            return BoundStreamSelect(table, tuple(items), where, None)
+
+        q: BoundQuery
+        if kind == "tumble":
+            q = window(sizes[0], 0, sizes[0])
+        else:
+            hop, size = sizes
+            if size % hop:
+                raise InvalidParameterValue("HOP's window size must be a multiple of its hop size")
+            if size // hop > MAX_HOP_WINDOWS:
+                raise FeatureNotSupported(f"HOP with more than {MAX_HOP_WINDOWS} windows per row (window size "
+                                          f"/ hop size) is not supported yet")
+            branches = [window(hop, -i * hop, size) for i in range(size // hop)]
+            q = branches[0]
+            for b in branches[1:]:
+                q = BoundSetOp(q, b, True, q.fields)
+        alias = ident(node.args["alias"].this) if node.args.get("alias") else kind
+        return self._subquery(q, alias, offset, qualified, node.args.get("alias"))
 
     def _subquery(self, q: BoundQuery, alias: str, offset: int, qualified: bool,
                   alias_node: exp.Expression | None) -> BoundSubquery:
@@ -537,6 +604,7 @@ class QueryBinder:
             source, where = self._where(query.args["where"].this, source, scope)
 
         items: list[SelectItem] = []
+        row_number: RowNumber | None = None
         for e in query.expressions:
             if isinstance(e, exp.Star):
                 items += scope.star(None)
@@ -545,8 +613,15 @@ class QueryBinder:
                 items += scope.star(ident(e.args.get("table")) if e.args.get("table") else None)
                 continue
             node = e.this if isinstance(e, exp.Alias) else e
-            bound = bind_expr(node, scope, allow_agg=True)
             name = ident(e.args["alias"]) if isinstance(e, exp.Alias) else output_name(node)
+            if isinstance(node, exp.Window):
+                if row_number is not None:
+                    raise FeatureNotSupported("more than one window function in a materialized view query block "
+                                              "is not supported yet")
+                row_number = self._row_number(node, len(items), scope)
+                items.append(SelectItem(Literal(None, INT8), "row_number" if name == "window" else name))
+                continue
+            bound = bind_expr(node, scope, allow_agg=True)
             items.append(SelectItem(bound, name))
 
         group = query.args.get("group")
@@ -570,6 +645,9 @@ class QueryBinder:
             having = coerce(bind_expr(query.args["having"].this, scope, allow_agg=True), BOOL, "HAVING")
         if group_by is None and (having is not None or any(contains_agg(i.expr) for i in items)):
             group_by = ()  # a global aggregate: one group
+        if row_number is not None and (group_by is not None or distinct is not None):
+            raise FeatureNotSupported("ROW_NUMBER() together with GROUP BY, aggregates or DISTINCT in one query "
+                                      "block of a materialized view is not supported yet; use a subquery")
         if group_by is not None:
             for e, what in [(it.expr, it.name) for it in items] + ([(having, "HAVING")] if having is not None else []):
                 check_grouped(e, group_by, what)
@@ -595,12 +673,36 @@ class QueryBinder:
         offset = _count(query.args.get("offset"), "OFFSET") or 0
         if limit is None and offset:
             raise FeatureNotSupported("OFFSET without LIMIT in a materialized view is not supported")
+        if limit is not None and row_number is not None:
+            raise FeatureNotSupported("ROW_NUMBER() together with ORDER BY ... LIMIT in one query block of a "
+                                      "materialized view is not supported yet; use a subquery")
         if limit is None:
             # An MV has no order: ORDER BY without LIMIT changes nothing (as RisingWave).
             items = items[:len(items) - hidden]
             order_by, hidden = [], 0
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
-                                 tuple(order_by), limit, offset, hidden)
+                                 tuple(order_by), limit, offset, hidden, row_number)
+
+    def _row_number(self, node: exp.Window, index: int, scope: Scope) -> RowNumber:
+        func = node.this
+        if not isinstance(func, exp.RowNumber):
+            fname = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__.lower()
+            raise FeatureNotSupported(f"window function {fname}() in a materialized view is not supported yet "
+                                      f"(ROW_NUMBER() is, for a group TopN)")
+        if node.args.get("spec") is not None:
+            raise FeatureNotSupported("a window frame in a materialized view is not supported yet")
+        partition = tuple(bind_expr(p, scope, allow_agg=False) for p in node.args.get("partition_by") or [])
+        order = node.args.get("order")
+        if order is None or not order.expressions:
+            raise FeatureNotSupported("ROW_NUMBER() without ORDER BY in a materialized view is not supported: "
+                                      "its numbering would be arbitrary")
+        keys = []
+        for o in order.expressions:
+            desc = bool(o.args.get("desc"))
+            nulls_first = o.args.get("nulls_first")
+            keys.append((bind_expr(o.this, scope, allow_agg=False), desc,
+                         bool(nulls_first) if nulls_first is not None else desc))
+        return RowNumber(index, partition, tuple(keys))
 
     def _order_item(self, node: exp.Expression, items: list[SelectItem], scope: Scope,
                     group_by: tuple[BoundExpr, ...] | None, distinct: bool) -> int | None:
@@ -630,7 +732,39 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
         return BoundSetOp(q.left, q.right, q.all, fields)
     items = tuple(SelectItem(it.expr, fields[i].name) if i < len(fields) else it for i, it in enumerate(q.items))
     return BoundStreamSelect(q.source, items, q.where, q.group_by, q.having, q.distinct, q.order_by, q.limit,
-                             q.offset, q.hidden)
+                             q.offset, q.hidden, q.row_number)
+
+
+MAX_HOP_WINDOWS = 16
+_MICROS = {"microsecond": 1, "millisecond": 1000, "second": 1_000_000, "minute": 60_000_000,
+           "hour": 3_600_000_000, "day": 86_400_000_000, "week": 7 * 86_400_000_000}
+
+
+def _interval_micros(node: exp.Expression, what: str) -> int:
+    """A constant interval of fixed length (no months or years, whose lengths vary), in microseconds."""
+    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+        raise FeatureNotSupported(f"the window sizes of {what} must be constant intervals, e.g. INTERVAL '5 minutes'")
+    text = str(node.this.this).strip().lower()
+    if node.args.get("unit") is not None:
+        text = f"{text} {node.args['unit'].name.lower()}"
+    total = 0
+    parts = text.replace(",", " ").split()
+    if len(parts) % 2:
+        raise InvalidParameterValue(f'invalid interval for {what}: "{text}"')
+    for amount, unit in zip(parts[::2], parts[1::2], strict=True):
+        unit = unit.rstrip("s") if unit not in ("s", "ms", "us") else unit
+        unit = {"s": "second", "sec": "second", "ms": "millisecond", "us": "microsecond", "min": "minute",
+                "h": "hour", "hr": "hour", "d": "day"}.get(unit, unit)
+        if unit not in _MICROS:
+            raise FeatureNotSupported(f'interval unit "{unit}" in {what} is not supported: windows need a fixed '
+                                      f"length (seconds to weeks)")
+        try:
+            total += int(float(amount) * _MICROS[unit])
+        except ValueError:
+            raise InvalidParameterValue(f'invalid interval for {what}: "{text}"') from None
+    if total <= 0:
+        raise InvalidParameterValue(f"the window sizes of {what} must be positive")
+    return total
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
@@ -929,10 +1063,51 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
     if isinstance(node, exp.AggFunc):
         name = _AGG_NAMES.get(node.key, node.key)
         raise FeatureNotSupported(f"aggregate function {name}() in a materialized view is not supported yet")
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        return _bind_date_trunc(node, rec)
+    if isinstance(node, exp.Extract):
+        return _bind_extract(node, rec)
     if isinstance(node, exp.Func):
         return _bind_func(node, rec)
     raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "
                               f"materialized view yet")
+
+
+_TRUNC_UNITS = ("microseconds", "milliseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
+# extract(field FROM ts) in Spark SQL over a TIMESTAMP; Postgres returns numeric
+_EXTRACT = {"year": "year({})", "quarter": "quarter({})", "month": "month({})", "week": "weekofyear({})",
+            "day": "day({})", "doy": "dayofyear({})", "dow": "(dayofweek({}) - 1)", "isodow": "weekday({}) + 1",
+            "hour": "hour({})", "minute": "minute({})", "second": "(second({}) + CAST(pmod(unix_micros({}), 1000000) AS DECIMAL(20, 6)) / 1000000)",
+            "epoch": "(CAST(unix_micros({}) AS DECIMAL(38, 6)) / 1000000)"}
+
+
+def _bind_date_trunc(node: exp.Expression, rec) -> BoundExpr:
+    """``date_trunc(unit, ts)``: `ts` truncated to the unit (weeks start on Monday, as Postgres)."""
+    unit = node.args.get("unit")
+    name = (unit.name if unit is not None else "").lower().rstrip("s")
+    name = {"microsecond": "microseconds", "millisecond": "milliseconds"}.get(name, name)
+    if name not in _TRUNC_UNITS:
+        raise FeatureNotSupported(f'date_trunc unit "{name}" is not supported in a materialized view yet')
+    x = rec(node.this)
+    if x.type.name is TypeName.DATE:
+        x = Cast(x, TIMESTAMP)
+    if x.type.name not in (TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ):
+        raise UndefinedFunction(f"function date_trunc(unknown, {x.type.display()}) does not exist")
+    spark_unit = {"microseconds": "MICROSECOND", "milliseconds": "MILLISECOND"}.get(name, name.upper())
+    return FuncCall("date_trunc", (Literal(spark_unit, VARCHAR), x), x.type)
+
+
+def _bind_extract(node: exp.Extract, rec) -> BoundExpr:
+    """``extract(field FROM ts)``, numeric as Postgres."""
+    field = node.this.name.lower() if node.this is not None else ""
+    x = rec(node.expression)
+    if x.type.name is TypeName.DATE:
+        x = Cast(x, TIMESTAMP)
+    if x.type.name not in (TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ):
+        raise UndefinedFunction(f"function extract(unknown, {x.type.display()}) does not exist")
+    if field not in _EXTRACT:
+        raise FeatureNotSupported(f'extract field "{field}" is not supported in a materialized view yet')
+    return Extract(field, x, NUMERIC, _EXTRACT[field])
 
 
 def _bind_is(node: exp.Is, rec, *, negated: bool) -> BoundExpr:
@@ -1022,6 +1197,8 @@ def _bind_func(node: exp.Func, rec) -> BoundExpr:
     name = {"coalesce": "coalesce", "lower": "lower", "upper": "upper", "abs": "abs", "round": "round",
             "length": "length", "concat": "concat", "nullif": "nullif", "trim": "trim", "substring": "substring",
             "greatest": "greatest", "least": "least", "ceil": "ceil", "floor": "floor"}.get(name, name)
+    if name in ("current_timestamp", "now", "localtimestamp", "current_date", "current_time", "localtime"):
+        raise FeatureNotSupported(f"{name}() in a materialized view (a temporal filter) is not supported yet")
     args = [rec(a) for a in _func_args(node)]
     if name not in _FUNCS:
         types = ", ".join(a.type.display() for a in args)

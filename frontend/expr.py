@@ -183,6 +183,56 @@ class FuncCall(BoundExpr):
 
 
 @dataclass(frozen=True)
+class Extract(BoundExpr):
+    """``extract(field FROM x)``; `template`: its Spark SQL with ``{}`` for the operand."""
+
+    field: str
+    operand: BoundExpr
+    type: DataType
+    template: str
+
+    def to_spark(self) -> str:
+        x = f"CAST({self.operand.to_spark()} AS TIMESTAMP)"
+        return f"CAST({self.template.format(*[x] * self.template.count('{}'))} AS {self.type.to_spark()})"
+
+    def display(self) -> str:
+        return f"extract({self.field} from {self.operand.display()})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class WindowBound(BoundExpr):
+    """A time window's bound for `ts`: the start of the `unit_us`-long window holding it (aligned
+    to the Unix epoch, as RisingWave's ``tumble_start``), plus `shift_us` (a window's end, a
+    hopping window that started earlier). NULL for a NULL `ts`."""
+
+    ts: BoundExpr
+    unit_us: int
+    shift_us: int
+    type: DataType
+    label: str = "window_start"
+
+    def to_spark(self) -> str:
+        micros = f"unix_micros(CAST({self.ts.to_spark()} AS TIMESTAMP))"
+        bound = f"timestamp_micros({micros} - pmod({micros}, {self.unit_us}) + {self.shift_us})"
+        return f"CAST({bound} AS TIMESTAMP_NTZ)" if self.type.name is TypeName.TIMESTAMP else bound
+
+    def display(self) -> str:
+        shift = f", {_duration(self.shift_us)}" if self.shift_us else ""
+        return f"{self.label}({self.ts.display()}, {_duration(self.unit_us)}{shift})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return (self.ts,)
+
+
+def _duration(us: int) -> str:
+    sign = "-" if us < 0 else ""
+    return sign + str(dt.timedelta(microseconds=abs(us)))
+
+
+@dataclass(frozen=True)
 class Case(BoundExpr):
     whens: tuple[tuple[BoundExpr, BoundExpr], ...]
     default: BoundExpr | None

@@ -13,6 +13,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -84,6 +85,9 @@ class MetaService:
         self._consumed: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)  # (scan, vnode) -> rows
         self._rates: dict[int, ProgressRate] = defaultdict(ProgressRate)
         self._load_progress()
+        # The registered workers when services run as processes (`meta.cluster.ClusterManager`);
+        # None in the playground, where every service is in this process.
+        self.cluster_manager: Any = None
 
     def _round_interval_ms(self) -> int:
         """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and

@@ -1,4 +1,5 @@
-"""The ``risingspark`` command: ``risingspark playground`` runs every service in one process.
+"""The ``risingspark`` command: ``risingspark playground`` runs every service in one process;
+``risingspark meta | frontend | compute | compactor`` run one service each.
 
 Service packages are imported inside the commands, so the shared core never imports them at import
 time.
@@ -15,7 +16,14 @@ import sys
 import threading
 from pathlib import Path
 
-from risingspark.config import PlaygroundConfig, from_env_and_args
+from risingspark.config import (
+    CompactorConfig,
+    ComputeConfig,
+    FrontendConfig,
+    MetaConfig,
+    PlaygroundConfig,
+    from_env_and_args,
+)
 
 logger = logging.getLogger("risingspark")
 
@@ -52,13 +60,22 @@ class Playground:
         from frontend.pgwire.auth import PasswordAuth
         from frontend.pgwire.server import PgServer
         from frontend.session import Frontend
+        from meta.api import create_app
+        from meta.leader import LeaderLock
         from meta.service import MetaService
         from meta.store.store import MetaStore
+        from risingspark.errors import ServiceUnavailable
+        from risingspark.runtime import HttpServer
         from risingspark.storage.object_store import ObjectStore
 
         cfg = self.cfg
         Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
         store = ObjectStore(cfg.resolved_object_store_url())
+        # One meta per meta store: not while a `risingspark meta` or another playground uses it.
+        lock = LeaderLock(cfg.resolved_meta_store_url())
+        if not lock.acquire(threading.Event(), poll_s=0.2, timeout_s=15):
+            raise ServiceUnavailable("another RisingSpark meta or playground is using this meta store "
+                                     f"({cfg.resolved_meta_store_url()})")
         meta_store = MetaStore(cfg.resolved_meta_store_url())
         meta_store.upgrade()
         spark = create_spark_session(SparkSettings(master=cfg.spark_master, ui=cfg.spark_ui,
@@ -67,7 +84,7 @@ class Playground:
         compute = ComputeNode(spark, store, parallelism=cfg.parallelism)
         meta = MetaService(meta_store, store, compute)
         compactor = CompactorService(meta.compaction, store)
-        http = _HttpServer(meta, cfg.host, cfg.meta_port)
+        http = HttpServer(create_app(meta), cfg.host, cfg.meta_port, "meta-http")
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
                             users=tuple(auth.users) if auth else ())
@@ -97,55 +114,70 @@ class Playground:
             frontend.close()
             spark.stop()
             meta_store.close()
+            lock.release()
             logger.info("stopped")
         return 0
 
 
-class _HttpServer:
-    """Meta's FastAPI app on uvicorn, in a thread."""
-
-    def __init__(self, meta, host: str, port: int) -> None:
-        import uvicorn
-
-        from meta.api import create_app
-
-        self._server = uvicorn.Server(uvicorn.Config(create_app(meta), host=host, port=port, log_level="warning",
-                                                     lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, name="meta-http", daemon=True)
-        self._port = port
-
-    @property
-    def port(self) -> int:
-        servers = getattr(self._server, "servers", None)
-        if servers:
-            return servers[0].sockets[0].getsockname()[1]
-        return self._port
-
-    def start(self) -> None:
-        self._thread.start()
-        for _ in range(200):
-            if self._server.started:
-                return
-            threading.Event().wait(0.05)
-        raise RuntimeError(f"the meta HTTP API could not listen on port {self._port}")
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+SERVICES: dict[str, tuple[type, str]] = {
+    "meta": (MetaConfig, "run the meta service (catalog, barriers, checkpoints); standby if another is active"),
+    "frontend": (FrontendConfig, "run a frontend (Postgres wire protocol); several may serve one cluster"),
+    "compute": (ComputeConfig, "run a compute node (epoch rounds on a Spark application)"),
+    "compactor": (CompactorConfig, "run a compactor (merges L0 files into sorted levels)"),
+}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _run_service(command: str, cfg) -> int:
+    if command == "meta":
+        from meta.main import run_meta
+
+        return run_meta(cfg)
+    if command == "frontend":
+        from frontend.main import run_frontend
+
+        return run_frontend(cfg)
+    if command == "compute":
+        from compute.server import run_compute
+
+        return run_compute(cfg)
+    from compactor.main import run_compactor
+
+    return run_compactor(cfg)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per way to run, one flag per settings field."""
     parser = argparse.ArgumentParser(prog="risingspark", description="RisingSpark, a streaming database on Spark")
     sub = parser.add_subparsers(dest="command", required=True)
     pg = sub.add_parser("playground", help="run meta, compute, compactor and frontend in one process")
     _add_flags(pg, PlaygroundConfig)
+    for name, (cls, help_text) in SERVICES.items():
+        _add_flags(sub.add_parser(name, help=help_text, description=cls.__doc__), cls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "playground":
-        cfg = from_env_and_args(PlaygroundConfig, vars(args))
-        setup_logging(cfg.log_level)
-        return Playground(cfg).run()
-    parser.error(f"unknown command {args.command}")
-    return 2
+    cls = PlaygroundConfig if args.command == "playground" else SERVICES[args.command][0]
+    try:
+        cfg = from_env_and_args(cls, vars(args))
+    except (TypeError, ValueError) as e:
+        parser.error(str(e))
+    setup_logging(cfg.log_level)
+    try:
+        if args.command == "playground":
+            return Playground(cfg).run()
+        return _run_service(args.command, cfg)
+    except KeyboardInterrupt:
+        return 0
+    except Exception as e:  # noqa: BLE001 - a clear line for the operator, the traceback in the log
+        from risingspark.errors import RisingSparkError
+
+        message = e.message if isinstance(e, RisingSparkError) else f"{type(e).__name__}: {e}"
+        logger.debug("fatal error", exc_info=True)
+        print(f"risingspark {args.command}: {message}", file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":

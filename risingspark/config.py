@@ -50,6 +50,97 @@ class PlaygroundConfig:
         return str(Path(self.data_dir).resolve() / "objects")
 
 
+_META_ADDRESS_HELP = ("meta HTTP address(es), comma-separated: the active meta and its standbys "
+                      "(http://host:5690[,http://host2:5690])")
+_ADVERTISE_HELP = "address other services use to reach this one (default: http://host:port)"
+_OBJECT_STORE_HELP = ("object store URL: a directory shared with every service and Spark executor, or "
+                      "s3://bucket/prefix?endpoint_override=... (default: the one meta announces)")
+
+
+@dataclass(frozen=True)
+class MetaConfig:
+    """`risingspark meta`: the catalog, barriers, checkpoints and compaction scheduling. One meta is
+    active; others started on the same meta store wait as standbys and take over when it dies."""
+
+    host: str = _f("127.0.0.1", "address the meta HTTP API binds")
+    port: int = _f(5690, "meta HTTP API, RPC, dashboard and /metrics port")
+    data_dir: str = _f("./risingspark-data", "directory of the default meta store and object store")
+    meta_store_url: str = _f("", "SQLAlchemy URL of the meta store: sqlite:///path or "
+                                 "postgresql+psycopg://user:pass@host/db (default: SQLite under data_dir)")
+    object_store_url: str = _f("", "object store URL every service uses: a shared directory or s3://bucket/prefix"
+                                   "?endpoint_override=... (default: data_dir/objects)")
+    heartbeat_timeout_s: float = _f(30.0, "a compute node, compactor or frontend silent this long is declared dead")
+    log_level: str = _f("INFO", "logging level")
+
+    def resolved_meta_store_url(self) -> str:
+        if self.meta_store_url:
+            return self.meta_store_url
+        return f"sqlite:///{Path(self.data_dir).resolve() / 'meta.db'}"
+
+    def resolved_object_store_url(self) -> str:
+        if self.object_store_url:
+            return self.object_store_url
+        return str(Path(self.data_dir).resolve() / "objects")
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """`risingspark compute`: runs the epoch rounds of one resource group on its Spark application."""
+
+    host: str = _f("127.0.0.1", "address the compute node's HTTP API binds")
+    port: int = _f(5688, "compute node HTTP API (barriers from meta) and /metrics port")
+    advertise_address: str = _f("", _ADVERTISE_HELP)
+    meta_address: str = _f("http://127.0.0.1:5690", _META_ADDRESS_HELP)
+    object_store_url: str = _f("", _OBJECT_STORE_HELP)
+    resource_group: str = _f("default", "resource group whose streaming jobs this node runs")
+    spark_master: str = _f("local[*]", "Spark master URL: local[N] or spark://host:7077 for a standalone cluster")
+    spark_ui: bool = _f(False, "enable the Spark web UI")
+    spark_driver_memory: str = _f("2g", "Spark driver memory")
+    spark_conf: str = _f("", "extra Spark settings, comma-separated key=value (e.g. spark.cores.max=2)")
+    parallelism: int = _f(0, "default streaming parallelism (0: one actor per Spark core)")
+    heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
+    log_level: str = _f("INFO", "logging level")
+
+
+@dataclass(frozen=True)
+class CompactorConfig:
+    """`risingspark compactor`: runs the compaction tasks meta schedules."""
+
+    host: str = _f("127.0.0.1", "address the compactor's HTTP API (/metrics) binds")
+    port: int = _f(6660, "compactor HTTP port (/api/health, /metrics)")
+    advertise_address: str = _f("", _ADVERTISE_HELP)
+    meta_address: str = _f("http://127.0.0.1:5690", _META_ADDRESS_HELP)
+    object_store_url: str = _f("", _OBJECT_STORE_HELP)
+    heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
+    poll_interval_s: float = _f(1.0, "seconds between asking meta for a task when there was none")
+    log_level: str = _f("INFO", "logging level")
+
+
+@dataclass(frozen=True)
+class FrontendConfig:
+    """`risingspark frontend`: the Postgres wire server. Several frontends may serve the same cluster."""
+
+    host: str = _f("127.0.0.1", "address the frontend binds")
+    port: int = _f(4566, "frontend (Postgres wire protocol) port")
+    metrics_port: int = _f(2222, "frontend HTTP port (/api/health, /metrics); 0 turns it off")
+    advertise_address: str = _f("", _ADVERTISE_HELP)
+    meta_address: str = _f("http://127.0.0.1:5690", _META_ADDRESS_HELP)
+    object_store_url: str = _f("", _OBJECT_STORE_HELP)
+    block_cache_mb: int = _f(512, "block cache of decoded SSTs, in MiB")
+    heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
+    auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...] (empty: trust every user)")
+    auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
+    log_level: str = _f("INFO", "logging level")
+
+
+def advertised(cfg: ComputeConfig | CompactorConfig | FrontendConfig, port: int) -> str:
+    """The address a service registers with meta."""
+    if cfg.advertise_address:
+        return cfg.advertise_address if "://" in cfg.advertise_address else f"http://{cfg.advertise_address}"
+    host = "127.0.0.1" if cfg.host in ("0.0.0.0", "") else cfg.host
+    return f"http://{host}:{port}"
+
+
 ENV_PREFIX = "RISINGSPARK_"
 
 
@@ -71,6 +162,11 @@ def _convert(f: dataclasses.Field, raw: str) -> Any:
     kind = type(f.default)
     if kind is bool:
         return raw.strip().lower() in ("1", "true", "yes", "on")
-    if kind is int:
-        return int(raw)
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not a valid {kind.__name__}") from None
     return raw

@@ -134,6 +134,24 @@ class StreamHashJoin(StreamNode):
 
 
 @dataclass(frozen=True)
+class StreamTopN(StreamNode):
+    """The first `limit` rows after `offset` of each group of `group_key` in `order`
+    (``(input column, descending, nulls first)``), with retraction: ``ORDER BY ... LIMIT`` (no
+    group key) or ``ROW_NUMBER() OVER (PARTITION BY ...)`` (``rank``: the row number is appended to
+    the input's columns; `limit` None numbers every row). Output: the input's columns and stream
+    key. Its state (`state_table`) holds every input row, keyed by group key, order columns and
+    stream key (`compute.executor.top_n`)."""
+
+    input: StreamNode | None = None
+    group_key: tuple[int, ...] = ()
+    order: tuple[tuple[int, bool, bool], ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    rank: bool = False
+    state_table: StateTableDesc | None = None
+
+
+@dataclass(frozen=True)
 class StreamUnion(StreamNode):
     """``UNION ALL`` of its branches, which have the same columns (each branch's project adds the
     branch number and its stream key, so the union's stream key is unique)."""
@@ -158,7 +176,7 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamUnion, StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamUnion, StreamMaterialize)
 }
 
 
@@ -206,6 +224,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
                               a.get("distinct", False), tuple(tuple(o) for o in a.get("order", ())),
                               a.get("delimiter"))
                       for a in v)
+        elif f.name == "order":
+            v = tuple(tuple(o) for o in v)
         elif f.name == "input_states":
             v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
@@ -263,6 +283,17 @@ def _describe(n: StreamNode) -> str:
         kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
                 "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
         return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"
+    if isinstance(n, StreamTopN):
+        assert n.input is not None
+        in_names = n.input.names
+        order = ", ".join(f"{in_names[i]} {'DESC' if desc else 'ASC'}" + (" NULLS FIRST" if nf and not desc else
+                                                                          " NULLS LAST" if desc and not nf else "")
+                          for i, desc, nf in n.order)
+        limit = "all" if n.limit is None else n.limit
+        if n.group_key or n.rank:
+            gk = ", ".join(in_names[i] for i in n.group_key)
+            return f"StreamGroupTopN {{ order: [{order}], limit: {limit}, offset: {n.offset}, group_key: [{gk}] }}"
+        return f"StreamTopN {{ order: [{order}], limit: {limit}, offset: {n.offset} }}"
     if isinstance(n, StreamUnion):
         return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):

@@ -1,15 +1,21 @@
 """Shared fixtures: a real playground process (started once per test session) and a PostgreSQL
-database that serves as the correctness oracle."""
+database that serves as the correctness oracle.
+
+The meta store is SQLite by default. With ``RISINGSPARK_TEST_META_STORE=postgresql`` every
+playground and cluster of the run keeps its metadata in PostgreSQL instead (127.0.0.1:5432), each
+in a database of its own created for the run and dropped at its end.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +24,39 @@ import pytest
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 READY = "RisingSpark playground is ready"
+META_STORE = os.environ.get("RISINGSPARK_TEST_META_STORE", "sqlite").strip().lower()
+if META_STORE not in ("sqlite", "postgresql"):
+    raise pytest.UsageError(f"RISINGSPARK_TEST_META_STORE must be sqlite or postgresql, not {META_STORE!r}")
+_RUN_ID = f"{os.getpid()}_{int(time.time()) % 1_000_000}"
+_META_DATABASES: list[str] = []
+
+
+def pg_meta_store_url(label: str) -> str:
+    """A PostgreSQL meta store for this run: database ``rs_meta_<run>_<label>``, created once (so a
+    restarted service finds its metadata again) and dropped when the run ends."""
+    name = f"rs_meta_{_RUN_ID}_{label}".lower()[:63]
+    if name not in _META_DATABASES:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            admin.execute(f'CREATE DATABASE "{name}"')
+        _META_DATABASES.append(name)
+    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if not _META_DATABASES:
+        return
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        for name in _META_DATABASES:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    _META_DATABASES.clear()
+
+
+@pytest.fixture(scope="session")
+def meta_store_url() -> Callable[[str], str]:
+    """`make(label)`: the meta store URL of a cluster ("" for the default SQLite store under its
+    data directory; a run-scoped PostgreSQL database with RISINGSPARK_TEST_META_STORE=postgresql)."""
+    return lambda label: pg_meta_store_url(label) if META_STORE == "postgresql" else ""
 
 
 def free_port() -> int:
@@ -35,6 +74,12 @@ class PlaygroundProcess:
     meta_port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
+    meta_store_url: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.meta_store_url and META_STORE == "postgresql":
+            digest = hashlib.sha1(str(self.data_dir.resolve()).encode()).hexdigest()[:10]
+            self.meta_store_url = pg_meta_store_url(f"pg_{digest}")
 
     def start(self, timeout: float = 180) -> PlaygroundProcess:
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-{int(time.time() * 1000)}.log"
@@ -42,7 +87,8 @@ class PlaygroundProcess:
         env = {**os.environ, "RISINGSPARK_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(self.data_dir),
-             "--port", str(self.port), "--meta-port", str(self.meta_port), "--spark-driver-memory", "3g"],
+             "--port", str(self.port), "--meta-port", str(self.meta_port), "--spark-driver-memory", "3g",
+             *(["--meta-store-url", self.meta_store_url] if self.meta_store_url else [])],
             stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None

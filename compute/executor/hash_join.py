@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import distinct_keys, join_keys, left_join
-from compute.executor.materialize import AFTER, BEFORE, Pairs, changes_of, emit, pairs_from_changes
+from compute.executor.keyed import distinct_keys
+from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
 from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
 
@@ -90,11 +90,11 @@ def join_epoch(spec: JoinSpec, rows: pa.Table, left_state: pa.Table, right_state
     l_old = pa.concat_tables([l_old, _null_key_images(pl, spec.left, spec.left_key, BEFORE)], promote_options="default")
     r_old = pa.concat_tables([r_old, _null_key_images(pr, spec.right, spec.right_key, BEFORE)],
                              promote_options="default")
-    l_new = _apply(l_old, pl, spec.left)
-    r_new = _apply(r_old, pr, spec.right)
+    l_new = apply_pairs(l_old, pl, spec.left)
+    r_new = apply_pairs(r_old, pr, spec.right)
     old_out = _join(spec, l_old, r_old)
     new_out = _join(spec, l_new, r_new)
-    return JoinOutput(left_sst, right_sst, _diff(spec, old_out, new_out))
+    return JoinOutput(left_sst, right_sst, diff_outputs(spec.output_names, spec.output_key, old_out, new_out))
 
 
 def _of_keys(state: pa.Table, keys: pa.Table, state_key: list[str], key_names: list[str]) -> pa.Table:
@@ -116,24 +116,6 @@ def _null_key_images(pairs: Pairs, desc: StateTableDesc, key: tuple[str, ...], w
     return pa.table({VNODE: t.column(VNODE), **{n: t.column(f"{n}{which}") for n in desc.names}})
 
 
-def _apply(old: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
-    """`old` with the epoch's images applied: changed state keys removed, after-images added."""
-    keys = [VNODE, *desc.pk_names]
-    t = pairs.table
-    if t.num_rows == 0:
-        return old
-    changed = t.select(keys)
-    if old.num_rows:
-        lt, lk = join_keys(old, keys)
-        rt, _ = join_keys(changed, keys)
-        kept = lt.join(rt.select(lk), keys=lk, join_type="left anti").select(old.column_names)
-    else:
-        kept = old
-    after = t.filter(t.column(f"__present{AFTER}"))
-    images = pa.table({VNODE: after.column(VNODE), **{n: after.column(f"{n}{AFTER}") for n in desc.names}})
-    return pa.concat_tables([kept, images.cast(old.schema)])
-
-
 def _join(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     names = spec.output_names
     if left.num_rows == 0 and right.num_rows == 0:
@@ -143,13 +125,3 @@ def _join(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
                                           right_keys=list(spec.right_key), join_type=_JOIN_TYPES[spec.kind],
                                           coalesce_keys=False, use_threads=False)
     return out.select(names)
-
-
-def _diff(spec: JoinSpec, old: pa.Table, new: pa.Table) -> pa.Table:
-    """Changes from `old` to `new` output rows, per output stream key."""
-    keys = [VNODE, *spec.output_key]
-    old = old.add_column(0, VNODE, pa.array([0] * old.num_rows, pa.int16()))
-    new = new.add_column(0, VNODE, pa.array([0] * new.num_rows, pa.int16()))
-    t = left_join(distinct_keys([old, new], keys), old, keys, right_suffix=BEFORE)
-    t = left_join(t, new, keys, right_suffix=AFTER)
-    return changes_of(spec.output_names, Pairs(t))

@@ -19,7 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import distinct_keys, first_per_key, last_per_key, left_join, rows_equal
+from compute.executor.keyed import (
+    distinct_keys,
+    first_per_key,
+    join_keys,
+    last_per_key,
+    left_join,
+    rows_equal,
+)
 from risingspark.chunk import EPOCH, OP, SEQ, TOMBSTONE, VNODE, Op, is_insert_op, op_field
 from risingspark.storage.desc import StateTableDesc
 
@@ -139,3 +146,33 @@ def _sst_part(values: pa.Table, vnodes: pa.Array | pa.ChunkedArray, epoch: int, 
     out = values.add_column(0, pa.field(VNODE, pa.int16(), nullable=False), vnodes)
     out = out.append_column(pa.field(EPOCH, pa.int64(), nullable=False), pa.array([epoch] * n, pa.int64()))
     return out.append_column(pa.field(TOMBSTONE, pa.bool_(), nullable=False), pa.array([tombstone] * n, pa.bool_()))
+
+
+def apply_pairs(old: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
+    """`old` rows (``_vnode`` + `desc`'s columns) with an epoch's images applied: the changed keys'
+    rows removed, their after-images added."""
+    keys = key_columns(desc)
+    t = pairs.table
+    if t.num_rows == 0:
+        return old
+    changed = t.select(keys)
+    if old.num_rows:
+        lt, lk = join_keys(old, keys)
+        rt, _ = join_keys(changed, keys)
+        kept = lt.join(rt.select(lk), keys=lk, join_type="left anti").select(old.column_names)
+    else:
+        kept = old
+    after = t.filter(t.column(f"__present{AFTER}"))
+    images = pa.table({VNODE: after.column(VNODE), **{n: after.column(f"{n}{AFTER}") for n in desc.names}})
+    return pa.concat_tables([kept, images.cast(old.schema)])
+
+
+def diff_outputs(names: list[str], key: tuple[str, ...] | list[str], old: pa.Table, new: pa.Table) -> pa.Table:
+    """The change stream (``_op``, ``_vnode`` 0, `names`) from the `old` to the `new` output rows
+    of an operator, per output stream `key`: rows whose values did not change emit nothing."""
+    keys = [VNODE, *key]
+    old = old.add_column(0, VNODE, pa.array([0] * old.num_rows, pa.int16()))
+    new = new.add_column(0, VNODE, pa.array([0] * new.num_rows, pa.int16()))
+    t = left_join(distinct_keys([old, new], keys), old, keys, right_suffix=BEFORE)
+    t = left_join(t, new, keys, right_suffix=AFTER)
+    return changes_of(names, Pairs(t))

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from compute.executor.agg_input_state import INPUT_TAG, input_delta_column, value_columns
 from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
+from compute.executor.top_n import TopNSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
     META_SCHEMA,
@@ -36,6 +37,7 @@ from compute.stream.tasks import (
     hash_join_task,
     manifest_dir,
     materialize_task,
+    top_n_task,
 )
 from risingspark.aggregate import VALUE_COUNT
 from risingspark.chunk import OP, SEQ, VNODE
@@ -50,6 +52,7 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamTopN,
     StreamUnion,
     walk,
 )
@@ -99,7 +102,7 @@ class Dataflow:
         self.source = source
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
-        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin) for n in walk(plan))
+        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN) for n in walk(plan))
 
     def run(self) -> bool:
         """Run the epoch; False when no input reached the job (no Spark job ran)."""
@@ -167,9 +170,11 @@ class Dataflow:
             if df is None:
                 return None
             df = _vnode_column(df, node.input.fields, node.dist_key)
-            if self.rt.backfilling and self.rt.no_shuffle:
-                # a no-shuffle backfill's actors already hold every row of their vnodes (the MV
-                # keeps the upstream's distribution key)
+            if self.rt.backfilling and self.rt.no_shuffle and node is getattr(self.rt.job.plan, "input", None) and all(
+                    isinstance(n, StreamTableScan | StreamFilter | StreamProject) for n in walk(node.input)):
+                # a no-shuffle backfill's actors already hold every row of their vnodes: the MV of a
+                # plan without stateful operators keeps the upstream's key (an exchange elsewhere
+                # regroups rows by another key)
                 return df
             return df.repartition(self.rt.parallelism, VNODE)
         if isinstance(node, StreamUnion):
@@ -185,6 +190,8 @@ class Dataflow:
             return self._hash_agg(node)
         if isinstance(node, StreamHashJoin):
             return self._hash_join(node)
+        if isinstance(node, StreamTopN):
+            return self._top_n(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
 
     def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
@@ -217,6 +224,22 @@ class Dataflow:
                               tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,
                               self.op_ids[id(node)])
         return map_in_arrow(both, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _top_n(self, node: StreamTopN) -> DataFrame | None:
+        exchange = node.input
+        if not isinstance(exchange, StreamExchange) or exchange.input is None or node.state_table is None:
+            raise FeatureNotSupported("a TopN must follow an exchange")
+        df = self.build(exchange)
+        if df is None:
+            return None
+        names = exchange.input.names
+        spec = TopNSpec(node.state_table, tuple(names[i] for i in node.group_key),
+                        tuple((names[i], desc, nf) for i, desc, nf in node.order), node.limit, node.offset,
+                        tuple(names[i] for i in node.stream_key), node.fields[-1].name if node.rank else None)
+        df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
+        ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
+        task = top_n_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
         exchange = node.input

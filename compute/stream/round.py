@@ -112,7 +112,11 @@ class EpochRound:
         EPOCH_ROUNDS.inc()
         for rt in jobs:
             self._run_job(rt)
-        consumed = tuple(b.batch_id for b in self.barrier.dml)
+        # Only batches of tables whose job ran: a batch can arrive in the same barrier as, or before,
+        # the mutation that adds its table's job (an INSERT right after CREATE TABLE); it stays
+        # pending until a round runs the job.
+        running = {rt.job.job_id for rt in jobs}
+        consumed = tuple(b.batch_id for b in self.barrier.dml if b.table_id in running)
         o = self.out
         return EpochResult(self.env.epoch, tuple(o.ssts), tuple(o.change_logs), dict(o.row_deltas),
                            tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in))
@@ -150,7 +154,10 @@ class EpochRound:
                                 *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields)])
             return self.read_files(paths, schema,
                                     f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}")
-        return self._backfill_source(rt, scans(rt.job.plan).index(src), upstream, tuple(paths))
+        # by identity: two scans of one upstream with the same columns (the branches of a UNION) are
+        # equal as values but backfill separately
+        scan_id = next(i for i, s in enumerate(scans(rt.job.plan)) if s is src)
+        return self._backfill_source(rt, scan_id, upstream, tuple(paths))
 
     def read_files(self, paths: list[str], schema: pa.Schema, ddl: str) -> DataFrame:
         n = len(paths)

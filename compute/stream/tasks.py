@@ -21,6 +21,7 @@ from compute.executor.backfill.arrangement_backfill import snapshot_positions, s
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, touched_keys
 from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
+from compute.executor.top_n import TopNSpec, top_n_epoch, touched_groups
 from risingspark.barrier import VnodeProgress
 from risingspark.chunk import VNODE
 from risingspark.keys import encode_key
@@ -217,6 +218,26 @@ def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, .
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.left, out.left_state_rows, None, items)
         _write_outputs(env, spec.right, out.right_state_rows, None, items)
+        if items:
+            _write_manifest(env, job_id, op_id, items)
+        yield from out.changes.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def top_n_task(env: TaskEnv, spec: TopNSpec, ssts: tuple[SstableInfo, ...], job_id: int, op_id: int) -> Task:
+    """StreamTopN over a partition holding every change of its groups: reads the touched groups'
+    rows from the state, writes the state (reported by manifest) and yields the TopN's changes."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        groups = touched_groups(spec, rows)
+        state = env.reader().lookup(spec.state, ssts, env.prev_epoch, groups, columns=list(spec.group_key))
+        out = top_n_epoch(spec, rows, state, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.state, out.state_rows, None, items)
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from out.changes.to_batches(max_chunksize=65536)

@@ -19,6 +19,7 @@ row has a unique key, as RisingWave's stream key. The MV stores the hidden colum
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,13 +32,15 @@ from frontend.binder import (
     BoundSetOp,
     BoundStreamSelect,
     BoundSubquery,
+    RowNumber,
+    SelectItem,
     numeric_result,
 )
-from frontend.expr import AggCallExpr, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
+from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from risingspark.aggregate import agg_state_fields, input_state_fields, needs_input_state
 from risingspark.catalog import BackfillType
-from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
+from risingspark.errors import DuplicateColumn, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     AggCall,
@@ -49,9 +52,10 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamTopN,
     StreamUnion,
 )
-from risingspark.types import INT4, Field
+from risingspark.types import INT4, INT8, Field
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,7 @@ class _StreamPlanner:
         return self.select(q)
 
     def select(self, b: BoundStreamSelect) -> Block:
-        node = self.from_(b.source)
+        node = self.from_(_with_rank_limit(b))
         if b.where is not None:
             node = StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node,
                                 predicate=b.where.to_spark(), display=b.where.display())
@@ -126,15 +130,55 @@ class _StreamPlanner:
             # SELECT DISTINCT is a grouping by the select list, without aggregates.
             group_by = tuple(it.expr for it in b.items)
             distinct = False
-        if group_by is None:
+        if b.row_number is not None:
+            block = self._row_number(b, b.row_number, node)
+        elif group_by is None:
             block = self._project(b, node)
         else:
             block = self._agg(b, group_by, node)
         if distinct:
             block = self._distinct(block)
         if b.limit is not None:
-            raise FeatureNotSupported("ORDER BY ... LIMIT in a materialized view is not supported yet")
+            order = tuple((o.index, o.descending, o.nulls_first) for o in b.order_by)
+            block = Block(self._top_n(block.node, (), order, b.limit, b.offset, None), block.visible)
         return block
+
+    def _top_n(self, node: StreamNode, group: tuple[int, ...], order: tuple[tuple[int, bool, bool], ...],
+               limit: int | None, offset: int, rank: str | None) -> StreamNode:
+        """A (group) TopN over `node`, behind an exchange by the group key (a single one without)."""
+        exchange = StreamExchange(fields=node.fields, stream_key=node.stream_key, input=node, dist_key=group)
+        state = self.state_table(node.fields, _dedup(group + tuple(i for i, _, _ in order) + node.stream_key), group)
+        fields = node.fields + ((Field(rank, INT8),) if rank is not None else ())
+        return StreamTopN(fields=fields, stream_key=node.stream_key, input=exchange, group_key=group, order=order,
+                          limit=limit, offset=offset, rank=rank is not None, state_table=state)
+
+    def _row_number(self, b: BoundStreamSelect, rn: RowNumber, node: StreamNode) -> Block:
+        """A block with ``ROW_NUMBER() OVER (PARTITION BY p ORDER BY o)``: the other items, p and o
+        projected, a group TopN by p numbering the rows, then the items in their order."""
+        items = [it for i, it in enumerate(b.items) if i != rn.index]
+        extra = [SelectItem(e, f"_rw_partition_{i}") for i, e in enumerate(rn.partition_by)]
+        extra += [SelectItem(e, f"_rw_order_{i}") for i, (e, _, _) in enumerate(rn.order_by)]
+        pre = self._project(BoundStreamSelect(b.source, tuple(items + extra), None, None, hidden=len(extra)), node)
+        inner = pre.node
+        group = tuple(range(len(items), len(items) + len(rn.partition_by)))
+        first = len(items) + len(rn.partition_by)
+        order = tuple((first + i, desc, nf) for i, (_, desc, nf) in enumerate(rn.order_by))
+        name = b.items[rn.index].name
+        top = self._top_n(inner, group, order, rn.limit, 0, _hidden_name(name, list(inner.fields)))
+        # the items in their order, the row number in its place; then the stream key columns
+        cols = [*range(rn.index), len(inner.fields), *range(rn.index, len(items))]
+        fields = [Field(name if c == len(inner.fields) else top.fields[c].name, top.fields[c].type) for c in cols]
+        key: list[int] = []
+        for k in top.stream_key:
+            if k not in cols:
+                cols.append(k)
+                fields.append(Field(top.fields[k].name, top.fields[k].type, hidden=True))
+            key.append(cols.index(k))
+        _check_names([f.name for f in fields])
+        project = StreamProject(fields=tuple(fields), stream_key=tuple(key), input=top,
+                                exprs=tuple(f"`{top.fields[c].name}`" for c in cols),
+                                displays=tuple(top.fields[c].name for c in cols))
+        return Block(project, len(b.items) - b.hidden)
 
     def set_op(self, s: BoundSetOp) -> Block:
         branches = [self.query(s.left), self.query(s.right)]
@@ -339,6 +383,47 @@ class _StreamPlanner:
         out = StreamProject(fields=tuple(fields), stream_key=key, input=agg,
                             exprs=tuple(e.to_spark() for e in exprs), displays=tuple(e.display() for e in exprs))
         return Block(out, len(b.items) - b.hidden, key)
+
+
+def _with_rank_limit(b: BoundStreamSelect) -> BoundFrom:
+    """FROM a subquery numbering rows with ROW_NUMBER(), a WHERE conjunct ``rn <= n`` (``< n``,
+    ``= n``) makes the numbering a TopN of n rows per group, as RisingWave plans it. The filter still
+    applies above it."""
+    src = b.source
+    if not isinstance(src, BoundSubquery) or not isinstance(src.query, BoundStreamSelect) \
+            or src.query.row_number is None or b.where is None:
+        return src
+    rn = src.query.row_number
+    column = src.offset + rn.index
+    limit = rn.limit
+    for c in _conjuncts(b.where):
+        if not isinstance(c, BinaryOp):
+            continue
+        op, left, right = c.op, _uncast(c.left), _uncast(c.right)
+        if isinstance(left, Literal):
+            op, left, right = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}.get(op, ""), right, left
+        if not (isinstance(left, InputRef) and left.index == column and isinstance(right, Literal)
+                and isinstance(right.value, int) and not isinstance(right.value, bool)):
+            continue
+        n = {"<=": right.value, "=": right.value, "<": right.value - 1}.get(op)
+        if n is not None:
+            limit = max(n, 0) if limit is None else min(limit, max(n, 0))
+    if limit == rn.limit:
+        return src
+    query = dataclasses.replace(src.query, row_number=dataclasses.replace(rn, limit=limit))
+    return dataclasses.replace(src, query=query)
+
+
+def _conjuncts(e: BoundExpr) -> list[BoundExpr]:
+    if isinstance(e, BinaryOp) and e.op == "AND":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _uncast(e: BoundExpr) -> BoundExpr:
+    while isinstance(e, Cast):
+        e = e.operand
+    return e
 
 
 def _dedup(indices: tuple[int, ...]) -> tuple[int, ...]:

@@ -38,6 +38,7 @@ from risingspark.barrier import (
 )
 from risingspark.catalog import JobStatus, RelationCatalog
 from risingspark.epoch import Epoch, EpochGenerator, EpochPair
+from risingspark.errors import ServiceUnavailable
 from risingspark.keys import decode_key, encode_key
 from risingspark.storage.object_store import ObjectStore
 from risingspark.stream_plan import node_from_json, scans
@@ -175,7 +176,10 @@ class BarrierManager:
                 self._failures += 1
                 self._last_error = f"{type(e).__name__}: {e}"
                 backoff = RECOVERY_BACKOFF_S[min(self._failures, len(RECOVERY_BACKOFF_S)) - 1]
-                logger.exception("epoch round %d failed; recovering in %.1fs", seq, backoff)
+                if isinstance(e, ServiceUnavailable):  # a compute node missing or lost: no traceback to show
+                    logger.warning("epoch round %d failed: %s; recovering in %.1fs", seq, e.message, backoff)
+                else:
+                    logger.exception("epoch round %d failed; recovering in %.1fs", seq, backoff)
                 METRICS.recoveries.inc()
                 with self._cond:
                     self._needs_recovery = True

@@ -145,19 +145,33 @@ class DashboardViews:
 
     # ---- nodes ----------------------------------------------------------------------------------
     def nodes(self, meta_address: str | None) -> NodesModel:
-        """The playground's nodes: every role runs in this process."""
+        """The cluster's nodes: in the playground every role runs in this process; otherwise meta
+        runs here and the workers are those registered with it."""
         pid, process = self.monitor.pid, self.monitor.process
+        cluster = getattr(self.meta, "cluster_manager", None)
+        if cluster is not None:
+            nodes = [NodeModel(id="meta-1", role="meta", resource_group=None, address=meta_address, process=process,
+                               pid=pid, parallelism=None, state="running")]
+            nodes += [NodeModel(id=f"{w.kind}-{w.id}", role=w.kind,
+                                resource_group=w.resource_group if w.kind == "compute" else None,
+                                address=w.address, process=f"risingspark {w.kind}", pid=w.pid,
+                                parallelism=w.parallelism if w.kind == "compute" else None, state="running")
+                      for w in cluster.workers()]
+            return NodesModel(nodes=nodes, processes=[self._process(process, pid, ["meta-1"])])
         specs = [("meta-1", "meta", None, meta_address, None),
                  ("frontend-1", "frontend", None, None, None),
                  (COMPUTE_NODE, "compute", DEFAULT_RESOURCE_GROUP, None, self.meta.default_parallelism),
                  ("compactor-1", "compactor", None, None, None)]
         nodes = [NodeModel(id=i, role=role, resource_group=group, address=addr, process=process, pid=pid,
                            parallelism=par, state="running") for i, role, group, addr, par in specs]
+        return NodesModel(nodes=nodes, processes=[self._process(process, pid, [n.id for n in nodes])])
+
+    def _process(self, process: str, pid: int, node_ids: list[str]) -> ProcessModel:
+        """This process and its CPU and memory samples."""
         samples = [ResourceSampleModel(at=s.at, cpu_cores=s.cpu_cores, rss_bytes=s.rss_bytes)
                    for s in self.monitor.recent_resources()]
-        proc = ProcessModel(name=process, pid=pid, nodes=[n.id for n in nodes], cpu_count=psutil.cpu_count() or 1,
+        return ProcessModel(name=process, pid=pid, nodes=node_ids, cpu_count=psutil.cpu_count() or 1,
                             memory_total_bytes=psutil.virtual_memory().total, samples=samples)
-        return NodesModel(nodes=nodes, processes=[proc])
 
     # ---- barriers and storage -------------------------------------------------------------------
     def barriers(self) -> BarriersModel:

@@ -1,0 +1,191 @@
+"""Incremental throughput of streaming jobs, printed as JSON: how many upstream changes per second
+a job absorbs at 1 s barriers before barrier latency grows.
+
+For each workload the same upstream DML stream (new orders inserted, existing ones updated) is
+offered at increasing rates for ``--seconds`` each, and the run records the rate the writer achieved
+and the barrier latency (mean of ``risingspark_meta_barrier_duration_seconds`` over the step). A rate
+is *sustained* while the writer keeps up (≥ 90 % of the offered rate) and the mean barrier latency
+stays within 2x the latency at the lowest rate (plus one barrier interval): an epoch round has a
+fixed Spark cost, so the lowest rate, not an idle cluster, is the reference. Workloads:
+
+* ``table_only`` — the baseline: the DML stream into the table, no job reading it;
+* ``group_by`` — ``SELECT customer_id, count(*), sum(amount) FROM orders WHERE status <> ...
+  GROUP BY customer_id``;
+* ``join`` — ``orders JOIN customers ON customer_id`` (a two-table join MV).
+
+Each job's sustained rate is also given as a ratio to the baseline's, measured in the same run.
+
+Usage: ``python bench/streaming.py [--rates 1000,10000,30000,100000,200000] [--seconds 15] [--out result.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backfill import ORDERS, free_port  # noqa: E402
+
+CUSTOMERS = "CREATE TABLE {t} (id INT PRIMARY KEY, name VARCHAR, region VARCHAR)"
+JOBS = {
+    "table_only": None,
+    "group_by": "SELECT customer_id, count(*) AS n, sum(amount) AS total FROM {o} WHERE status <> 'cancelled' "
+                "GROUP BY customer_id",
+    "join": "SELECT o.id, o.amount, o.status, c.name, c.region FROM {o} AS o JOIN {c} AS c ON o.customer_id = c.id",
+}
+PRELOAD = 100_000
+
+
+def start_playground(data_dir: Path) -> tuple[subprocess.Popen, int, int]:
+    port, meta_port = free_port(), free_port()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    log = open(data_dir.parent / "playground.log", "wb")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen([sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(data_dir),
+                             "--port", str(port), "--meta-port", str(meta_port), "--spark-driver-memory", "4g"],
+                            stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if b"ready" in line:
+            return proc, port, meta_port
+    raise RuntimeError(f"the playground did not start; see {data_dir.parent / 'playground.log'}")
+
+
+def barrier_totals(meta_port: int) -> tuple[float, float]:
+    """(sum of seconds, count) of the barrier latency histogram."""
+    text = httpx.get(f"http://127.0.0.1:{meta_port}/metrics", timeout=10).text
+    values = {}
+    for name in ("sum", "count"):
+        m = re.search(rf"^risingspark_meta_barrier_duration_seconds_{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M)
+        values[name] = float(m.group(1)) if m else 0.0
+    return values["sum"], values["count"]
+
+
+class Writer:
+    """Offers about `rate` changes per second to the orders table, ten ``COPY … FROM STDIN`` loads a
+    second. Half of each load's rows are new orders (one change each); the other half rewrite
+    existing orders (a primary-key conflict overwrites, as RisingWave: an update, two changes)."""
+
+    def __init__(self, dsn: str, table: str, rate: int, first_id: int) -> None:
+        self.dsn, self.table, self.rate, self.next_id = dsn, table, rate, first_id
+        self.changes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        new = max(1, self.rate // 30)  # per tick: `new` inserts + `new` updates = 3 * new changes
+        tick = 0
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            start = time.perf_counter()
+            while not self._stop.is_set():
+                ids = list(range(self.next_id, self.next_id + new))
+                self.next_id += new
+                old = 1 + (tick * new) % (PRELOAD - new)  # preloaded orders, in turn
+                ids += list(range(old, old + new))
+                with c.cursor() as cur, cur.copy(f"COPY {self.table} FROM STDIN") as copy:
+                    copy.write("".join(f"{i}\t{i % 1000}\t{(i + tick) % 500}.99\t"
+                                       f"{'cancelled' if i % 10 == 0 else 'paid'}\t2024-01-01 00:00:00\n"
+                                       for i in ids))
+                self.changes += 3 * new
+                tick += 1
+                delay = start + tick / 10 - time.perf_counter()
+                if delay > 0:
+                    self._stop.wait(delay)
+
+    def __enter__(self) -> Writer:
+        self.started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.elapsed = time.perf_counter() - self.started
+
+
+def run_workload(dsn: str, meta_port: int, name: str, rates: list[int], seconds: float) -> dict:
+    o, c = f"orders_{name}", f"customers_{name}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(ORDERS.format(t=o))
+        conn.execute(CUSTOMERS.format(t=c))
+        conn.execute(f"INSERT INTO {c} SELECT i, 'customer ' || i, 'region ' || (i % 7) "
+                     f"FROM generate_series(0, 999) AS g(i)")
+        conn.execute(f"INSERT INTO {o} SELECT i, i % 1000, (i % 500) + 0.99, 'paid', TIMESTAMP '2024-01-01' "
+                     f"FROM generate_series(1, {PRELOAD}) AS g(i)")
+        conn.execute("FLUSH")
+        if JOBS[name] is not None:
+            conn.execute(f"CREATE MATERIALIZED VIEW {name}_mv AS " + JOBS[name].format(o=o, c=c))
+        interval = int({r[0]: r[1] for r in conn.execute("SHOW PARAMETERS").fetchall()}["barrier_interval_ms"])
+    time.sleep(3)
+    steps: list[dict] = []
+    next_id = PRELOAD + 1
+    sustained = 0
+    for rate in rates:
+        s0, n0 = barrier_totals(meta_port)
+        with Writer(dsn, o, rate, next_id) as w:
+            time.sleep(seconds)
+        next_id = w.next_id
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("FLUSH")  # the step's changes are absorbed before the next step
+        s1, n1 = barrier_totals(meta_port)
+        latency = (s1 - s0) / max(n1 - n0, 1) * 1000
+        achieved = w.changes / w.elapsed
+        # the first (lowest) rate sets the latency that later steps may not outgrow
+        low = steps[0]["mean_barrier_latency_ms"] if steps else latency
+        ok = achieved >= 0.9 * rate and latency <= 2 * low + interval
+        steps.append({"offered_changes_per_s": rate, "achieved_changes_per_s": round(achieved),
+                      "mean_barrier_latency_ms": round(latency), "barriers": int(n1 - n0), "sustained": ok})
+        if not ok:
+            break
+        sustained = round(achieved)
+    return {"barrier_interval_ms": interval, "steps": steps,
+            "sustained_changes_per_s": sustained}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rates", default="1000,10000,30000,100000,200000")
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--workloads", default=",".join(JOBS))
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    rates = [int(x) for x in args.rates.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="risingspark-bench-"))
+    proc, port, meta_port = start_playground(work / "data")
+    dsn = f"host=127.0.0.1 port={port} user=root dbname=dev"
+    result: dict = {"machine": {"cores": os.cpu_count()}, "seconds_per_step": args.seconds, "workloads": {}}
+    try:
+        for name in args.workloads.split(","):
+            result["workloads"][name] = run_workload(dsn, meta_port, name, rates, args.seconds)
+            print(json.dumps({name: result["workloads"][name]}), file=sys.stderr)
+        base = result["workloads"].get("table_only", {}).get("sustained_changes_per_s")
+        if base:
+            result["ratio_vs_table_only"] = {n: round(w["sustained_changes_per_s"] / base, 3)
+                                             for n, w in result["workloads"].items() if n != "table_only"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

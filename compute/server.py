@@ -1,0 +1,82 @@
+"""`risingspark compute`: a compute node as a process of its own.
+
+It starts its Spark application (``--spark-master local[N]`` or ``spark://host:7077``), serves the
+barrier RPCs meta sends (``run_epoch``, ``reset``) plus ``/api/health`` and ``/metrics``, and
+registers with meta, heartbeating until it stops. The object store URL comes from meta unless set
+here; it must be readable by every Spark executor (a shared directory, or S3).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from risingspark.config import ComputeConfig, advertised
+
+logger = logging.getLogger(__name__)
+READY = "RisingSpark compute node is ready"
+
+
+def spark_conf_pairs(spec: str) -> tuple[tuple[str, str], ...]:
+    """``"a=1,b=2"`` as Spark settings.
+
+    >>> spark_conf_pairs("spark.cores.max=2, spark.executor.memory=1g")
+    (('spark.cores.max', '2'), ('spark.executor.memory', '1g'))
+    """
+    out = []
+    for item in spec.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"invalid --spark-conf item {item.strip()!r}: expected key=value")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
+def run_compute(cfg: ComputeConfig) -> int:
+    from compute.node import ComputeNode
+    from compute.spark import SparkSettings, create_spark_session
+    from meta.client import MetaSession
+    from risingspark.rpc import mount_rpc
+    from risingspark.runtime import HttpServer, health_app, wait_for_shutdown
+    from risingspark.storage.object_store import ObjectStore
+
+    extra = spark_conf_pairs(cfg.spark_conf)
+    spark = create_spark_session(SparkSettings(master=cfg.spark_master, ui=cfg.spark_ui,
+                                               driver_memory=cfg.spark_driver_memory, host=cfg.host,
+                                               parallelism=cfg.parallelism, extra=extra,
+                                               app_name=f"risingspark-compute-{cfg.resource_group}"))
+    app = health_app("RisingSpark compute node")
+    node: ComputeNode | None = None
+
+    def run_epoch(barrier):
+        if node is None:
+            raise RuntimeError("the compute node is still starting")
+        return node.run_epoch(barrier)
+
+    def reset() -> None:
+        if node is not None:
+            node.reset()
+
+    mount_rpc(app, {"run_epoch": run_epoch, "reset": reset})
+    http = HttpServer(app, cfg.host, cfg.port, "compute-http")
+    http.start()
+    parallelism = cfg.parallelism or spark.sparkContext.defaultParallelism
+    session = MetaSession(cfg.meta_address, "compute", advertised(cfg, http.port),
+                          resource_group=cfg.resource_group, parallelism=parallelism,
+                          heartbeat_interval_s=cfg.heartbeat_interval_s)
+    try:
+        session.register()
+        store = ObjectStore(cfg.object_store_url or session.object_store_url)
+        node = ComputeNode(spark, store, parallelism=cfg.parallelism)
+        session.start()
+        print(f"{READY}: {session.address} (node {session.node_id}, Spark {cfg.spark_master}, "
+              f"application {spark.sparkContext.applicationId})", flush=True)
+        wait_for_shutdown()
+        logger.info("shutting down")
+    finally:
+        session.stop()
+        http.stop()
+        spark.stop()
+        logger.info("stopped")
+    return 0

@@ -1,0 +1,63 @@
+"""`risingspark frontend`: a Postgres wire server as a process of its own.
+
+It registers with meta and talks to it over RPC (`meta.client.MetaClient`, with the same calls the
+playground's frontend makes on the meta service), writes DML batches to and reads committed
+versions from the object store, and serves ``/api/health`` and ``/metrics`` on its metrics port.
+Any number of frontends can serve one cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from risingspark.config import FrontendConfig, advertised
+
+logger = logging.getLogger(__name__)
+READY = "RisingSpark frontend is ready"
+
+
+def run_frontend(cfg: FrontendConfig) -> int:
+    from frontend.pgwire.auth import PasswordAuth
+    from frontend.pgwire.server import PgServer
+    from frontend.session import Frontend
+    from meta.client import MetaClient, MetaSession
+    from risingspark.runtime import HttpServer, health_app
+    from risingspark.storage.object_store import ObjectStore
+
+    http = None
+    if cfg.metrics_port:
+        http = HttpServer(health_app("RisingSpark frontend"), cfg.host, cfg.metrics_port, "frontend-http")
+        http.start()
+    session = MetaSession(cfg.meta_address, "frontend", advertised(cfg, cfg.metrics_port or cfg.port),
+                          heartbeat_interval_s=cfg.heartbeat_interval_s)
+    session.register()
+    store = ObjectStore(cfg.object_store_url or session.object_store_url)
+    auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
+    frontend = Frontend(MetaClient(session), store, cache_bytes=cfg.block_cache_mb << 20,
+                        users=tuple(auth.users) if auth else ())
+    session.start()
+
+    async def serve() -> None:
+        server = PgServer(cfg.host, cfg.port, frontend.new_session, auth)
+        await server.start()
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(f"{READY}: psql -h {cfg.host} -p {server.port} -d dev -U root (node {session.node_id}, "
+              f"meta {session.rpc.address})", flush=True)
+        await stop.wait()
+        logger.info("shutting down")
+        await server.stop()
+
+    try:
+        asyncio.run(serve())
+    finally:
+        session.stop()
+        frontend.close()
+        if http is not None:
+            http.stop()
+        logger.info("stopped")
+    return 0

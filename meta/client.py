@@ -1,0 +1,215 @@
+"""The other services' side of meta: registration and heartbeats (`MetaSession`), and the
+frontend's `MetaClient`, which offers the operations of `meta.service.MetaService` over RPC so a
+frontend process works exactly as the playground's frontend does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from meta.catalog import CatalogSnapshot
+from meta.compaction.picker import CompactionConfig, CompactionTask
+from risingspark.catalog import DEFAULT_RESOURCE_GROUP, RelationCatalog, SchemaCatalog
+from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
+from risingspark.rpc import RpcClient
+from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
+
+logger = logging.getLogger(__name__)
+
+
+class MetaSession:
+    """A worker's membership in the cluster: registers with meta and heartbeats from a thread. When
+    meta no longer knows the worker (it declared it dead, or a standby took over), the worker
+    registers again and `on_reregister` runs."""
+
+    def __init__(self, meta_address: str, kind: str, address: str, *, resource_group: str = DEFAULT_RESOURCE_GROUP,
+                 parallelism: int = 0, heartbeat_interval_s: float = 1.0,
+                 on_reregister: Callable[[], None] | None = None) -> None:
+        self.rpc = RpcClient(meta_address, service="meta")
+        self.kind = kind
+        self.address = address
+        self.resource_group = resource_group
+        self.parallelism = parallelism
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.on_reregister = on_reregister
+        self.node_id = 0
+        self.object_store_url = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def register(self, retry_s: float = 300.0) -> int:
+        """Register with meta, waiting up to `retry_s` for it to be reachable (it may start later)."""
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                info = self.rpc.call("register", self.kind, self.address, self.resource_group, self.parallelism,
+                                     os.getpid(), retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
+                break
+            except ServiceUnavailable as e:
+                if time.monotonic() >= deadline:
+                    raise
+                logger.warning("waiting for meta: %s", e.message)
+        self.node_id = int(info["node_id"])
+        self.object_store_url = info["object_store_url"]
+        logger.info("registered with meta at %s as %s node %d", self.rpc.address, self.kind, self.node_id)
+        return self.node_id
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._heartbeats, name="meta-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        with contextlib.suppress(RisingSparkError):
+            self.rpc.call("unregister", self.node_id, retry_s=0, timeout_s=5)
+        self.rpc.close()
+
+    def _heartbeats(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval_s):
+            try:
+                if not self.rpc.call("heartbeat", self.node_id, retry_s=self.heartbeat_interval_s, timeout_s=10):
+                    logger.warning("meta does not know %s node %d any more: registering again", self.kind,
+                                   self.node_id)
+                    self.register()
+                    if self.on_reregister is not None:
+                        self.on_reregister()
+            except RisingSparkError as e:
+                logger.warning("heartbeat to meta failed: %s", e.message)
+            except Exception:
+                logger.exception("heartbeat to meta failed")
+
+
+class RemoteParams:
+    """System parameters read and changed through meta (`meta.system_params.SystemParams`'s calls)."""
+
+    def __init__(self, rpc: RpcClient) -> None:
+        self._rpc = rpc
+
+    def describe(self) -> list[tuple[str, str, str, bool]]:
+        return self._rpc.call("params_describe")
+
+    def set(self, name: str, value: int | None) -> None:
+        self._rpc.call("params_set", name, value)
+
+    def get(self, name: str) -> int:
+        return self.all()[name]
+
+    def all(self) -> dict[str, int]:
+        return self._rpc.call("params_all")
+
+
+class MetaClient:
+    """What a frontend process calls meta for, with `MetaService`'s signatures."""
+
+    def __init__(self, session: MetaSession, *, wait_poll_s: float = 1.0) -> None:
+        self.session = session
+        self.rpc = session.rpc
+        self.params = RemoteParams(self.rpc)
+        self._wait_poll_s = wait_poll_s
+        self._lock = threading.Lock()
+        self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
+        self._version: HummockVersion | None = None
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="meta-unpin")
+
+    # ---- catalog ------------------------------------------------------------------------------
+    def catalog_snapshot(self) -> CatalogSnapshot:
+        with self._lock:
+            known = self._snapshot
+        fresh = self.rpc.call("catalog_snapshot", known[:2] if known else None)
+        if fresh is None:
+            assert known is not None
+            return known[2]
+        incarnation, snap = fresh
+        with self._lock:
+            self._snapshot = (incarnation, snap.version, snap)
+        return snap
+
+    def allocate_ids(self, count: int) -> int:
+        return self.rpc.call("allocate_ids", count)
+
+    def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
+        return self.rpc.call("create_relation", rel)
+
+    def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
+        return self.rpc.call("create_schema", database_id, name)
+
+    def set_comment(self, rel_id: int, column: str | None, comment: str | None) -> None:
+        self.rpc.call("set_comment", rel_id, column, comment)
+
+    def drop_relation(self, rel_id: int, *, cascade: bool = False) -> list[RelationCatalog]:
+        return self.rpc.call("drop_relation", rel_id, cascade)
+
+    def set_backfill_rate_limit(self, rel_id: int, rate: int | None) -> None:
+        self.rpc.call("set_backfill_rate_limit", rel_id, rate)
+
+    def set_parallelism(self, rel_id: int, parallelism: int) -> None:
+        self.rpc.call("set_parallelism", rel_id, parallelism)
+
+    def wait_created(self, rel_id: int, cancelled: threading.Event | None = None) -> RelationCatalog:
+        while True:
+            if cancelled is not None and cancelled.is_set():
+                raise QueryCanceled("canceling statement due to user request")
+            if self.rpc.call("wait_created", rel_id, self._wait_poll_s):
+                return self.catalog_snapshot().relations[rel_id]
+
+    # ---- DML, FLUSH and reads -----------------------------------------------------------------
+    def submit_dml(self, table_id: int, path: str, row_count: int) -> int:
+        return self.rpc.call("submit_dml", table_id, path, row_count)
+
+    def flush(self, timeout: float | None = None) -> int:
+        return self.rpc.call("flush", timeout, timeout_s=None)
+
+    def pin_version(self) -> HummockVersion:
+        with self._lock:
+            known = self._version
+        got = self.rpc.call("pin_version", self.session.node_id, known.id if known else None)
+        if isinstance(got, int):
+            assert known is not None and known.id == got
+            return known
+        with self._lock:
+            self._version = got
+        return got
+
+    def unpin_version(self, version: HummockVersion) -> None:
+        """Unpin in the background: the query is done, and nothing waits for meta's answer (a pin
+        left behind by a failed unpin is released when this frontend leaves the cluster)."""
+        self._background.submit(self._unpin, self.session.node_id, version.id)
+
+    def _unpin(self, node_id: int, version_id: int) -> None:
+        try:
+            self.rpc.call("unpin_version", node_id, version_id, retry_s=5)
+        except RisingSparkError as e:
+            logger.warning("unpinning version %d failed: %s", version_id, e.message)
+
+    @property
+    def default_parallelism(self) -> int | None:
+        return None
+
+    def row_count(self, table_id: int) -> int:
+        return self.rpc.call("row_count", table_id)
+
+    def ddl_progress(self) -> list[Any]:
+        return self.rpc.call("ddl_progress")
+
+
+class RemoteCompactionScheduler:
+    """A compactor process's view of meta's `CompactionScheduler`: the same three calls."""
+
+    def __init__(self, session: MetaSession) -> None:
+        self._session = session
+        self.config: CompactionConfig = session.rpc.call("compaction_config")
+
+    def next_task(self) -> tuple[CompactionTask, StateTableDesc] | None:
+        return self._session.rpc.call("compaction_next_task", self._session.node_id)
+
+    def report(self, task: CompactionTask, outputs: list[SstableInfo] | None) -> bool:
+        return self._session.rpc.call("compaction_report", self._session.node_id, task, outputs)

@@ -1,0 +1,130 @@
+"""Meta's RPC methods for the other services (``POST /rpc/<method>``, see `risingspark.rpc`).
+
+Frontends call the same operations the playground's frontend calls on `MetaService` directly;
+compute nodes, compactors and frontends register and heartbeat; compactors take and report
+compaction tasks. Whatever a worker holds (pinned versions, compaction tasks) is released when the
+cluster manager declares it dead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from meta.catalog import CatalogSnapshot
+from meta.cluster import ClusterManager, WorkerNode
+from meta.compaction.picker import CompactionTask
+from meta.service import MetaService
+from risingspark.catalog import JobStatus, RelationCatalog
+from risingspark.errors import QueryCanceled
+from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
+
+
+class MetaRpc:
+    """The RPC surface of one meta service."""
+
+    def __init__(self, meta: MetaService, cluster: ClusterManager, object_store_url: str) -> None:
+        self.meta = meta
+        self.cluster = cluster
+        self.object_store_url = object_store_url
+        # Catalog versions count from the load of the catalog: a meta that took over counts anew.
+        self.incarnation = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
+        self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> table -> task
+        cluster.on_leave(self._release)
+
+    def methods(self) -> dict[str, Any]:
+        m = self.meta
+        return {
+            "register": self.register, "heartbeat": self.cluster.heartbeat, "unregister": self.cluster.unregister,
+            "catalog_snapshot": self.catalog_snapshot, "allocate_ids": m.allocate_ids,
+            "create_relation": self.create_relation, "create_schema": m.create_schema,
+            "set_comment": m.set_comment, "drop_relation": self.drop_relation,
+            "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
+            "wait_created": self.wait_created, "submit_dml": m.submit_dml, "flush": m.flush,
+            "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
+            "ddl_progress": m.ddl_progress, "params_describe": m.params.describe, "params_set": m.params.set,
+            "params_all": m.params.all,
+            "compaction_config": lambda: m.compaction.config,
+            "compaction_next_task": self.compaction_next_task, "compaction_report": self.compaction_report,
+        }
+
+    # ---- workers ------------------------------------------------------------------------------
+    def register(self, kind: str, address: str, resource_group: str, parallelism: int,
+                 pid: int = 0) -> dict[str, Any]:
+        node = self.cluster.register(kind, address, resource_group, parallelism, pid)
+        return {"node_id": node.id, "object_store_url": self.object_store_url}
+
+    def _release(self, node: WorkerNode) -> None:
+        with self._lock:
+            pins = self._pins.pop(node.id, {})
+            tasks = self._tasks.pop(node.id, {})
+        for version_id, n in pins.items():
+            for _ in range(n):
+                self.meta.unpin_version(HummockVersion(version_id, 0))
+        for task in tasks.values():
+            self.meta.compaction.report(task, None)
+
+    # ---- frontends ----------------------------------------------------------------------------
+    def catalog_snapshot(self, known: tuple[str, int] | None = None) -> tuple[str, CatalogSnapshot] | None:
+        """``(incarnation, catalog)``, or None when the caller already has this version of this meta."""
+        snap = self.meta.catalog_snapshot()
+        return None if known == (self.incarnation, snap.version) else (self.incarnation, snap)
+
+    def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
+        return self.meta.create_relation(rel)
+
+    def drop_relation(self, rel_id: int, cascade: bool) -> list[RelationCatalog]:
+        return self.meta.drop_relation(rel_id, cascade=cascade)
+
+    def wait_created(self, rel_id: int, timeout_s: float) -> bool:
+        """Whether the job finished its backfill within `timeout_s` (the caller polls, so a
+        cancelled statement stops waiting)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            snap = self.meta.catalog_snapshot()
+            rel = snap.relations.get(rel_id)
+            if rel is None:
+                raise QueryCanceled("the streaming job was cancelled")
+            if rel.status is JobStatus.CREATED:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.meta.catalog.wait_for_change(snap.version, min(remaining, 0.5))
+
+    def pin_version(self, node_id: int, known_id: int | None = None) -> HummockVersion | int:
+        """Pin the current version for a frontend; only its id when the caller has it already."""
+        version = self.meta.pin_version()
+        with self._lock:
+            self._pins[node_id][version.id] += 1
+        return version.id if version.id == known_id else version
+
+    def unpin_version(self, node_id: int, version_id: int) -> None:
+        with self._lock:
+            pins = self._pins.get(node_id)
+            if not pins or pins.get(version_id, 0) <= 0:
+                return
+            pins[version_id] -= 1
+            if not pins[version_id]:
+                del pins[version_id]
+        self.meta.unpin_version(HummockVersion(version_id, 0))
+
+    # ---- compactors ---------------------------------------------------------------------------
+    def compaction_next_task(self, node_id: int) -> tuple[CompactionTask, StateTableDesc] | None:
+        picked = self.meta.compaction.next_task()
+        if picked is not None:
+            with self._lock:
+                self._tasks[node_id][picked[0].table_id] = picked[0]
+        return picked
+
+    def compaction_report(self, node_id: int, task: CompactionTask, outputs: list[SstableInfo] | None) -> bool:
+        with self._lock:
+            owned = self._tasks.get(node_id, {}).pop(task.table_id, None)
+        if owned is None:  # declared dead meanwhile: the task was given up and may run elsewhere
+            return False
+        return self.meta.compaction.report(task, outputs)

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW r AS SELECT id, rank() OVER (ORDER BY amount) AS r FROM orders

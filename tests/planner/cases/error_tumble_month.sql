@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW bad AS SELECT * FROM TUMBLE(orders, created_at, INTERVAL '1 month')

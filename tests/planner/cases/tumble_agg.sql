@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW hourly AS SELECT window_start, window_end, customer_id, count(*) AS n, sum(amount) AS total FROM TUMBLE(orders, created_at, INTERVAL '1 hour') GROUP BY window_start, window_end, customer_id
