@@ -96,7 +96,11 @@ class MetaService:
         return self.params.barrier_interval_ms * self.params.get("checkpoint_frequency")
 
     def start(self) -> None:
-        self.sweep_orphans()
+        # Only files older than a few minutes: a meta that takes over from a dead one (or restarts
+        # while frontends live) must not delete a DML batch a frontend has written and is about to
+        # register, nor files of a round still finishing. RisingWave's vacuum keeps unreferenced
+        # objects for `min_sst_retention_time_sec` for the same reason.
+        self.sweep_orphans(min_age_s=ORPHAN_MIN_AGE_S)
         self.barriers.start()
         self.start_queued_jobs()
 
@@ -423,6 +427,9 @@ class MetaService:
             self.objects.delete(orphans)
             logger.info("deleted %d unreferenced files", len(orphans))
         return len(orphans)
+
+
+ORPHAN_MIN_AGE_S = 300.0
 
 
 def _dependents_first(snap: CatalogSnapshot, rel: RelationCatalog) -> list[RelationCatalog]:

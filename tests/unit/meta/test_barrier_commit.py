@@ -143,3 +143,24 @@ def test_version_and_catalog_survive_restart(store_url: str, tmp_path) -> None:
         assert again.row_count(rel.id) == 3
     finally:
         again.stop()
+
+
+def test_a_starting_meta_keeps_young_unregistered_files(store_url: str, tmp_path) -> None:
+    """A meta taking over (or restarting) must not delete a DML batch a frontend has just written
+    and is about to register; only old unreferenced files are garbage."""
+    meta = _meta(store_url, tmp_path, ScriptedCompute())
+    meta.stop()
+    meta.store.close()
+    objects = ObjectStore(str(tmp_path / "objects"))
+    objects.write_bytes("dml/1/in-flight.parquet", b"batch")
+    objects.write_bytes("dml/1/old-orphan.parquet", b"batch")
+    old = tmp_path / "objects" / "dml" / "1" / "old-orphan.parquet"
+    os.utime(old, (old.stat().st_atime - 3600, old.stat().st_mtime - 3600))
+
+    again = _meta(store_url, tmp_path, ScriptedCompute())
+    try:
+        left = {o.path for o in objects.list("dml")}
+        assert "dml/1/in-flight.parquet" in left
+        assert "dml/1/old-orphan.parquet" not in left
+    finally:
+        again.stop()
