@@ -34,6 +34,7 @@ def spark_conf_pairs(spec: str) -> tuple[tuple[str, str], ...]:
 
 
 def run_compute(cfg: ComputeConfig) -> int:
+    from compute.metrics import set_node
     from compute.node import ComputeNode
     from compute.spark import SparkSettings, create_spark_session
     from meta.client import MetaSession
@@ -67,6 +68,7 @@ def run_compute(cfg: ComputeConfig) -> int:
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     try:
         session.register()
+        set_node(cfg.node_name or f"compute-{cfg.resource_group}-{session.node_id}", cfg.resource_group)
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         node = ComputeNode(spark, store, parallelism=cfg.parallelism)
         session.start()

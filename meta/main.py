@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from risingspark.config import MetaConfig
+from risingspark.config import MetaConfig, ServerlessBackfillConfig, advertised
 from risingspark.errors import ServiceUnavailable
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ def run_meta(cfg: MetaConfig) -> int:
     from meta.rpc import MetaRpc
     from meta.service import MetaService
     from meta.store.store import MetaStore
+    from risingspark.cli import enable_serverless_backfill
     from risingspark.rpc import mount_rpc
     from risingspark.runtime import HttpServer, wait_for_shutdown
     from risingspark.storage.object_store import ObjectStore
@@ -59,7 +60,9 @@ def run_meta(cfg: MetaConfig) -> int:
     meta.cluster_manager = cluster
 
     def on_join(node) -> None:
-        if node.kind == "compute" and node.resource_group != compute.resource_group:
+        if node.kind == "compute" and node.resource_group.startswith("backfill-"):
+            pass  # a serverless backfiller: the controller drives it (`meta.serverless`)
+        elif node.kind == "compute" and node.resource_group != compute.resource_group:
             logger.warning("compute node %d is in resource group %s: streaming jobs run only in resource group "
                            "%s for now, so it stays idle", node.id, node.resource_group, compute.resource_group)
         elif node.kind == "compute" and compute.needs_recovery():
@@ -77,6 +80,8 @@ def run_meta(cfg: MetaConfig) -> int:
     app = create_app(meta)
     rpc = MetaRpc(meta, cluster, objects_url)
     mount_rpc(app, rpc.methods())
+    enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), objects_url, advertised(cfg, cfg.port),
+                               Path(cfg.data_dir) / "logs", cluster)
 
     @app.get("/api/cluster/nodes")
     def nodes() -> list[dict]:

@@ -24,12 +24,28 @@ from meta.compaction.scheduler import CompactionScheduler
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
 from meta.progress import ProgressRate, format_progress
+from meta.serverless import (
+    ProvisionFailed,
+    ServerlessBackfillController,
+    check_request,
+    jobs_on_backfillers,
+    on_backfiller,
+    serverless_state,
+)
 from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
 from risingspark.barrier import AddJobs, DropJobs, EpochResult, Throttle
-from risingspark.catalog import BackfillType, JobStatus, RelationCatalog, RelationKind, SchemaCatalog
+from risingspark.catalog import (
+    BackfillType,
+    CreateType,
+    JobStatus,
+    RelationCatalog,
+    RelationKind,
+    SchemaCatalog,
+)
+from risingspark.config import ServerlessBackfillConfig
 from risingspark.errors import (
     DependentObjectsStillExist,
     DuplicateSchema,
@@ -88,6 +104,9 @@ class MetaService:
         # The registered workers when services run as processes (`meta.cluster.ClusterManager`);
         # None in the playground, where every service is in this process.
         self.cluster_manager: Any = None
+        # Serverless backfill (`meta.serverless`); disabled unless the server configuration enables it.
+        self.serverless = ServerlessBackfillController(self, ServerlessBackfillConfig(), None, None)
+        self.barriers.jobs_elsewhere = lambda: jobs_on_backfillers(self.catalog.snapshot)
 
     def _round_interval_ms(self) -> int:
         """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and
@@ -102,10 +121,20 @@ class MetaService:
         # objects for `min_sst_retention_time_sec` for the same reason.
         self.sweep_orphans(min_age_s=ORPHAN_MIN_AGE_S)
         self.barriers.start()
+        self.serverless.start()
         self.start_queued_jobs()
 
     def stop(self) -> None:
+        self.serverless.stop()
         self.barriers.stop()
+
+    def _start_job(self, rel: RelationCatalog) -> None:
+        """Run a new (or dequeued) job: on a backfiller of its own while a serverless backfill
+        lasts, otherwise in the default group's rounds from the next barrier."""
+        if on_backfiller(rel):
+            self.serverless.start_job(rel.id)
+        else:
+            self.barriers.add_mutation(AddJobs((self.barriers.stream_job(rel),)))
 
     # ---- catalog --------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
@@ -126,6 +155,7 @@ class MetaService:
                 raise FeatureNotSupported(
                     f'cannot create a materialized view on "{up.name}" while it is still being created',
                     hint=f"WAIT MATERIALIZED VIEW {up.name}, or wait until SHOW JOBS no longer lists it")
+        check_request(self.serverless.enabled, rel)
         rel = replace(rel, created_at_epoch=self.hummock.version.committed_epoch)
         with self._start_lock:
             queued = rel.is_creating and not self._has_free_slot()
@@ -138,7 +168,7 @@ class MetaService:
                 if rel.is_creating and not queued:
                     self._prepare_backfill(tx, rel)
             if rel.plan is not None and not queued:
-                self.barriers.add_mutation(AddJobs((self.barriers.stream_job(rel),)))
+                self._start_job(rel)
         logger.info("created %s %s (id %d, %s%s)", rel.kind.display, rel.name, rel.id, rel.status.value,
                     ", queued" if queued else "")
         return rel
@@ -235,8 +265,7 @@ class MetaService:
                 with self.store.transaction() as tx:
                     self.catalog.set_extra(tx, rel.id, extra)
                     self._prepare_backfill(tx, replace(rel, extra=extra))
-                started = self.catalog.snapshot.relations[rel.id]
-                self.barriers.add_mutation(AddJobs((self.barriers.stream_job(started),)))
+                self._start_job(self.catalog.snapshot.relations[rel.id])
                 logger.info("job %d (%s) leaves the queue and starts its backfill", rel.id, rel.name)
 
     def drop_relation(self, rel_id: int, *, cascade: bool = False) -> list[RelationCatalog]:
@@ -255,6 +284,7 @@ class MetaService:
                 hint="Use DROP ... CASCADE to drop the dependent objects too.")
         ids = [r.id for r in order]
         table_ids = [d.table_id for r in order for d in r.state_tables]
+        self.serverless.cancel(ids)  # their backfillers first: no round of theirs commits after the drop
         with self.store.transaction() as tx:
             conn = tx.conn
             self.catalog.drop_relations(tx, ids)
@@ -316,6 +346,12 @@ class MetaService:
                 raise QueryCanceled("the streaming job was cancelled")
             if rel.status is JobStatus.CREATED:
                 return rel
+            if error := (serverless_state(rel) or {}).get("error"):
+                # A foreground statement fails and leaves nothing behind; a background job stays in
+                # SHOW JOBS with its error until it is cancelled.
+                if rel.create_type is CreateType.FOREGROUND:
+                    self.drop_relation(rel.id, cascade=True)
+                raise ProvisionFailed(f"serverless backfill of {rel.name} failed: {error}")
             if cancelled is not None and cancelled.is_set():
                 raise QueryCanceled("canceling statement due to user request")
             seen = self.catalog.wait_for_change(snap.version if seen != snap.version else seen, 0.2)
@@ -368,10 +404,15 @@ class MetaService:
                     total = sum(self._row_counts.get(d, 0) for d in _scanned(rel))
                 rate = self._rates[rel.id]
             queued = bool(rel.extra.get(QUEUED))
+            serverless = serverless_state(rel)
+            progress = QUEUED_PROGRESS if queued else format_progress(consumed, total)
+            if serverless and serverless.get("error"):
+                progress = f"Failed: {serverless['error']}"
             out.append(DdlProgress(
                 ddl_id=rel.id, ddl_statement=rel.definition, create_type=rel.create_type.value,
-                progress=QUEUED_PROGRESS if queued else format_progress(consumed, total), initialized_at_epoch=rel.initialized_at_epoch,
-                is_serverless_backfill=False, backfill_type=rel.backfill_type.value if rel.backfill_type else None,
+                progress=progress, initialized_at_epoch=rel.initialized_at_epoch,
+                is_serverless_backfill=serverless is not None,
+                backfill_type=rel.backfill_type.value if rel.backfill_type else None,
                 consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
                 eta_seconds=rate.eta_seconds(total)))
         return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -81,12 +82,16 @@ class SnapshotBackfills:
             return {r.job_id: int(r.total_rows) for r in conn.execute(
                 sa.select(snapshot_backfill.c.job_id, snapshot_backfill.c.total_rows))}
 
-    def log_batches(self, prev_epoch: int) -> list[LogBatch]:
-        """For every job whose snapshot read is done: the next change logs to consume."""
+    def log_batches(self, prev_epoch: int, *, only: set[int] | None = None, exclude: Collection[int] = (),
+                    final: bool = True) -> list[LogBatch]:
+        """For every job whose snapshot read is done (of `only`, if given; none of `exclude`): the
+        next change logs to consume. `final=False` batches never let a job join the live stream."""
         out = []
         with self._store.begin() as conn:
             jobs = conn.execute(sa.select(snapshot_backfill).where(snapshot_backfill.c.snapshot_done)).all()
             for j in jobs:
+                if j.job_id in exclude or (only is not None and j.job_id not in only):
+                    continue
                 rows = conn.execute(
                     sa.select(change_logs).where((change_logs.c.table_id == j.upstream_id)
                                                  & (change_logs.c.epoch > j.consumed_epoch)
@@ -103,7 +108,7 @@ class SnapshotBackfills:
                     epochs += int(new_epoch)
                     total += r.row_count
                     logs.append(ChangeLogInfo(r.table_id, r.epoch, r.path, r.row_count))
-                out.append(LogBatch(j.job_id, j.consumed_epoch, to_epoch, tuple(logs)))
+                out.append(LogBatch(j.job_id, j.consumed_epoch, to_epoch, tuple(logs), final))
         return out
 
     def commit(self, conn: Connection, report: BackfillReport) -> None:

@@ -118,12 +118,15 @@ class ChangeLogInfo:
 class LogBatch:
     """Change logs a snapshot-backfill job consumes this round: every upstream log of epochs in
     ``(from_epoch, to_epoch]``. `to_epoch` equal to the barrier's previous epoch means the job has
-    caught up and also consumes this epoch's changes in the round."""
+    caught up and also consumes this epoch's changes in the round, unless `final` is false: a
+    serverless backfiller never runs the upstream's round, so it catches up only to the committed
+    epoch, and the job joins the live stream after its migration to the default resource group."""
 
     job_id: int
     from_epoch: int
     to_epoch: int
     logs: tuple[ChangeLogInfo, ...]
+    final: bool = True
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ DEFAULT_SCHEMA = "public"
 DEFAULT_USER = "root"
 DEFAULT_RESOURCE_GROUP = "default"
 VIEW_DEPENDENCIES = "view_dependencies"  # `RelationCatalog.extra` key: ids of the views a job's query names
+# `RelationCatalog.extra` key of a job that asked for serverless backfill: its state (`meta.serverless`)
+SERVERLESS_BACKFILL = "serverless_backfill"
 
 
 class RelationKind(enum.StrEnum):

@@ -22,6 +22,7 @@ from risingspark.config import (
     FrontendConfig,
     MetaConfig,
     PlaygroundConfig,
+    ServerlessBackfillConfig,
     from_env_and_args,
 )
 
@@ -84,13 +85,18 @@ class Playground:
         compute = ComputeNode(spark, store, parallelism=cfg.parallelism)
         meta = MetaService(meta_store, store, compute)
         compactor = CompactorService(meta.compaction, store)
-        http = HttpServer(create_app(meta), cfg.host, cfg.meta_port, "meta-http")
+        app = create_app(meta)
+        http = HttpServer(app, cfg.host, cfg.meta_port, "meta-http")
+        cluster = enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), store.url,
+                                             f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
                             users=tuple(auth.users) if auth else ())
+        http.start()  # before meta: backfillers resumed at its start register over HTTP
+        if cluster is not None:
+            cluster.start()
         meta.start()
         compactor.start()
-        http.start()
 
         async def serve() -> None:
             server = PgServer(cfg.host, cfg.port, frontend.new_session, auth)
@@ -111,12 +117,37 @@ class Playground:
             http.stop()
             compactor.stop()
             meta.stop()
+            if cluster is not None:
+                cluster.stop()
             frontend.close()
             spark.stop()
             meta_store.close()
             lock.release()
             logger.info("stopped")
         return 0
+
+
+def enable_serverless_backfill(meta, app, cfg: ServerlessBackfillConfig, object_store_url: str, meta_address: str,
+                               log_dir: Path, cluster=None):
+    """Give meta its serverless backfill controller when the configuration enables it. Backfillers
+    register with meta like compute nodes: a playground serves the worker RPCs for them. Returns
+    the cluster manager the playground must start, or None."""
+    if not cfg.enabled:
+        return None
+    from meta.cluster import ClusterManager
+    from meta.rpc import MetaRpc
+    from meta.serverless import Provisioner, ServerlessBackfillController
+    from risingspark.rpc import mount_rpc
+
+    own = cluster is None
+    if own:
+        cluster = ClusterManager(meta.store)
+        mount_rpc(app, MetaRpc(meta, cluster, object_store_url).methods())
+    provisioner = Provisioner(cfg, meta_address=meta_address, object_store_url=object_store_url, log_dir=log_dir)
+    meta.serverless = ServerlessBackfillController(meta, cfg, cluster, provisioner)
+    logger.info("serverless backfill enabled: %s provisioner, %d core(s) × %d replica(s), %s per replica",
+                cfg.provisioner, cfg.cores, cfg.replicas, cfg.memory)
+    return cluster if own else None
 
 
 SERVICES: dict[str, tuple[type, str]] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,22 @@ class PlaygroundConfig:
     auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...]; when set, clients "
                              "must authenticate with a password (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
+
+    config: str = _f("", "TOML file of settings; a [serverless_backfill] section sets the serverless_backfill_* "
+                         "settings (flags and RISINGSPARK_* variables win over it)")
+    serverless_backfill_enabled: bool = _f(False, "run the serverless backfill controller: a job created with "
+                                                  "enable_serverless_backfill backfills on a backfiller of its own")
+    serverless_backfill_provisioner: str = _f("local", "how backfillers are provisioned: local (a child compute "
+                                                       "process with a local Spark) or spark (a child compute "
+                                                       "process whose Spark application runs on "
+                                                       "serverless_backfill_spark_master)")
+    serverless_backfill_cores: int = _f(1, "Spark cores of one backfiller replica (the SKU)")
+    serverless_backfill_memory: str = _f("2g", "Spark memory of one backfiller replica (the SKU)")
+    serverless_backfill_replicas: int = _f(1, "replicas per backfiller: cores × replicas Spark cores in all")
+    serverless_backfill_spark_master: str = _f("", "Spark master URL of the spark provisioner (spark://host:7077)")
+    serverless_backfill_cpu_affinity: str = _f("", "CPUs a local backfiller is pinned to, e.g. 1 or 2-3 (empty: any)")
+    serverless_backfill_provision_timeout_s: float = _f(180.0, "a backfiller not ready this long after it was "
+                                                               "requested fails its job")
 
     def resolved_meta_store_url(self) -> str:
         if self.meta_store_url:
@@ -71,6 +88,23 @@ class MetaConfig:
                                    "?endpoint_override=... (default: data_dir/objects)")
     heartbeat_timeout_s: float = _f(30.0, "a compute node, compactor or frontend silent this long is declared dead")
     log_level: str = _f("INFO", "logging level")
+    advertise_address: str = _f("", "address backfillers use to reach this meta (default: http://host:port)")
+
+    config: str = _f("", "TOML file of settings; a [serverless_backfill] section sets the serverless_backfill_* "
+                         "settings (flags and RISINGSPARK_* variables win over it)")
+    serverless_backfill_enabled: bool = _f(False, "run the serverless backfill controller: a job created with "
+                                                  "enable_serverless_backfill backfills on a backfiller of its own")
+    serverless_backfill_provisioner: str = _f("local", "how backfillers are provisioned: local (a child compute "
+                                                       "process with a local Spark) or spark (a child compute "
+                                                       "process whose Spark application runs on "
+                                                       "serverless_backfill_spark_master)")
+    serverless_backfill_cores: int = _f(1, "Spark cores of one backfiller replica (the SKU)")
+    serverless_backfill_memory: str = _f("2g", "Spark memory of one backfiller replica (the SKU)")
+    serverless_backfill_replicas: int = _f(1, "replicas per backfiller: cores × replicas Spark cores in all")
+    serverless_backfill_spark_master: str = _f("", "Spark master URL of the spark provisioner (spark://host:7077)")
+    serverless_backfill_cpu_affinity: str = _f("", "CPUs a local backfiller is pinned to, e.g. 1 or 2-3 (empty: any)")
+    serverless_backfill_provision_timeout_s: float = _f(180.0, "a backfiller not ready this long after it was "
+                                                               "requested fails its job")
 
     def resolved_meta_store_url(self) -> str:
         if self.meta_store_url:
@@ -93,6 +127,7 @@ class ComputeConfig:
     meta_address: str = _f("http://127.0.0.1:5690", _META_ADDRESS_HELP)
     object_store_url: str = _f("", _OBJECT_STORE_HELP)
     resource_group: str = _f("default", "resource group whose streaming jobs this node runs")
+    node_name: str = _f("", "name of this node in metrics and logs (default: compute-<resource group>-<node id>)")
     spark_master: str = _f("local[*]", "Spark master URL: local[N] or spark://host:7077 for a standalone cluster")
     spark_ui: bool = _f(False, "enable the Spark web UI")
     spark_driver_memory: str = _f("2g", "Spark driver memory")
@@ -133,7 +168,57 @@ class FrontendConfig:
     log_level: str = _f("INFO", "logging level")
 
 
-def advertised(cfg: ComputeConfig | CompactorConfig | FrontendConfig, port: int) -> str:
+@dataclass(frozen=True)
+class ServerlessBackfillConfig:
+    """The serverless backfill controller's settings (`meta.serverless`): whether it runs, and the SKU
+    of a backfiller (Spark cores and memory per replica, replicas) and how it is provisioned."""
+
+    enabled: bool = False
+    provisioner: str = "local"
+    cores: int = 1
+    memory: str = "2g"
+    replicas: int = 1
+    spark_master: str = ""
+    cpu_affinity: str = ""
+    provision_timeout_s: float = 180.0
+
+    @classmethod
+    def of(cls, cfg: PlaygroundConfig | MetaConfig) -> ServerlessBackfillConfig:
+        """The ``serverless_backfill_*`` settings of a playground or meta."""
+        prefix = "serverless_backfill_"
+        out = cls(**{f.name: getattr(cfg, prefix + f.name) for f in dataclasses.fields(cls)})
+        out.validate()
+        return out
+
+    def validate(self) -> None:
+        if self.provisioner not in ("local", "spark"):
+            raise ValueError(f"serverless_backfill_provisioner must be local or spark, not {self.provisioner!r}")
+        if self.provisioner == "spark" and self.enabled and not self.spark_master:
+            raise ValueError("the spark provisioner of serverless backfill needs serverless_backfill_spark_master")
+        if self.cores < 1 or self.replicas < 1:
+            raise ValueError("serverless_backfill_cores and serverless_backfill_replicas must be at least 1")
+        self.cpus()
+
+    def cpus(self) -> set[int] | None:
+        """The CPUs of `cpu_affinity` ("1", "0,2", "2-3"), or None for any.
+
+        >>> sorted(ServerlessBackfillConfig(cpu_affinity="0, 2-3").cpus())
+        [0, 2, 3]
+        """
+        if not self.cpu_affinity.strip():
+            return None
+        out: set[int] = set()
+        for part in self.cpu_affinity.split(","):
+            lo, _, hi = part.strip().partition("-")
+            try:
+                out.update(range(int(lo), int(hi or lo) + 1))
+            except ValueError:
+                raise ValueError(f"invalid serverless_backfill_cpu_affinity {self.cpu_affinity!r}: "
+                                 "expected CPUs like 1 or 0,2-3") from None
+        return out
+
+
+def advertised(cfg: ComputeConfig | CompactorConfig | FrontendConfig | MetaConfig, port: int) -> str:
     """The address a service registers with meta."""
     if cfg.advertise_address:
         return cfg.advertise_address if "://" in cfg.advertise_address else f"http://{cfg.advertise_address}"
@@ -149,6 +234,10 @@ def from_env_and_args(cls: type, args: dict[str, Any] | None = None, env: dict[s
     (flag values that are not None)."""
     env = dict(os.environ) if env is None else env
     values: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    config_file = (args or {}).get("config") or env.get(ENV_PREFIX + "CONFIG")
+    if config_file and "config" in names:
+        values.update(_from_file(cls, config_file))
     for f in dataclasses.fields(cls):
         raw = env.get(ENV_PREFIX + f.name.upper())
         if raw is not None:
@@ -156,6 +245,31 @@ def from_env_and_args(cls: type, args: dict[str, Any] | None = None, env: dict[s
         if args and args.get(f.name) is not None:
             values[f.name] = args[f.name]
     return cls(**values)
+
+
+def _from_file(cls: type, path: str) -> dict[str, Any]:
+    """Settings of a TOML file: top-level keys name fields; ``[section] key`` names ``section_key``."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read the configuration file {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"invalid configuration file {path}: {e}") from None
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        items = [(f"{key}_{k}", v) for k, v in value.items()] if isinstance(value, dict) else [(key, value)]
+        for name, v in items:
+            if name not in fields:
+                raise ValueError(f"unknown setting {name!r} in the configuration file {path}")
+            kind = type(fields[name].default)
+            if kind is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+                raise ValueError(f"setting {name!r} in {path} must be a {kind.__name__}, not {v!r}")
+            out[name] = v
+    return out
 
 
 def _convert(f: dataclasses.Field, raw: str) -> Any:

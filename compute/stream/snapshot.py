@@ -83,7 +83,7 @@ def _catch_up(rnd: EpochRound, rt: JobRuntime) -> None:
     if batch is None or batch.from_epoch != state.consumed_epoch:
         return  # meta has not sent this job's log yet (it does from the round after the snapshot)
     files = [(log.epoch, log.path) for log in batch.logs]
-    caught_up = batch.to_epoch == rnd.barrier.epoch.prev
+    caught_up = batch.final and batch.to_epoch == rnd.barrier.epoch.prev
     if caught_up:
         files += [(rnd.env.epoch, path) for path in rnd.changelogs.get(upstream.table_id, [])]
     forwarded = sum(log.row_count for log in batch.logs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
 from frontend.catalog.relations import relation_type, system_relation, user_relations
 from frontend.catalog.table import SystemContext, SystemTable
-from risingspark.catalog import RelationCatalog, RelationKind
+from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog, RelationKind
 from risingspark.epoch import epoch_to_datetime
 from risingspark.vnode import VNODE_COUNT
 
@@ -137,9 +137,18 @@ def _streaming_jobs(ctx: SystemContext) -> list[tuple]:
         if r.plan is None:
             continue
         parallelism = f"FIXED({r.parallelism})" if r.parallelism else "ADAPTIVE"
-        out.append((r.id, r.name, r.status.value.upper(), parallelism, VNODE_COUNT, r.resource_group,
+        out.append((r.id, r.name, r.status.value.upper(), parallelism, VNODE_COUNT, job_resource_group(r),
                     r.database_id, r.schema_id))
     return out
+
+
+def job_resource_group(rel: RelationCatalog) -> str:
+    """Where a job runs now: the temporary group of its serverless backfiller while it backfills
+    there (`meta.serverless`), else its own."""
+    state = rel.extra.get(SERVERLESS_BACKFILL)
+    if isinstance(state, dict) and rel.is_creating and not state.get("migrated") and state.get("group"):
+        return str(state["group"])
+    return rel.resource_group
 
 
 def _table_stats(ctx: SystemContext) -> list[tuple]:

@@ -13,6 +13,8 @@ from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
 from risingspark.catalog import (
+    DEFAULT_RESOURCE_GROUP,
+    SERVERLESS_BACKFILL,
     VIEW_DEPENDENCIES,
     BackfillType,
     CreateType,
@@ -26,6 +28,7 @@ from risingspark.errors import (
     DuplicateColumn,
     DuplicateTable,
     FeatureNotSupported,
+    InvalidParameterValue,
     QueryCanceled,
     UndefinedColumn,
     UndefinedTable,
@@ -150,9 +153,17 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
     return session.frontend.meta.create_relation(rel)
 
 
-def choose_backfill(session: Session, bound) -> BackfillType:
+def choose_backfill(session: Session, bound, serverless: bool = False) -> BackfillType:
     """As RisingWave: snapshot backfill when enabled, else arrangement backfill when enabled, else
-    no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each)."""
+    no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each). A
+    serverless backfill is always a snapshot backfill: the backfiller reads the upstream's snapshot
+    and change log from the object store and never runs the upstream's rounds."""
+    if serverless:
+        if len(bound.relations) != 1:
+            raise FeatureNotSupported("serverless backfill of a materialized view over several relations is not "
+                                      "supported yet: it needs a snapshot backfill, which reads one upstream",
+                                      hint="SET enable_serverless_backfill = false")
+        return BackfillType.SNAPSHOT_BACKFILL
     if session.vars.flag("streaming_use_snapshot_backfill") and len(bound.relations) == 1:
         # (a job over several relations backfills each scan by arrangement backfill for now)
         return BackfillType.SNAPSHOT_BACKFILL
@@ -161,16 +172,68 @@ def choose_backfill(session: Session, bound) -> BackfillType:
     return BackfillType.NO_SHUFFLE_BACKFILL
 
 
+SERVERLESS_OPTION = "cloud.serverless_backfill_enabled"
+
+
+def wants_serverless_backfill(session: Session, options: dict[str, exp.Expression]) -> bool:
+    """Whether a CREATE asks for serverless backfill: its ``WITH (cloud.serverless_backfill_enabled
+    = ...)`` option, which wins over the session's ``enable_serverless_backfill``. As RisingWave, it
+    cannot be combined with an explicit resource group, nor used in a database of another group."""
+    option = options.get(SERVERLESS_OPTION)
+    if option is None:
+        serverless = session.vars.flag("enable_serverless_backfill")
+    elif isinstance(option, exp.Boolean):
+        serverless = bool(option.this)
+    elif isinstance(option, exp.Literal | exp.Var) and str(option.this).lower() in ("true", "false", "on", "off"):
+        serverless = str(option.this).lower() in ("true", "on")
+    else:
+        raise InvalidParameterValue(f"{SERVERLESS_OPTION} must be true or false, not {option.sql(dialect='postgres')}")
+    if not serverless:
+        return False
+    if "resource_group" in options:
+        raise FeatureNotSupported("serverless backfill cannot be combined with an explicit resource group",
+                                  hint=f"Remove resource_group, or set {SERVERLESS_OPTION} = false")
+    database = session.catalog_reader().database
+    if database.resource_group != DEFAULT_RESOURCE_GROUP:
+        raise FeatureNotSupported(f'serverless backfill is not available in database "{database.name}" of resource '
+                                  f'group "{database.resource_group}": only in databases of the default group')
+    return True
+
+
+def job_options(ast: exp.Create) -> dict[str, exp.Expression]:
+    """The ``WITH (...)`` options of a CREATE MATERIALIZED VIEW, by lowercase name."""
+    props = ast.args.get("properties")
+    options: dict[str, exp.Expression] = {}
+    for p in props.expressions if props else []:
+        if isinstance(p, exp.MaterializedProperty | exp.TemporaryProperty):
+            continue
+        name = p.this.sql(dialect="postgres").lower() if isinstance(p, exp.Property) else None
+        value = p.args.get("value") if isinstance(p, exp.Property) else None
+        if name not in (SERVERLESS_OPTION, "resource_group") or value is None:
+            raise FeatureNotSupported(f"materialized view option {p.sql(dialect='postgres')} is not supported yet")
+        options[name] = value
+    return options
+
+
+def job_serverless_backfill(session: Session, ast: exp.Create) -> bool:
+    """Whether the job asks for serverless backfill; any other resource group than the default one
+    cannot run jobs yet."""
+    options = job_options(ast)
+    serverless = wants_serverless_backfill(session, options)
+    group = options.get("resource_group")
+    if group is not None and str(group.this) != DEFAULT_RESOURCE_GROUP:
+        raise FeatureNotSupported(f"resource group {group.sql(dialect='postgres')} cannot run jobs yet: every job "
+                                  f"runs in resource group {DEFAULT_RESOURCE_GROUP}")
+    return serverless
+
+
 def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: Iterable[int]):
     query = ast.expression
     if query is None:
         raise FeatureNotSupported("CREATE MATERIALIZED VIEW needs AS <query>")
-    props = ast.args.get("properties")
-    for p in props.expressions if props else []:
-        if not isinstance(p, exp.MaterializedProperty):
-            raise FeatureNotSupported(f"materialized view option {p.sql(dialect='postgres')} is not supported yet")
+    serverless = job_serverless_backfill(session, ast)
     bound = bind_stream_select(session.catalog_reader(), query)
-    return bound, plan_mv(bound, mv_id, extra_ids, choose_backfill(session, bound))
+    return bound, plan_mv(bound, mv_id, extra_ids, choose_backfill(session, bound, serverless))
 
 
 def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
@@ -184,20 +247,27 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     bound, planned = _plan(session, ast, text, first, range(first + 1, first + 1 + state_tables_needed(bound)))
     background = session.vars.flag("background_ddl")
     rate = session.vars.number("backfill_rate_limit")
+    serverless = job_serverless_backfill(session, ast)
     rel = RelationCatalog(
         id=first, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.MATERIALIZED_VIEW, fields=planned.fields, pk=planned.pk,
         dist_key=planned.pk, definition=text, status=JobStatus.CREATING,
         create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
-        backfill_type=choose_backfill(session, bound), plan=node_to_json(planned.plan),
+        backfill_type=choose_backfill(session, bound, serverless), plan=node_to_json(planned.plan),
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
         parallelism=session.vars.number("streaming_parallelism"),
         extra={**({"backfill_rate_limit": rate} if rate >= 0 else {}),
+               **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
                **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
     meta.create_relation(rel)
     if not background:
         wait_foreground(session, rel)
     return StatementResult("CREATE_MATERIALIZED_VIEW")
+
+
+def new_serverless_state() -> dict:
+    """The serverless backfill state of a new job (`meta.serverless` keeps it up to date)."""
+    return {"attempt": 0, "migrated": False}
 
 
 def wait_foreground(session: Session, rel: RelationCatalog) -> None:

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import sqlalchemy as sa
 
@@ -80,6 +81,11 @@ class BarrierManager:
         self._last_error: str | None = None
         self._thread: threading.Thread | None = None
         self.history: RingBuffer[BarrierSample] = RingBuffer(BARRIER_HISTORY)  # committed barriers, newest last
+        # Jobs whose rounds run on a serverless backfiller (`meta.serverless`), not in the default
+        # group's rounds; their results arrive through `submit_external` and commit with the next
+        # checkpoint of the default group.
+        self.jobs_elsewhere: Callable[[], set[int]] = set
+        self._external: list[tuple[EpochResult, Future[int]]] = []
 
     # ---- control ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -98,6 +104,19 @@ class BarrierManager:
             self._mutations.append(mutation)
             self._requested = True
             self._cond.notify_all()
+
+    def next_epoch(self) -> int:
+        """An epoch newer than every one allocated so far (for a backfiller's own round)."""
+        return self._epochs.next()
+
+    def submit_external(self, result: EpochResult) -> Future[int]:
+        """Commit a round a serverless backfiller ran with the next checkpoint whose epoch is newer
+        than the round's: the future gives that epoch, or the error when that checkpoint failed (the
+        round's work is then lost and the backfiller must start again from the committed state)."""
+        done: Future[int] = Future()
+        with self._cond:
+            self._external.append((result, done))
+        return done
 
     def request_recovery(self) -> None:
         with self._cond:
@@ -135,7 +154,7 @@ class BarrierManager:
 
     def _backfilling(self, result: EpochResult) -> bool:
         snapshot = self._catalog.snapshot
-        finished = set(result.finished_jobs)
+        finished = set(result.finished_jobs) | self.jobs_elsewhere()
         return any(r.job_id not in finished and r.job_id in snapshot.relations and
                    snapshot.relations[r.job_id].extra.get("backfill_rate_limit") is None
                    for r in result.backfill)
@@ -188,9 +207,22 @@ class BarrierManager:
     def _round(self, seq: int, mutations: list[Mutation], recovery: bool) -> None:
         prev = self._hummock.version.committed_epoch
         epoch = self._epochs.next()
+        external: list[tuple[EpochResult, Future[int]]] = []
+        try:
+            self._round_inner(seq, mutations, recovery, prev, epoch, external)
+        except BaseException as e:
+            for _, done in external:
+                done.set_exception(e)
+            raise
+        for _, done in external:
+            done.set_result(epoch)
+
+    def _round_inner(self, seq: int, mutations: list[Mutation], recovery: bool, prev: int, epoch: int,
+                     external: list[tuple[EpochResult, Future[int]]]) -> None:
+        elsewhere = self.jobs_elsewhere()
         if recovery:
             self._compute.reset()
-            everything = self._all_jobs()
+            everything = self._all_jobs(elsewhere)
             mutations = [everything, *[m for m in mutations if not isinstance(m, AddJobs)]]
             logger.info("recovery: re-adding %d streaming jobs at epoch %d", len(everything.jobs), epoch)
         dml = self._pending_dml()
@@ -198,10 +230,15 @@ class BarrierManager:
         started = time.monotonic()
         try:
             barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), recovery,
-                              tuple(self._snapshots.log_batches(prev)))
+                              tuple(self._snapshots.log_batches(prev, exclude=elsewhere)))
             result = self._compute.run_epoch(barrier)
         finally:
             self._hummock.unpin(version)
+        with self._cond:  # backfillers' rounds of older epochs commit with this one
+            external += [e for e in self._external if e[0].epoch < epoch]
+            self._external = [e for e in self._external if e[0].epoch >= epoch]
+        for other, _ in external:
+            result = merge_results(result, other)
         committing = time.monotonic()
         self._commit(result, dml)
         commit_s = time.monotonic() - committing
@@ -299,8 +336,9 @@ class BarrierManager:
             total += r.row_count
         return out
 
-    def _all_jobs(self) -> AddJobs:
-        rels = [r for r in self._catalog.snapshot.relations.values() if r.plan is not None and not r.extra.get("queued")]
+    def _all_jobs(self, elsewhere: set[int]) -> AddJobs:
+        rels = [r for r in self._catalog.snapshot.relations.values()
+                if r.plan is not None and not r.extra.get("queued") and r.id not in elsewhere]
         return AddJobs(tuple(self.stream_job(r) for r in _topological(rels)))
 
     def stream_job(self, rel: RelationCatalog) -> StreamJob:
@@ -325,6 +363,20 @@ class BarrierManager:
                 out.append(ScanProgress(scan_id, scan.upstream_id, tuple(
                     VnodeProgress(r.vnode, decode_key(r.position, key_types), r.finished, r.row_count) for r in rows)))
         return tuple(out)
+
+
+def merge_results(a: EpochResult, b: EpochResult) -> EpochResult:
+    """Two rounds committed as one checkpoint (the default group's, epoch `a.epoch`, and a
+    backfiller's); they touch disjoint jobs."""
+    deltas = dict(a.row_count_deltas)
+    for table_id, delta in b.row_count_deltas.items():
+        deltas[table_id] = deltas.get(table_id, 0) + delta
+    rows_in = dict(a.rows_in)
+    for job_id, n in b.rows_in.items():
+        rows_in[job_id] = rows_in.get(job_id, 0) + n
+    return EpochResult(a.epoch, a.ssts + b.ssts, a.change_logs + b.change_logs, deltas, a.backfill + b.backfill,
+                       a.finished_jobs + b.finished_jobs, a.consumed_dml + b.consumed_dml,
+                       a.spark_jobs + b.spark_jobs, rows_in)
 
 
 def _topological(rels: list[RelationCatalog]) -> list[RelationCatalog]:

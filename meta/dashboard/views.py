@@ -156,7 +156,8 @@ class DashboardViews:
                                 resource_group=w.resource_group if w.kind == "compute" else None,
                                 address=w.address, process=f"risingspark {w.kind}", pid=w.pid,
                                 parallelism=w.parallelism if w.kind == "compute" else None, state="running")
-                      for w in cluster.workers()]
+                      for w in cluster.workers() if not w.resource_group.startswith("backfill-")]
+            nodes += self._backfillers()
             return NodesModel(nodes=nodes, processes=[self._process(process, pid, ["meta-1"])])
         specs = [("meta-1", "meta", None, meta_address, None),
                  ("frontend-1", "frontend", None, None, None),
@@ -164,7 +165,16 @@ class DashboardViews:
                  ("compactor-1", "compactor", None, None, None)]
         nodes = [NodeModel(id=i, role=role, resource_group=group, address=addr, process=process, pid=pid,
                            parallelism=par, state="running") for i, role, group, addr, par in specs]
+        nodes += self._backfillers()
         return NodesModel(nodes=nodes, processes=[self._process(process, pid, [n.id for n in nodes])])
+
+    def _backfillers(self) -> list[NodeModel]:
+        """Serverless backfillers, while they exist (`meta.serverless`)."""
+        return [NodeModel(id=b.name, role="compute", resource_group=b.name, address=b.node.address if b.node else None,
+                          process="risingspark compute (serverless backfiller)", pid=b.pid,
+                          parallelism=b.node.parallelism if b.node else None,
+                          state="running" if b.node is not None else "provisioning")
+                for b in self.meta.serverless.backfillers() if b.alive]
 
     def _process(self, process: str, pid: int, node_ids: list[str]) -> ProcessModel:
         """This process and its CPU and memory samples."""
