@@ -61,6 +61,8 @@ EPOCH_ROUNDS = _counter("risingspark_compute_epoch_rounds_total", "Epoch rounds 
 JOB_DURATION = NodeSeries(Histogram(
     "risingspark_compute_spark_job_duration_seconds", "Time of one job's Spark job in an epoch round",
     ["job", *NODE_LABELS], buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)), ("job",))
+BACKFILL_SNAPSHOT_ROWS = _counter("risingspark_compute_backfill_snapshot_rows_total",
+                                  "Upstream snapshot rows read by this node's backfill executors", ("job", "fragment"))
 BACKFILL_FORWARDED = _counter("risingspark_backfill_upstream_output_rows_total",
                               "Upstream change rows forwarded by backfill executors", ("job", "fragment"))
 

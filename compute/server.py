@@ -9,6 +9,8 @@ here; it must be readable by every Spark executor (a shared directory, or S3).
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from risingspark.config import ComputeConfig, advertised
 
@@ -33,6 +35,19 @@ def spark_conf_pairs(spec: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def wait_for_executors(spark, master: str, log_every_s: float = 10.0) -> None:
+    """Wait until the cluster gave the application an executor: a node registers with meta only
+    once it can run rounds (a serverless backfiller that never gets executors then fails its job at
+    the provisioning timeout instead of hanging in its first round)."""
+    jsc = spark.sparkContext._jsc.sc()
+    waited = 0.0
+    while jsc.getExecutorMemoryStatus().size() <= 1:  # the driver counts as one
+        if waited and waited % log_every_s < 0.5:
+            logger.info("waiting for executors from %s (%.0f s)", master, waited)
+        time.sleep(0.5)
+        waited += 0.5
+
+
 def run_compute(cfg: ComputeConfig) -> int:
     from compute.metrics import set_node
     from compute.node import ComputeNode
@@ -50,8 +65,11 @@ def run_compute(cfg: ComputeConfig) -> int:
     app = health_app("RisingSpark compute node")
     node: ComputeNode | None = None
 
+    started = threading.Event()
+
     def run_epoch(barrier):
-        if node is None:
+        # (meta may send the first barrier as soon as the node registered, just before it is built)
+        if not started.wait(60) or node is None:
             raise RuntimeError("the compute node is still starting")
         return node.run_epoch(barrier)
 
@@ -67,10 +85,13 @@ def run_compute(cfg: ComputeConfig) -> int:
                           resource_group=cfg.resource_group, parallelism=parallelism,
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     try:
+        if cfg.spark_master.startswith("spark://"):
+            wait_for_executors(spark, cfg.spark_master)
         session.register()
         set_node(cfg.node_name or f"compute-{cfg.resource_group}-{session.node_id}", cfg.resource_group)
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         node = ComputeNode(spark, store, parallelism=cfg.parallelism)
+        started.set()
         session.start()
         print(f"{READY}: {session.address} (node {session.node_id}, Spark {cfg.spark_master}, "
               f"application {spark.sparkContext.applicationId})", flush=True)

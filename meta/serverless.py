@@ -34,6 +34,7 @@ number, whether it has migrated, and the error that failed it).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -67,6 +68,7 @@ logger = logging.getLogger(__name__)
 SERVERLESS = SERVERLESS_BACKFILL  # `RelationCatalog.extra` key: {"attempt", "group", "migrated", "error"}
 MAX_ATTEMPTS = 5  # backfillers provisioned for one job before it fails
 SAMPLE_INTERVAL_S = 2.0
+PR_SET_PDEATHSIG = 1  # prctl(2)
 NOT_ENABLED_HINT = ("The operator enables it in the server configuration: [serverless_backfill] enabled = true "
                     "(or --serverless-backfill-enabled).")
 
@@ -167,11 +169,20 @@ class Provisioner:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{group}.log"
         cpus = self.cfg.cpus() if self.cfg.provisioner == "local" else None
+
+        def in_child() -> None:
+            # A backfiller lives no longer than its meta: it is stopped when the thread that started
+            # it (its job's driver) ends, even by a kill -9 of meta. Spark's JVM exits with it.
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 self.command(group, _free_port(self.host)), stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)  # noqa: PLW1509
+                preexec_fn=in_child)  # noqa: PLW1509
         logger.info("provisioning backfiller %s for job %d: pid %d, %s Spark core(s)%s, log %s", group, job_id,
                     proc.pid, self.spark_cores, f" on CPUs {sorted(cpus)}" if cpus else "", log_path)
         return Backfiller(job_id, group, proc, log_path)

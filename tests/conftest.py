@@ -75,6 +75,7 @@ class PlaygroundProcess:
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
     meta_store_url: str = ""
+    extra_args: list[str] = field(default_factory=list)  # more playground flags
 
     def __post_init__(self) -> None:
         if not self.meta_store_url and META_STORE == "postgresql":
@@ -88,7 +89,7 @@ class PlaygroundProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(self.data_dir),
              "--port", str(self.port), "--meta-port", str(self.meta_port), "--spark-driver-memory", "3g",
-             *(["--meta-store-url", self.meta_store_url] if self.meta_store_url else [])],
+             *(["--meta-store-url", self.meta_store_url] if self.meta_store_url else []), *self.extra_args],
             stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from compute.metrics import BACKFILL_FORWARDED, EPOCH_ROUNDS, backfill_labels
+from compute.metrics import BACKFILL_FORWARDED, BACKFILL_SNAPSHOT_ROWS, EPOCH_ROUNDS, backfill_labels
 from compute.stream.tasks import (
     TaskEnv,
     backfill_task,
@@ -242,6 +242,7 @@ class EpochRound:
                 by_vnode[vnode] = p
         self.store.delete(paths)
         BACKFILL_FORWARDED.labels(**backfill_labels(rt.job)).inc(forwarded)
+        BACKFILL_SNAPSHOT_ROWS.labels(**backfill_labels(rt.job)).inc(snapshot_rows)
         rt.progress[scan_id] = [by_vnode[v] for v in sorted(by_vnode)]
         self.out.backfill.append(BackfillReport(rt.job.job_id, upstream.table_id, tuple(changed), snapshot_rows,
                                                 forwarded, scan_id=scan_id))

@@ -18,7 +18,7 @@ from compute.executor.backfill.snapshot_backfill import (
     read_logs_task,
     read_split,
 )
-from compute.metrics import BACKFILL_FORWARDED, backfill_labels
+from compute.metrics import BACKFILL_FORWARDED, BACKFILL_SNAPSHOT_ROWS, backfill_labels
 from compute.stream.dataflow import Dataflow
 from risingspark.barrier import BackfillReport, VnodeProgress
 from risingspark.chunk import OP, VNODE
@@ -56,6 +56,7 @@ def _snapshot_split(rnd: EpochRound, rt: JobRuntime) -> None:
         finally:
             read.release()
         rows = read.row_count()
+        BACKFILL_SNAPSHOT_ROWS.labels(**backfill_labels(rt.job)).inc(rows)
         if rate:  # a rate limit holds on average: wait as long as the split should have taken
             rt.throttled_until = started + rows / (rate * rt.parallelism)
         by_vnode = {p.vnode: p for p in rt.progress[0]}

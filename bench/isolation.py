@@ -1,0 +1,189 @@
+"""How much a backfill disturbs the jobs already running, printed as JSON: the barrier latency of
+existing jobs under a steady DML load while a big MV backfills, (a) with no backfill (the baseline of
+this same run), (b) during a normal (snapshot) backfill in the default resource group, (c) during a
+serverless backfill on a backfiller of its own.
+
+This machine has 2 cores and stands for two machines: the playground (meta, the default group's
+compute, the frontend) is pinned to CPU 0 once the history is loaded (every thread of its process
+tree, with ``taskset -a``), and backfillers to CPU 1 (``serverless_backfill_cpu_affinity``). The
+ratio (c)/(a) is the figure of merit (goal ≤ 1.5); (b)/(a) shows what the default group pays
+without serverless backfill.
+
+Usage: ``python bench/isolation.py [--rows 10000000] [--dml-rate 1000] [--idle-s 20] [--out r.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backfill import LOAD, ORDERS, SUMMARY, free_port  # noqa: E402
+
+
+def start_playground(data_dir: Path, backfiller_cpu: int) -> tuple[subprocess.Popen, int, int]:
+    port, meta_port = free_port(), free_port()
+    log = open(data_dir.parent / "playground.log", "wb")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(data_dir), "--port", str(port),
+         "--meta-port", str(meta_port), "--spark-driver-memory", "6g", "--serverless-backfill-enabled",
+         "--serverless-backfill-cores", "1", "--serverless-backfill-memory", "4g",
+         "--serverless-backfill-cpu-affinity", str(backfiller_cpu)],
+        stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if b"ready" in line:
+            return proc, port, meta_port
+    raise RuntimeError(f"the playground did not start: see {data_dir.parent / 'playground.log'}")
+
+
+def pin_tree(pid: int, cpu: int) -> int:
+    """Pin every thread of a process and its descendants to one CPU; returns the processes pinned."""
+    procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    for p in procs:
+        subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(p.pid)], check=True, capture_output=True)
+    return len(procs)
+
+
+class BarrierRecorder:
+    """Polls meta's barrier history and keeps every committed barrier once: (commit time, seconds)."""
+
+    def __init__(self, meta: str) -> None:
+        self.meta = meta
+        self.samples: dict[int, tuple[float, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=10) as client:
+            while not self._stop.wait(0.5):
+                try:
+                    for s in client.get(f"{self.meta}/api/barriers").json()["recent"]:
+                        self.samples[s["epoch"]] = (s["at"], s["duration_s"])
+                except httpx.HTTPError:
+                    pass
+
+    def between(self, start: float, end: float) -> list[float]:
+        return [d for at, d in self.samples.values() if start <= at <= end]
+
+
+def summary(durations: list[float]) -> dict:
+    if not durations:
+        return {"barriers": 0}
+    q = statistics.quantiles(durations, n=100, method="inclusive") if len(durations) > 1 else durations * 99
+    return {"barriers": len(durations), "p50_s": round(q[49], 3), "p99_s": round(q[98], 3),
+            "mean_s": round(statistics.fmean(durations), 3)}
+
+
+def dml_load(dsn: str, rate: int, stop: threading.Event, done: list[int]) -> None:
+    """A steady stream of `rate` changes/s to the events table (ten statements a second)."""
+    per = max(1, rate // 10)
+    i = 0
+    with psycopg.connect(dsn, autocommit=True) as c:
+        next_at = time.monotonic()
+        while not stop.is_set():
+            values = ", ".join(f"({i + k}, {(i + k) % 100}, {(i + k) % 7})" for k in range(per))
+            c.execute(f"INSERT INTO events VALUES {values}")
+            i += per
+            done[0] = i
+            next_at += 0.1
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="history rows of the backfilled MV's upstream")
+    parser.add_argument("--dml-rate", type=int, default=1000, help="changes/s to the existing jobs")
+    parser.add_argument("--idle-s", type=float, default=20.0, help="length of the baseline phase")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if (os.cpu_count() or 1) < 2:
+        raise SystemExit("needs two CPUs: one for the default group, one for the backfiller")
+    root = Path(tempfile.mkdtemp(prefix="rs-isolation-"))
+    proc, port, meta_port = start_playground(root / "data", backfiller_cpu=1)
+    dsn = f"host=127.0.0.1 port={port} user=root dbname=dev"
+    meta = f"http://127.0.0.1:{meta_port}"
+    result: dict = {"rows": args.rows, "dml_rate": args.dml_rate, "machine": {
+        "cpus": os.cpu_count(), "note": "one machine standing for two: the playground pinned to CPU 0, "
+                                        "backfillers to CPU 1"}}
+    stop = threading.Event()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(ORDERS.format(t="orders"))
+            started = time.perf_counter()
+            c.execute(LOAD.format(t="orders", n=args.rows))
+            c.execute("FLUSH")
+            result["load_seconds"] = round(time.perf_counter() - started, 1)
+            c.execute("CREATE TABLE events (id BIGINT PRIMARY KEY, k INT, v INT)")
+            c.execute("CREATE MATERIALIZED VIEW events_by_k AS SELECT k, count(*) AS n, sum(v) AS s FROM events "
+                      "GROUP BY k")
+            c.execute("CREATE MATERIALIZED VIEW events_v AS SELECT id, v FROM events WHERE v > 2")
+        result["pinned_processes"] = pin_tree(proc.pid, 0)
+        recorder = BarrierRecorder(meta)
+        recorder.start()
+        written = [0]
+        writer = threading.Thread(target=dml_load, args=(dsn, args.dml_rate, stop, written), daemon=True)
+        writer.start()
+        time.sleep(5)  # the load settles
+
+        phases: dict[str, dict] = {}
+        t0 = time.time()
+        time.sleep(args.idle_s)
+        phases["a_idle"] = summary(recorder.between(t0, time.time()))
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for phase, setting in (("b_backfill", "false"), ("c_serverless_backfill", "true")):
+                c.execute(f"SET enable_serverless_backfill = {setting}")
+                t0 = time.time()
+                c.execute(f"CREATE MATERIALIZED VIEW summary_{phase} AS " + SUMMARY.format(t="orders"))
+                t1 = time.time()
+                time.sleep(2)  # barriers committed up to the end of the backfill reach the history
+                phases[phase] = {**summary(recorder.between(t0, t1)), "create_seconds": round(t1 - t0, 1),
+                                 "backfill_rows_per_s": round(args.rows / (t1 - t0))}
+        stop.set()
+        writer.join(10)
+        recorder.stop()
+        base = phases["a_idle"]
+        for name in ("b_backfill", "c_serverless_backfill"):
+            p = phases[name]
+            if base.get("p50_s") and p.get("p50_s"):
+                p["p50_vs_idle"] = round(p["p50_s"] / base["p50_s"], 2)
+                p["p99_vs_idle"] = round(p["p99_s"] / base["p99_s"], 2)
+        result["phases"] = phases
+        result["dml_rows_written"] = written[0]
+        result["goal_serverless_p99_vs_idle_at_most"] = 1.5
+    finally:
+        stop.set()
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
