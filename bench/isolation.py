@@ -1,6 +1,6 @@
 """How much a backfill disturbs the jobs already running, printed as JSON: the barrier latency of
 existing jobs under a steady DML load while a big MV backfills, (a) with no backfill (the baseline of
-this same run), (b) during a normal (snapshot) backfill in the default resource group, (c) during a
+this same run, measured before and after the backfills and pooled), (b) during a normal (snapshot) backfill in the default resource group, (c) during a
 serverless backfill on a backfiller of its own.
 
 This machine has 2 cores and stands for two machines: the playground (meta, the default group's
@@ -149,7 +149,8 @@ def main() -> None:
         phases: dict[str, dict] = {}
         t0 = time.time()
         time.sleep(args.idle_s)
-        phases["a_idle"] = summary(recorder.between(t0, time.time()))
+        idle = [(t0, time.time())]
+        phases["a_idle_before"] = summary(recorder.between(t0, time.time()))
         with psycopg.connect(dsn, autocommit=True) as c:
             for phase, setting in (("b_backfill", "false"), ("c_serverless_backfill", "true")):
                 c.execute(f"SET enable_serverless_backfill = {setting}")
@@ -159,10 +160,14 @@ def main() -> None:
                 time.sleep(2)  # barriers committed up to the end of the backfill reach the history
                 phases[phase] = {**summary(recorder.between(t0, t1)), "create_seconds": round(t1 - t0, 1),
                                  "backfill_rows_per_s": round(args.rows / (t1 - t0))}
+        t0 = time.time()  # a second baseline after both backfills, pooled with the first
+        time.sleep(args.idle_s)
+        phases["a_idle_after"] = summary(recorder.between(t0, time.time()))
         stop.set()
         writer.join(10)
         recorder.stop()
-        base = phases["a_idle"]
+        phases["a_idle"] = base = summary([d for start, end in idle for d in recorder.between(start, end)] +
+                                          recorder.between(t0, t0 + args.idle_s))
         for name in ("b_backfill", "c_serverless_backfill"):
             p = phases[name]
             if base.get("p50_s") and p.get("p50_s"):

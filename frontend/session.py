@@ -277,6 +277,8 @@ class Session:
             return self._after_dml(dml.delete(self, ast))
         if isinstance(ast, exp.Create) and (ast.args.get("kind") or "").upper() == "SCHEMA":
             return commands.create_schema(self, ast)
+        if isinstance(ast, exp.Create) and (ast.args.get("kind") or "").upper() == "DATABASE":
+            return commands.create_database(self, ast)
         if isinstance(ast, exp.Create):
             return ddl.create(self, ast, stmt.text)
         if isinstance(ast, exp.Drop):

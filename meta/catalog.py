@@ -159,6 +159,31 @@ class CatalogManager:
             self._snapshot = CatalogSnapshot(s.version + 1, s.databases, {**s.schemas, schema.id: schema}, s.relations)
             self._changed.notify_all()
 
+    def create_database(self, tx: Txn, db: DatabaseCatalog, public: SchemaCatalog) -> None:
+        """A database and its ``public`` schema."""
+        tx.conn.execute(databases.insert().values(id=db.id, name=db.name, resource_group=db.resource_group))
+        self.create_schema(tx, public)
+        tx.on_commit(lambda: self._set_databases({**self._snapshot.databases, db.id: db}))
+
+    def drop_database(self, tx: Txn, database_id: int) -> None:
+        """An empty database and its schemas."""
+        tx.conn.execute(schemas.delete().where(schemas.c.database_id == database_id))
+        tx.conn.execute(databases.delete().where(databases.c.id == database_id))
+        dropped = [k for k, v in self._snapshot.schemas.items() if v.database_id == database_id]
+
+        def install() -> None:
+            for schema_id in dropped:
+                self._uninstall_schema(schema_id)
+            self._set_databases({k: v for k, v in self._snapshot.databases.items() if k != database_id})
+
+        tx.on_commit(install)
+
+    def _set_databases(self, dbs: dict[int, DatabaseCatalog]) -> None:
+        with self._lock:
+            s = self._snapshot
+            self._snapshot = CatalogSnapshot(s.version + 1, dbs, s.schemas, s.relations)
+            self._changed.notify_all()
+
     def drop_schema(self, tx: Txn, schema_id: int) -> None:
         tx.conn.execute(schemas.delete().where(schemas.c.id == schema_id))
         tx.on_commit(lambda: self._uninstall_schema(schema_id))

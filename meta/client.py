@@ -16,7 +16,7 @@ from typing import Any
 
 from meta.catalog import CatalogSnapshot
 from meta.compaction.picker import CompactionConfig, CompactionTask
-from risingspark.catalog import DEFAULT_RESOURCE_GROUP, RelationCatalog, SchemaCatalog
+from risingspark.catalog import DEFAULT_RESOURCE_GROUP, DatabaseCatalog, RelationCatalog, SchemaCatalog
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.rpc import RpcClient
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
@@ -141,6 +141,12 @@ class MetaClient:
 
     def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
         return self.rpc.call("create_schema", database_id, name)
+
+    def create_database(self, name: str, resource_group: str) -> DatabaseCatalog:
+        return self.rpc.call("create_database", name, resource_group)
+
+    def drop_database(self, database_id: int) -> None:
+        self.rpc.call("drop_database", database_id)
 
     def set_comment(self, rel_id: int, column: str | None, comment: str | None) -> None:
         self.rpc.call("set_comment", rel_id, column, comment)

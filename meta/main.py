@@ -58,13 +58,13 @@ def run_meta(cfg: MetaConfig) -> int:
     compute = RemoteComputeGroup(cluster)
     meta = MetaService(meta_store, objects, compute)
     meta.cluster_manager = cluster
+    meta.workers = cluster
 
     def on_join(node) -> None:
         if node.kind == "compute" and node.resource_group.startswith("backfill-"):
             pass  # a serverless backfiller: the controller drives it (`meta.serverless`)
         elif node.kind == "compute" and node.resource_group != compute.resource_group:
-            logger.warning("compute node %d is in resource group %s: streaming jobs run only in resource group "
-                           "%s for now, so it stays idle", node.id, node.resource_group, compute.resource_group)
+            pass  # it runs the jobs of the databases of its group (`meta.resource_groups`)
         elif node.kind == "compute" and compute.needs_recovery():
             meta.barriers.request_recovery()
 

@@ -43,6 +43,7 @@ class MetaRpc:
             "register": self.register, "heartbeat": self.cluster.heartbeat, "unregister": self.cluster.unregister,
             "catalog_snapshot": self.catalog_snapshot, "allocate_ids": m.allocate_ids,
             "create_relation": self.create_relation, "create_schema": m.create_schema,
+            "create_database": m.create_database, "drop_database": m.drop_database,
             "set_comment": m.set_comment, "drop_relation": self.drop_relation,
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml, "flush": m.flush,

@@ -20,10 +20,13 @@ import sqlalchemy as sa
 from meta.barrier.command import ComputeClient
 from meta.barrier.manager import BarrierManager
 from meta.catalog import CatalogManager, CatalogSnapshot, post_order
+from meta.cluster import ClusterManager
 from meta.compaction.scheduler import CompactionScheduler
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
 from meta.progress import ProgressRate, format_progress
+from meta.remote import RemoteComputeGroup
+from meta.resource_groups import GroupRounds, jobs_of_other_groups
 from meta.serverless import (
     ProvisionFailed,
     ServerlessBackfillController,
@@ -36,10 +39,14 @@ from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, Sna
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
-from risingspark.barrier import AddJobs, DropJobs, EpochResult, Throttle
+from risingspark.barrier import AddJobs, DropJobs, EpochResult, Mutation, Throttle
 from risingspark.catalog import (
+    DEFAULT_DATABASE,
+    DEFAULT_RESOURCE_GROUP,
+    DEFAULT_SCHEMA,
     BackfillType,
     CreateType,
+    DatabaseCatalog,
     JobStatus,
     RelationCatalog,
     RelationKind,
@@ -48,10 +55,14 @@ from risingspark.catalog import (
 from risingspark.config import ServerlessBackfillConfig
 from risingspark.errors import (
     DependentObjectsStillExist,
+    DuplicateDatabase,
     DuplicateSchema,
     DuplicateTable,
     FeatureNotSupported,
+    InvalidCatalogName,
+    ObjectInUse,
     QueryCanceled,
+    ServiceUnavailable,
     UndefinedTable,
 )
 from risingspark.storage.desc import HummockVersion
@@ -106,7 +117,13 @@ class MetaService:
         self.cluster_manager: Any = None
         # Serverless backfill (`meta.serverless`); disabled unless the server configuration enables it.
         self.serverless = ServerlessBackfillController(self, ServerlessBackfillConfig(), None, None)
-        self.barriers.jobs_elsewhere = lambda: jobs_on_backfillers(self.catalog.snapshot)
+        # Resource groups other than the default one, and the compute nodes registered with meta
+        # (`meta.resource_groups`; set when meta serves worker RPCs).
+        self.workers: ClusterManager | None = None
+        self._groups: dict[str, GroupRounds] = {}
+        self._started = False
+        self.barriers.jobs_elsewhere = lambda: (jobs_on_backfillers(self.catalog.snapshot)
+                                                | jobs_of_other_groups(self.catalog.snapshot))
 
     def _round_interval_ms(self) -> int:
         """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and
@@ -121,18 +138,47 @@ class MetaService:
         # objects for `min_sst_retention_time_sec` for the same reason.
         self.sweep_orphans(min_age_s=ORPHAN_MIN_AGE_S)
         self.barriers.start()
+        self._started = True
+        for group in sorted({r.resource_group for r in self.catalog.snapshot.relations.values()} - {DEFAULT_RESOURCE_GROUP}):
+            self._group(group)
         self.serverless.start()
         self.start_queued_jobs()
 
     def stop(self) -> None:
         self.serverless.stop()
+        with self._lock:
+            groups = list(self._groups.values())
+        for g in groups:
+            g.stop()
         self.barriers.stop()
+
+    def _group(self, name: str) -> GroupRounds:
+        """The rounds of a resource group other than the default one (started on first use)."""
+        with self._lock:
+            group = self._groups.get(name)
+            if group is None:
+                if self.workers is None:
+                    raise ServiceUnavailable(f'resource group "{name}" has no compute node: this meta does not '
+                                             "serve compute nodes")
+                group = self._groups[name] = GroupRounds(self, name, RemoteComputeGroup(self.workers, name))
+                group.start()
+                logger.info("resource group %s: rounds started", name)
+            return group
+
+    def _to_every_group(self, mutation: Mutation) -> None:
+        self.barriers.add_mutation(mutation)
+        with self._lock:
+            groups = list(self._groups.values())
+        for g in groups:
+            g.add_mutation(mutation)
 
     def _start_job(self, rel: RelationCatalog) -> None:
         """Run a new (or dequeued) job: on a backfiller of its own while a serverless backfill
         lasts, otherwise in the default group's rounds from the next barrier."""
         if on_backfiller(rel):
             self.serverless.start_job(rel.id)
+        elif rel.resource_group != DEFAULT_RESOURCE_GROUP:
+            self._group(rel.resource_group).add_mutation(AddJobs((self.barriers.stream_job(rel),)))
         else:
             self.barriers.add_mutation(AddJobs((self.barriers.stream_job(rel),)))
 
@@ -156,7 +202,11 @@ class MetaService:
                     f'cannot create a materialized view on "{up.name}" while it is still being created',
                     hint=f"WAIT MATERIALIZED VIEW {up.name}, or wait until SHOW JOBS no longer lists it")
         check_request(self.serverless.enabled, rel)
-        rel = replace(rel, created_at_epoch=self.hummock.version.committed_epoch)
+        database = snap.databases.get(rel.database_id)
+        group = database.resource_group if database is not None else DEFAULT_RESOURCE_GROUP
+        if rel.plan is not None and group != DEFAULT_RESOURCE_GROUP:
+            self._check_group(group)
+        rel = replace(rel, created_at_epoch=self.hummock.version.committed_epoch, resource_group=group)
         with self._start_lock:
             queued = rel.is_creating and not self._has_free_slot()
             if queued:
@@ -172,6 +222,40 @@ class MetaService:
         logger.info("created %s %s (id %d, %s%s)", rel.kind.display, rel.name, rel.id, rel.status.value,
                     ", queued" if queued else "")
         return rel
+
+    def _check_group(self, group: str) -> None:
+        """A job can be placed on a resource group that has a live compute node."""
+        if self.workers is None or not self.workers.workers("compute", group):
+            raise ServiceUnavailable(f'resource group "{group}" has no live compute node',
+                                     hint=f"Start one with: risingspark compute --resource-group {group} "
+                                          "--meta-address <this meta>")
+
+    def create_database(self, name: str, resource_group: str = DEFAULT_RESOURCE_GROUP) -> DatabaseCatalog:
+        """Create a database (42P04 if it exists) with its ``public`` schema; its streaming jobs run
+        in `resource_group`."""
+        if self.catalog.snapshot.database(name) is not None:
+            raise DuplicateDatabase(f'database "{name}" already exists')
+        with self.store.transaction() as tx:
+            first = self.catalog.allocate_ids(tx, 2)
+            db = DatabaseCatalog(first, name, resource_group or DEFAULT_RESOURCE_GROUP)
+            self.catalog.create_database(tx, db, SchemaCatalog(first + 1, first, DEFAULT_SCHEMA))
+        logger.info("created database %s (id %d, resource group %s)", name, db.id, db.resource_group)
+        return db
+
+    def drop_database(self, database_id: int) -> None:
+        """Drop a database without relations (2BP01 otherwise)."""
+        snap = self.catalog.snapshot
+        db = snap.databases.get(database_id)
+        if db is None:
+            raise InvalidCatalogName(f"database with id {database_id} does not exist")
+        if db.name == DEFAULT_DATABASE:
+            raise ObjectInUse(f'cannot drop the default database "{db.name}"')
+        if any(r.database_id == database_id for r in snap.relations.values()):
+            raise DependentObjectsStillExist(f"database {db.name} is not empty",
+                                             hint="Drop its tables, views and materialized views first.")
+        with self.store.transaction() as tx:
+            self.catalog.drop_database(tx, database_id)
+        logger.info("dropped database %s (id %d)", db.name, database_id)
 
     def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
         """Create a schema in a database (42P06 if it exists)."""
@@ -302,7 +386,7 @@ class MetaService:
                 self._rates.pop(i, None)
             for t in table_ids:
                 self._row_counts.pop(t, None)
-        self.barriers.add_mutation(DropJobs(tuple(ids)))
+        self._to_every_group(DropJobs(tuple(ids)))
         for r in order:
             logger.info("dropped %s %s (id %d)", r.kind.display, r.name, r.id)
         self.start_queued_jobs()
@@ -320,7 +404,7 @@ class MetaService:
         with self.store.transaction() as tx:
             self.catalog.set_extra(tx, rel_id, extra)
         if rel.status is JobStatus.CREATING:
-            self.barriers.add_mutation(Throttle(((rel_id, rate),)))
+            self._to_every_group(Throttle(((rel_id, rate),)))
         logger.info("job %d (%s): backfill rate limit set to %s", rel_id, rel.name,
                     "unlimited" if rate is None else rate)
 
@@ -334,6 +418,10 @@ class MetaService:
             self.catalog.set_parallelism(tx, rel_id, parallelism)
         # Rebuilt through recovery, whose barrier reads every job's progress after the last commit.
         self.barriers.request_recovery()
+        with self._lock:
+            groups = list(self._groups.values())
+        for g in groups:
+            g.request_recovery()
         logger.info("job %d (%s): parallelism set to %s", rel_id, rel.name, parallelism or "adaptive")
 
     def wait_created(self, rel_id: int, cancelled: threading.Event | None = None) -> RelationCatalog:

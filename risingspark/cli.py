@@ -62,10 +62,13 @@ class Playground:
         from frontend.pgwire.server import PgServer
         from frontend.session import Frontend
         from meta.api import create_app
+        from meta.cluster import ClusterManager
         from meta.leader import LeaderLock
+        from meta.rpc import MetaRpc
         from meta.service import MetaService
         from meta.store.store import MetaStore
         from risingspark.errors import ServiceUnavailable
+        from risingspark.rpc import mount_rpc
         from risingspark.runtime import HttpServer
         from risingspark.storage.object_store import ObjectStore
 
@@ -87,14 +90,18 @@ class Playground:
         compactor = CompactorService(meta.compaction, store)
         app = create_app(meta)
         http = HttpServer(app, cfg.host, cfg.meta_port, "meta-http")
-        cluster = enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), store.url,
-                                             f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
+        # Compute nodes of other resource groups, and serverless backfillers, join the playground
+        # as they join a meta: they register and heartbeat over its HTTP API.
+        cluster = ClusterManager(meta_store)
+        mount_rpc(app, MetaRpc(meta, cluster, store.url).methods())
+        meta.workers = cluster
+        enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), store.url,
+                                   f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs", cluster)
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
                             users=tuple(auth.users) if auth else ())
         http.start()  # before meta: backfillers resumed at its start register over HTTP
-        if cluster is not None:
-            cluster.start()
+        cluster.start()
         meta.start()
         compactor.start()
 
@@ -117,8 +124,7 @@ class Playground:
             http.stop()
             compactor.stop()
             meta.stop()
-            if cluster is not None:
-                cluster.stop()
+            cluster.stop()
             frontend.close()
             spark.stop()
             meta_store.close()
@@ -128,26 +134,17 @@ class Playground:
 
 
 def enable_serverless_backfill(meta, app, cfg: ServerlessBackfillConfig, object_store_url: str, meta_address: str,
-                               log_dir: Path, cluster=None):
+                               log_dir: Path, cluster) -> None:
     """Give meta its serverless backfill controller when the configuration enables it. Backfillers
-    register with meta like compute nodes: a playground serves the worker RPCs for them. Returns
-    the cluster manager the playground must start, or None."""
+    register with meta (`cluster`) like compute nodes."""
     if not cfg.enabled:
-        return None
-    from meta.cluster import ClusterManager
-    from meta.rpc import MetaRpc
+        return
     from meta.serverless import Provisioner, ServerlessBackfillController
-    from risingspark.rpc import mount_rpc
 
-    own = cluster is None
-    if own:
-        cluster = ClusterManager(meta.store)
-        mount_rpc(app, MetaRpc(meta, cluster, object_store_url).methods())
     provisioner = Provisioner(cfg, meta_address=meta_address, object_store_url=object_store_url, log_dir=log_dir)
     meta.serverless = ServerlessBackfillController(meta, cfg, cluster, provisioner)
     logger.info("serverless backfill enabled: %s provisioner, %d core(s) × %d replica(s), %s per replica",
                 cfg.provisioner, cfg.cores, cfg.replicas, cfg.memory)
-    return cluster if own else None
 
 
 SERVICES: dict[str, tuple[type, str]] = {

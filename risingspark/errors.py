@@ -78,6 +78,10 @@ class DuplicateTable(RisingSparkError):
     sqlstate = "42P07"
 
 
+class DuplicateDatabase(RisingSparkError):
+    sqlstate = "42P04"
+
+
 class DuplicateSchema(RisingSparkError):
     sqlstate = "42P06"
 

@@ -23,11 +23,13 @@ from frontend.parser import (
     WaitStmt,
 )
 from frontend.pgwire.api import ColumnDesc, StatementResult
-from risingspark.catalog import JobStatus, RelationKind
+from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationKind
 from risingspark.errors import (
     FeatureNotSupported,
+    InvalidCatalogName,
     InvalidParameterValue,
     InvalidSchemaName,
+    ObjectInUse,
     UndefinedColumn,
     UndefinedObject,
     UndefinedTable,
@@ -191,6 +193,45 @@ def create_schema(session: Session, ast: exp.Create) -> StatementResult:
         return StatementResult("CREATE_SCHEMA", notices=[f'schema "{name}" already exists, skipping'])
     session.frontend.meta.create_schema(reader.database.id, name)
     return StatementResult("CREATE_SCHEMA")
+
+
+def create_database(session: Session, ast: exp.Create) -> StatementResult:
+    """``CREATE DATABASE [IF NOT EXISTS] name [WITH (resource_group = 'rg')]``: as RisingWave, the
+    database's streaming jobs run on the compute nodes of its resource group."""
+    name = ident(ast.this.this if isinstance(ast.this, exp.Table) else ast.this)
+    group = DEFAULT_RESOURCE_GROUP
+    props = ast.args.get("properties")
+    for p in props.expressions if props else []:
+        key = p.this.sql(dialect="postgres").lower() if isinstance(p, exp.Property) else ""
+        value = p.args.get("value") if isinstance(p, exp.Property) else None
+        if key != "resource_group" or not isinstance(value, exp.Literal | exp.Identifier | exp.Var):
+            raise FeatureNotSupported(f"database option {p.sql(dialect='postgres')} is not supported")
+        group = str(value.this)
+        if not group:
+            raise InvalidParameterValue("resource_group must not be empty")
+    meta = session.frontend.meta
+    if ast.args.get("exists") and meta.catalog_snapshot().database(name) is not None:
+        return StatementResult("CREATE_DATABASE", notices=[f'database "{name}" already exists, skipping'])
+    meta.create_database(name, group)
+    return StatementResult("CREATE_DATABASE")
+
+
+def drop_database(session: Session, ast: exp.Drop) -> StatementResult:
+    """``DROP DATABASE [IF EXISTS] name``: an empty database, not the one this session uses."""
+    meta = session.frontend.meta
+    notices = []
+    for t in ast.args.get("tables") or [ast.this]:
+        name = ident(t.this if isinstance(t, exp.Table) else t)
+        db = meta.catalog_snapshot().database(name)
+        if db is None:
+            if ast.args.get("exists"):
+                notices.append(f'database "{name}" does not exist, skipping')
+                continue
+            raise InvalidCatalogName(f'database "{name}" does not exist')
+        if name == session.database:
+            raise ObjectInUse("cannot drop the currently open database")
+        meta.drop_database(db.id)
+    return StatementResult("DROP_DATABASE", notices=notices)
 
 
 def drop_schema(session: Session, ast: exp.Drop) -> StatementResult:

@@ -302,6 +302,10 @@ def drop(session: Session, ast: exp.Drop) -> StatementResult:
         from frontend.handlers.commands import drop_schema
 
         return drop_schema(session, ast)
+    if kind == "DATABASE":
+        from frontend.handlers.commands import drop_database
+
+        return drop_database(session, ast)
     if kind == "VIEW" and ast.args.get("materialized"):
         kind = "MATERIALIZED VIEW"
     if kind not in _DROP:

@@ -85,7 +85,7 @@ class BarrierManager:
         # group's rounds; their results arrive through `submit_external` and commit with the next
         # checkpoint of the default group.
         self.jobs_elsewhere: Callable[[], set[int]] = set
-        self._external: list[tuple[EpochResult, Future[int]]] = []
+        self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
 
     # ---- control ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -109,13 +109,14 @@ class BarrierManager:
         """An epoch newer than every one allocated so far (for a backfiller's own round)."""
         return self._epochs.next()
 
-    def submit_external(self, result: EpochResult) -> Future[int]:
-        """Commit a round a serverless backfiller ran with the next checkpoint whose epoch is newer
-        than the round's: the future gives that epoch, or the error when that checkpoint failed (the
-        round's work is then lost and the backfiller must start again from the committed state)."""
+    def submit_external(self, result: EpochResult, dml: list[DmlBatch] | None = None) -> Future[int]:
+        """Commit a round run elsewhere (a serverless backfiller's, another resource group's, which
+        consumed `dml`) with the next checkpoint whose epoch is newer than the round's: the future
+        gives that epoch, or the error when that checkpoint failed (the round's work is then lost and
+        its jobs must start again from the committed state)."""
         done: Future[int] = Future()
         with self._cond:
-            self._external.append((result, done))
+            self._external.append((result, list(dml or ()), done))
         return done
 
     def request_recovery(self) -> None:
@@ -207,25 +208,25 @@ class BarrierManager:
     def _round(self, seq: int, mutations: list[Mutation], recovery: bool) -> None:
         prev = self._hummock.version.committed_epoch
         epoch = self._epochs.next()
-        external: list[tuple[EpochResult, Future[int]]] = []
+        external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
         try:
             self._round_inner(seq, mutations, recovery, prev, epoch, external)
         except BaseException as e:
-            for _, done in external:
+            for *_, done in external:
                 done.set_exception(e)
             raise
-        for _, done in external:
+        for *_, done in external:
             done.set_result(epoch)
 
     def _round_inner(self, seq: int, mutations: list[Mutation], recovery: bool, prev: int, epoch: int,
-                     external: list[tuple[EpochResult, Future[int]]]) -> None:
+                     external: list[tuple[EpochResult, list[DmlBatch], Future[int]]]) -> None:
         elsewhere = self.jobs_elsewhere()
         if recovery:
             self._compute.reset()
             everything = self._all_jobs(elsewhere)
             mutations = [everything, *[m for m in mutations if not isinstance(m, AddJobs)]]
             logger.info("recovery: re-adding %d streaming jobs at epoch %d", len(everything.jobs), epoch)
-        dml = self._pending_dml()
+        dml = self._pending_dml(elsewhere)
         version = self._hummock.pin()
         started = time.monotonic()
         try:
@@ -237,8 +238,9 @@ class BarrierManager:
         with self._cond:  # backfillers' rounds of older epochs commit with this one
             external += [e for e in self._external if e[0].epoch < epoch]
             self._external = [e for e in self._external if e[0].epoch >= epoch]
-        for other, _ in external:
+        for other, other_dml, _ in external:
             result = merge_results(result, other)
+            dml = dml + other_dml
         committing = time.monotonic()
         self._commit(result, dml)
         commit_s = time.monotonic() - committing
@@ -318,7 +320,8 @@ class BarrierManager:
         self._hummock.vacuum(protected=self._snapshots.pinned_paths())
 
     # ---- inputs of a barrier --------------------------------------------------------------------
-    def _pending_dml(self) -> list[DmlBatch]:
+    def _pending_dml(self, elsewhere: set[int]) -> list[DmlBatch]:
+        """DML batches of the default group's tables not committed yet."""
         with self._store.begin() as conn:
             rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
                                 .order_by(dml_batches.c.id)).all()
@@ -327,7 +330,7 @@ class BarrierManager:
         total = 0
         self._dml_budget_hit = False
         for r in rows:
-            if r.table_id not in live:
+            if r.table_id not in live or r.table_id in elsewhere:
                 continue
             if out and total + r.row_count > MAX_DML_ROWS_PER_BARRIER:
                 self._dml_budget_hit = True
@@ -339,7 +342,7 @@ class BarrierManager:
     def _all_jobs(self, elsewhere: set[int]) -> AddJobs:
         rels = [r for r in self._catalog.snapshot.relations.values()
                 if r.plan is not None and not r.extra.get("queued") and r.id not in elsewhere]
-        return AddJobs(tuple(self.stream_job(r) for r in _topological(rels)))
+        return AddJobs(tuple(self.stream_job(r) for r in topological(rels)))
 
     def stream_job(self, rel: RelationCatalog) -> StreamJob:
         creating = rel.status is JobStatus.CREATING
@@ -379,7 +382,7 @@ def merge_results(a: EpochResult, b: EpochResult) -> EpochResult:
                        a.spark_jobs + b.spark_jobs, rows_in)
 
 
-def _topological(rels: list[RelationCatalog]) -> list[RelationCatalog]:
+def topological(rels: list[RelationCatalog]) -> list[RelationCatalog]:
     by_id = {r.id: r for r in rels}
     return post_order(sorted(rels, key=lambda r: r.id),
                       lambda r: [by_id[d] for d in r.dependencies if d in by_id])

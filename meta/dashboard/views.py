@@ -165,6 +165,11 @@ class DashboardViews:
                  ("compactor-1", "compactor", None, None, None)]
         nodes = [NodeModel(id=i, role=role, resource_group=group, address=addr, process=process, pid=pid,
                            parallelism=par, state="running") for i, role, group, addr, par in specs]
+        workers = getattr(self.meta, "workers", None)  # compute nodes of other resource groups that joined
+        nodes += [NodeModel(id=f"compute-{w.id}", role="compute", resource_group=w.resource_group, address=w.address,
+                            process="risingspark compute", pid=w.pid, parallelism=w.parallelism, state="running")
+                  for w in (workers.workers("compute") if workers is not None else [])
+                  if not w.resource_group.startswith("backfill-")]
         nodes += self._backfillers()
         return NodesModel(nodes=nodes, processes=[self._process(process, pid, [n.id for n in nodes])])
 
