@@ -175,11 +175,12 @@ class DashboardViews:
 
     def _backfillers(self) -> list[NodeModel]:
         """Serverless backfillers, while they exist (`meta.serverless`)."""
+        serverless = getattr(self.meta, "serverless", None)
         return [NodeModel(id=b.name, role="compute", resource_group=b.name, address=b.node.address if b.node else None,
                           process="risingspark compute (serverless backfiller)", pid=b.pid,
                           parallelism=b.node.parallelism if b.node else None,
                           state="running" if b.node is not None else "provisioning")
-                for b in self.meta.serverless.backfillers() if b.alive]
+                for b in (serverless.backfillers() if serverless is not None else []) if b.alive]
 
     def _process(self, process: str, pid: int, node_ids: list[str]) -> ProcessModel:
         """This process and its CPU and memory samples."""
