@@ -9,6 +9,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -256,6 +257,39 @@ def test_cancel_destroys_the_backfiller(serverless: PlaygroundProcess) -> None:
         assert _job(conn, mv) is None
         assert not [r for r in conn.execute("SHOW JOBS") if mv in r[1]]
         conn.execute(f"DROP TABLE {t}")
+
+
+def test_dbt_model_config_asks_for_serverless_backfill(serverless: PlaygroundProcess, tmp_path) -> None:
+    """A dbt-risingwave model with ``enable_serverless_backfill=true`` in its config (the profile
+    says false) is backfilled on a backfiller."""
+    from test_dbt import dbt_executable
+
+    t = unique_name("sl_dbt")
+    with serverless.connect() as conn:
+        _load(conn, t, 5000)
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: serverless\nversion: '1.0'\nconfig-version: 2\n"
+                                             "profile: risingspark\nmodel-paths: ['models']\n")
+    (project / "models" / f"{t}_mv.sql").write_text(
+        "{{ config(materialized='materialized_view', enable_serverless_backfill=true) }}\n"
+        f"select g, count(*) as n from public.{t} group by g\n")
+    (tmp_path / "profiles.yml").write_text(
+        "risingspark:\n  target: dev\n  outputs:\n    dev:\n"
+        f"      type: risingwave\n      host: 127.0.0.1\n      port: {serverless.port}\n"
+        "      user: root\n      pass: ''\n      dbname: dev\n      schema: public\n      threads: 1\n"
+        "      enable_serverless_backfill: false\n")
+    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_USE_COLORS": "false"}
+    out = subprocess.run([dbt_executable(), "run", "--profiles-dir", str(tmp_path), "--project-dir", str(project)],
+                         cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, f"dbt run failed:\n{out.stdout[-6000:]}\n{out.stderr[-2000:]}"
+    with serverless.connect() as conn:
+        job_id, group = _job(conn, f"{t}_mv")
+        assert group == "default"
+        assert conn.execute(f"SELECT sum(n) FROM {t}_mv").fetchone() == (5000,)
+        conn.execute(f"DROP TABLE {t} CASCADE")
+    # its backfiller existed: it wrote its log under the data directory
+    assert (serverless.data_dir / "logs" / f"backfill-0-{job_id}.log").exists()
 
 
 # ---- a backfiller that cannot start ---------------------------------------------------------
