@@ -48,6 +48,35 @@ def wait_for_executors(spark, master: str, log_every_s: float = 10.0) -> None:
         waited += 0.5
 
 
+def export_process_metrics(node: str, stop: threading.Event, interval_s: float = 2.0) -> threading.Thread:
+    """CPU and memory of this node's process tree (Python, Spark's JVM and workers) as
+    ``risingspark_process_*{node=...}`` gauges on its own ``/metrics``, as meta exports its own."""
+    from prometheus_client import Gauge
+
+    from meta.dashboard.process import ProcessTreeSampler
+
+    cpu = Gauge("risingspark_process_cpu_usage_cores", "CPU used by a node's processes over the last sample, "
+                "in cores", ["node", "component"])
+    memory = Gauge("risingspark_process_resident_memory_bytes", "Resident memory of a node's processes, by "
+                   "component", ["node", "component"])
+    sampler = ProcessTreeSampler()
+
+    def run() -> None:
+        sampler.sample()
+        while not stop.wait(interval_s):
+            try:
+                res = sampler.sample()
+            except Exception:  # noqa: BLE001 - a process may vanish between two looks
+                continue
+            for component, cores in res.cpu_cores.items():
+                cpu.labels(node=node, component=component).set(cores)
+                memory.labels(node=node, component=component).set(res.rss_bytes[component])
+
+    thread = threading.Thread(target=run, name="process-metrics", daemon=True)
+    thread.start()
+    return thread
+
+
 def run_compute(cfg: ComputeConfig) -> int:
     from compute.metrics import set_node
     from compute.node import ComputeNode
@@ -66,6 +95,7 @@ def run_compute(cfg: ComputeConfig) -> int:
     node: ComputeNode | None = None
 
     started = threading.Event()
+    stopping = threading.Event()
 
     def run_epoch(barrier):
         # (meta may send the first barrier as soon as the node registered, just before it is built)
@@ -88,7 +118,9 @@ def run_compute(cfg: ComputeConfig) -> int:
         if cfg.spark_master.startswith("spark://"):
             wait_for_executors(spark, cfg.spark_master)
         session.register()
-        set_node(cfg.node_name or f"compute-{cfg.resource_group}-{session.node_id}", cfg.resource_group)
+        node_name = cfg.node_name or f"compute-{cfg.resource_group}-{session.node_id}"
+        set_node(node_name, cfg.resource_group)
+        export_process_metrics(node_name, stopping)
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         node = ComputeNode(spark, store, parallelism=cfg.parallelism)
         started.set()
@@ -98,6 +130,7 @@ def run_compute(cfg: ComputeConfig) -> int:
         wait_for_shutdown()
         logger.info("shutting down")
     finally:
+        stopping.set()
         session.stop()
         http.stop()
         spark.stop()

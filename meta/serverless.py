@@ -43,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from meta.cluster import ClusterManager, WorkerNode
-from meta.dashboard.process import ProcessTreeSampler
+from meta.dashboard.process import ProcessTreeSampler, ResourceSample
 from meta.metrics import METRICS
 from risingspark.barrier import AddJobs, Barrier, Mutation, Throttle
 from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog
@@ -69,6 +70,7 @@ SERVERLESS = SERVERLESS_BACKFILL  # `RelationCatalog.extra` key: {"attempt", "gr
 MAX_ATTEMPTS = 5  # backfillers provisioned for one job before it fails
 SAMPLE_INTERVAL_S = 2.0
 PR_SET_PDEATHSIG = 1  # prctl(2)
+SAMPLES_KEPT = 150  # five minutes of CPU and memory samples per backfiller, for the dashboard
 NOT_ENABLED_HINT = ("The operator enables it in the server configuration: [serverless_backfill] enabled = true "
                     "(or --serverless-backfill-enabled).")
 
@@ -129,6 +131,7 @@ class Backfiller:
     started_at: float = field(default_factory=time.time)
     rounds: int = 0
     snapshot_rows: int = 0
+    samples: deque[ResourceSample] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
 
     @property
     def pid(self) -> int:
@@ -291,6 +294,7 @@ class ServerlessBackfillController:
                     res = bf.sampler.sample()
                 except Exception:  # noqa: BLE001 - the process may be gone between two checks
                     continue
+                bf.samples.append(res)
                 for component, cores in res.cpu_cores.items():
                     METRICS.process_cpu.labels(node=bf.name, component=component).set(cores)
                     METRICS.process_memory.labels(node=bf.name, component=component).set(res.rss_bytes[component])

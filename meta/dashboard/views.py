@@ -158,7 +158,8 @@ class DashboardViews:
                                 parallelism=w.parallelism if w.kind == "compute" else None, state="running")
                       for w in cluster.workers() if not w.resource_group.startswith("backfill-")]
             nodes += self._backfillers()
-            return NodesModel(nodes=nodes, processes=[self._process(process, pid, ["meta-1"])])
+            return NodesModel(nodes=nodes, processes=[self._process(process, pid, ["meta-1"]),
+                                                      *self._backfiller_processes()])
         specs = [("meta-1", "meta", None, meta_address, None),
                  ("frontend-1", "frontend", None, None, None),
                  (COMPUTE_NODE, "compute", DEFAULT_RESOURCE_GROUP, None, self.meta.default_parallelism),
@@ -170,8 +171,10 @@ class DashboardViews:
                             process="risingspark compute", pid=w.pid, parallelism=w.parallelism, state="running")
                   for w in (workers.workers("compute") if workers is not None else [])
                   if not w.resource_group.startswith("backfill-")]
-        nodes += self._backfillers()
-        return NodesModel(nodes=nodes, processes=[self._process(process, pid, [n.id for n in nodes])])
+        backfillers = self._backfillers()
+        return NodesModel(nodes=nodes + backfillers,
+                          processes=[self._process(process, pid, [n.id for n in nodes]),
+                                     *self._backfiller_processes()])
 
     def _backfillers(self) -> list[NodeModel]:
         """Serverless backfillers, while they exist (`meta.serverless`)."""
@@ -180,6 +183,15 @@ class DashboardViews:
                           process="risingspark compute (serverless backfiller)", pid=b.pid,
                           parallelism=b.node.parallelism if b.node else None,
                           state="running" if b.node is not None else "provisioning")
+                for b in (serverless.backfillers() if serverless is not None else []) if b.alive]
+
+    def _backfiller_processes(self) -> list[ProcessModel]:
+        """Each backfiller's process tree with its CPU and memory samples (its own machine's share)."""
+        serverless = getattr(self.meta, "serverless", None)
+        return [ProcessModel(name=f"risingspark compute ({b.name})", pid=b.pid, nodes=[b.name],
+                             cpu_count=psutil.cpu_count() or 1, memory_total_bytes=psutil.virtual_memory().total,
+                             samples=[ResourceSampleModel(at=s.at, cpu_cores=s.cpu_cores, rss_bytes=s.rss_bytes)
+                                      for s in b.samples])
                 for b in (serverless.backfillers() if serverless is not None else []) if b.alive]
 
     def _process(self, process: str, pid: int, node_ids: list[str]) -> ProcessModel:

@@ -175,6 +175,12 @@ def test_backfill_runs_on_a_backfiller_then_migrates(serverless: PlaygroundProce
             _wait("the backfiller's CPU series", lambda: _metric(httpx.get(f"{meta}/metrics", timeout=10).text,
                                                                   "risingspark_process_cpu_usage_cores", node=group)
                   is not None)
+            # ... and on the dashboard, with its samples; and on its own /metrics
+            processes = httpx.get(f"{meta}/api/nodes", timeout=10).json()["processes"]
+            assert any(p["nodes"] == [group] and p["pid"] == node["pid"] and p["samples"] for p in processes)
+            _wait("the backfiller's own CPU series", lambda: _metric(
+                httpx.get(f"{node['address']}/metrics", timeout=10).text, "risingspark_process_cpu_usage_cores",
+                node=group) is not None)
             conn.execute(f"ALTER MATERIALIZED VIEW {mv} SET BACKFILL_RATE_LIMIT = DEFAULT")
             conn.execute(f"WAIT MATERIALIZED VIEW {mv}")
         finally:

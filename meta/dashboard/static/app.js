@@ -105,9 +105,13 @@
     if (!proc) return;
     const components = proc.samples.length ? Object.keys(proc.samples[proc.samples.length - 1].cpu_cores) : [];
     const used = components.filter((c) => proc.samples.some((s) => s.cpu_cores[c] > 0 || s.rss_bytes[c] > 0));
+    const total = (s, field) => Object.values(s[field]).reduce((a, b) => a + b, 0);
+    // other processes (serverless backfillers, while they exist): one line each, their total
+    const others = data.processes.slice(1);
     const series = (field) => [
-      { name: "total", color: "#333", points: proc.samples.map((s) => [s.at, Object.values(s[field]).reduce((a, b) => a + b, 0)]) },
+      { name: "total", color: "#333", points: proc.samples.map((s) => [s.at, total(s, field)]) },
       ...used.map((c, i) => ({ name: c, color: RS.COLORS[i % RS.COLORS.length], points: proc.samples.map((s) => [s.at, s[field][c] || 0]) })),
+      ...others.map((p, i) => ({ name: p.nodes[0], color: RS.COLORS[(used.length + i) % RS.COLORS.length], points: p.samples.map((s) => [s.at, total(s, field)]) })),
     ];
     RS.lineChart($("cpu-chart"), series("cpu_cores"), { windowS: WINDOW_S, fmt: (v) => v.toFixed(1), yMin: 1 });
     RS.lineChart($("mem-chart"), series("rss_bytes"), { windowS: WINDOW_S, fmt: RS.fmtBytes });
