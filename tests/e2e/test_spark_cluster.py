@@ -2,7 +2,8 @@
 and a worker started from the installed pyspark, the object store a directory every executor reads.
 An MV backfill over existing rows completes with PostgreSQL's answer, and Spark's own status APIs
 (the application's REST API and the worker's status JSON) show its tasks ran in an executor on that
-worker, not in the compute node's driver."""
+worker, not in the compute node's driver. A serverless backfill with the spark provisioner runs as
+an application of its own on the same cluster, sized by the backfiller SKU."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
 def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_store_url) -> None:
-    spark = SparkStandalone(tmp_path / "spark").start()
+    # room for the compute node's application (2 cores) and a backfiller's (1 core)
+    spark = SparkStandalone(tmp_path / "spark", worker_cores=3, worker_memory="3g").start()
     cluster = LocalCluster(tmp_path / "rs", meta_store_url=meta_store_url("spark_cluster"))
     cluster.base.mkdir()
     ui_port = free_port()
     try:
-        cluster.meta()
+        cluster.meta(extra_args=("--serverless-backfill-enabled", "--serverless-backfill-provisioner", "spark",
+                                 "--serverless-backfill-spark-master", spark.master_url,
+                                 "--serverless-backfill-cores", "1", "--serverless-backfill-memory", "512m"))
         cluster.compute(spark_master=spark.master_url, parallelism=2,
                         spark_conf=f"spark.cores.max=2,spark.executor.memory=1g,spark.executor.cores=2,"
                                    f"spark.ui.enabled=true,spark.ui.port={ui_port}")
@@ -61,6 +65,20 @@ def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_stor
         # completed jobs include the backfill's
         jobs = httpx.get(f"{api}/jobs", params={"status": "succeeded"}, timeout=10).json()
         assert len(jobs) > 0
+
+        # serverless backfill: a backfiller application of one core on the same Spark cluster
+        with cluster.connect(fe) as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+            conn.execute("CREATE MATERIALIZED VIEW per_city_sl WITH (cloud.serverless_backfill_enabled = true) AS "
+                         "SELECT city, count(*) AS n FROM trips GROUP BY city")
+            job_id = conn.execute("SELECT job_id FROM rw_catalog.rw_streaming_jobs WHERE name = 'per_city_sl'"
+                                  ).fetchone()[0]
+            copy_table(conn, pg, "trips")
+            assert assert_same(conn, pg, "per_city_sl", "SELECT city, count(*) AS n FROM trips GROUP BY city") == 13
+        state = spark.master_state()
+        backfillers = [a for a in state["activeapps"] + state["completedapps"]
+                       if a["name"] == f"risingspark-compute-backfill-0-{job_id}"]
+        assert len(backfillers) == 1, [a["name"] for a in state["activeapps"] + state["completedapps"]]
+        assert backfillers[0]["cores"] in (0, 1)  # 1 while it runs, 0 once it has finished
     except Exception:
         print(cluster.logs())
         raise

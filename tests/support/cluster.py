@@ -123,7 +123,7 @@ class LocalCluster:
     def meta_address(self) -> str:
         return ",".join(f"http://127.0.0.1:{p}" for p in self.meta_ports)
 
-    def meta(self, *, wait_ready: bool = True) -> ServiceProcess:
+    def meta(self, *, wait_ready: bool = True, extra_args: tuple[str, ...] = ()) -> ServiceProcess:
         port = free_port()
         self.meta_ports.append(port)
         args = ["--port", str(port), "--data-dir", str(self.base / "data"),
@@ -132,7 +132,7 @@ class LocalCluster:
             args += ["--meta-store-url", self.meta_store_url]
         if self.object_store_url:
             args += ["--object-store-url", self.object_store_url]
-        return self._service("meta", args, port).start(wait_ready=wait_ready)
+        return self._service("meta", [*args, *extra_args], port).start(wait_ready=wait_ready)
 
     def compute(self, *, spark_master: str = "local[2]", spark_conf: str = "", parallelism: int = 2,
                 env: dict[str, str] | None = None) -> ServiceProcess:
