@@ -19,7 +19,7 @@ from frontend.binder import bind_stream_select
 from frontend.parser import CreateIndexStmt
 from frontend.pgwire.api import StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
-from risingspark.catalog import CreateType, JobStatus, RelationCatalog, RelationKind
+from risingspark.catalog import SERVERLESS_BACKFILL, CreateType, JobStatus, RelationCatalog, RelationKind
 from risingspark.errors import DuplicateTable, UndefinedColumn, WrongObjectType
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamExchange, StreamMaterialize, node_to_json
@@ -64,7 +64,10 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         exp.Table(this=exp.to_identifier(base.name, quoted=True), db=exp.to_identifier(ref.schema, quoted=True)))
     bound = bind_stream_select(reader, query)
     first = meta.allocate_ids(1 + state_tables_needed(bound))
-    backfill = _choose_backfill(session, bound)
+    from frontend.handlers.ddl import choose_backfill, new_serverless_state, wants_serverless_backfill
+
+    serverless = wants_serverless_backfill(session, {})  # enable_serverless_backfill, as RisingWave
+    backfill = choose_backfill(session, bound, serverless)
     planned = plan_mv(bound, first, range(first + 1, first + 1 + state_tables_needed(bound)), backfill)
     names = [f.name for f in planned.fields]
     key_idx = [names.index(c) for c in keys]
@@ -86,7 +89,8 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         status=JobStatus.CREATING, create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=backfill, plan=node_to_json(plan), state_tables=(table, *planned.state_tables[1:]),
         dependencies=(base.id,), parallelism=session.vars.number("streaming_parallelism"),
-        extra={INDEX_COLUMNS: keys, INCLUDED: columns, **({"backfill_rate_limit": rate} if rate >= 0 else {})})
+        extra={INDEX_COLUMNS: keys, INCLUDED: columns, **({"backfill_rate_limit": rate} if rate >= 0 else {}),
+               **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {})})
     meta.create_relation(rel)
     if not background:
         from frontend.handlers.ddl import wait_foreground
@@ -94,11 +98,6 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         wait_foreground(session, rel)
     return StatementResult("CREATE_INDEX")
 
-
-def _choose_backfill(session: Session, bound):
-    from frontend.handlers.ddl import choose_backfill
-
-    return choose_backfill(session, bound)
 
 
 def indexes_of(session: Session, rel: RelationCatalog) -> list[RelationCatalog]:

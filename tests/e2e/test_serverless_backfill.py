@@ -124,6 +124,8 @@ def test_request_refused_when_not_enabled_and_with_wins(playground: PlaygroundPr
             conn.execute(f"CREATE MATERIALIZED VIEW {t}_a AS {QUERY.format(t=t)}")
         assert "[serverless_backfill]" in (e.value.diag.message_hint or "")
         assert _job(conn, f"{t}_a") is None, "a refused CREATE creates nothing"
+        with pytest.raises(errors.FeatureNotSupported, match="serverless backfill is not enabled"):
+            conn.execute(f"CREATE INDEX {t}_idx ON {t} (g)")  # an index backfills too
         with pytest.raises(errors.UndefinedTable):
             conn.execute(f"SELECT * FROM {t}_a")
         # the statement's WITH option wins over the session variable, both ways
