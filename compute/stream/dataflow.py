@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from compute.executor.agg_input_state import INPUT_TAG, input_delta_column, value_columns
 from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
+from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
@@ -37,6 +38,7 @@ from compute.stream.tasks import (
     hash_join_task,
     manifest_dir,
     materialize_task,
+    temporal_filter_task,
     top_n_task,
 )
 from risingspark.aggregate import VALUE_COUNT
@@ -52,6 +54,7 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
     walk,
@@ -102,7 +105,8 @@ class Dataflow:
         self.source = source
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
-        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN) for n in walk(plan))
+        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter)
+                                       for n in walk(plan))
 
     def run(self) -> bool:
         """Run the epoch; False when no input reached the job (no Spark job ran)."""
@@ -192,6 +196,8 @@ class Dataflow:
             return self._hash_join(node)
         if isinstance(node, StreamTopN):
             return self._top_n(node)
+        if isinstance(node, StreamTemporalFilter):
+            return self._temporal_filter(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
 
     def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
@@ -239,6 +245,31 @@ class Dataflow:
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
         ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
         task = top_n_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _temporal_filter(self, node: StreamTemporalFilter) -> DataFrame:
+        """Runs every epoch, input or not: its bound moves with time. A weightless row (op 0) joins
+        the epoch's changes in the filter's single partition, so the job always has input; jobs
+        without a temporal filter still run nothing in an epoch without input."""
+        exchange = node.input
+        if not isinstance(exchange, StreamExchange) or exchange.input is None or node.state_table is None \
+                or node.bound_table is None:
+            raise FeatureNotSupported("a temporal filter must follow an exchange")
+        fields = exchange.input.fields
+        df = self.build(exchange.input)
+        seed = self.rnd.spark.range(1).select(F.lit(0).cast("tinyint").alias(OP),
+                                              *[F.lit(None).cast(f.type.to_spark()).alias(f.name) for f in fields])
+        if df is not None:
+            seed = df.select(F.col(OP), *[F.col(f"`{f.name}`") for f in fields]).unionByName(seed)
+        df = seed.withColumn(VNODE, F.lit(0).cast("smallint")).repartition(1)
+        names = [f.name for f in fields]
+        spec = TemporalFilterSpec(node.state_table, node.bound_table, names[node.column], node.op, node.offset_us,
+                                  tuple(names[i] for i in node.stream_key))
+        version = self.rnd.barrier.version
+        task = temporal_filter_task(self.rnd.env, spec, tuple(version.ssts(node.state_table.table_id)),
+                                    tuple(version.ssts(node.bound_table.table_id)), self.rt.job.job_id,
+                                    self.op_ids[id(node)])
+        df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
