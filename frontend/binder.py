@@ -1130,9 +1130,11 @@ def _common_of(values: list[BoundExpr]) -> DataType:
     return t
 
 
-_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat)
+_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat,
+         exp.ArrayAgg)
 _AGG_KIND = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
-             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg"}
+             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg",
+             exp.ArrayAgg: "array_agg"}
 # sqlglot's node names of aggregates, as Postgres calls them
 _AGG_NAMES = {"arrayagg": "array_agg", "groupconcat": "string_agg", "logicaland": "bool_and",
               "logicalor": "bool_or", "stddev": "stddev", "arrayconcatagg": "array_cat_agg"}
@@ -1157,8 +1159,11 @@ def _bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggC
         return AggCallExpr("count_star", None, INT8, filter=filter_)
     arg = bind_expr(arg_node, scope, allow_agg=False)
     if is_unknown_literal(arg):
-        arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "bool_and": BOOL, "bool_or": BOOL,
-                           "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+        arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "array_agg": VARCHAR, "bool_and": BOOL,
+                           "bool_or": BOOL, "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    if kind == "array_agg" and filter_ is not None:
+        # FILTER is planned as agg(CASE WHEN c THEN x END), which would add NULL elements
+        raise FeatureNotSupported("array_agg(...) FILTER (WHERE ...) in a materialized view is not supported yet")
     delimiter = None
     if kind == "string_agg":
         sep = node.args.get("separator")
@@ -1179,8 +1184,8 @@ def _bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggC
                                          "argument list")
         desc = bool(o.args.get("desc"))
         order.append((e, desc, bool(o.args.get("nulls_first", desc))))
-    if kind != "string_agg":
-        order = []  # only string_agg's result depends on the order of its inputs
+    if kind not in ("string_agg", "array_agg"):
+        order = []  # only string_agg's and array_agg's results depend on the order of their inputs
     if kind in ("min", "max", "bool_and", "bool_or"):
         distinct = False  # the same result with or without DISTINCT
     return AggCallExpr(kind, arg, agg_return_type(kind, arg.type), distinct, tuple(order), delimiter, filter_)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import join_keys
+from compute.executor.keyed import filter_by_keys
 from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
 from risingspark.chunk import OP, VNODE, Op
 from risingspark.epoch import Epoch
@@ -105,10 +105,7 @@ def _with_before_images(in_range: pa.Table, pairs: Pairs, desc: StateTableDesc) 
     if t.num_rows == 0:
         return in_range
     keys = [VNODE, *desc.pk_names]
-    if in_range.num_rows:
-        lt, lk = join_keys(in_range, keys)
-        rt, _ = join_keys(t.select(keys), keys)
-        in_range = lt.join(rt.select(lk), keys=lk, join_type="left anti").select(in_range.column_names)
+    in_range = filter_by_keys(in_range, t.select(keys), keys, keep=False)
     had = t.filter(t.column(f"__present{BEFORE}"))
     images = pa.table({VNODE: had.column(VNODE), **{n: had.column(f"{n}{BEFORE}") for n in desc.names}})
     return pa.concat_tables([in_range, images.cast(in_range.schema)])

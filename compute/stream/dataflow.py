@@ -41,7 +41,7 @@ from compute.stream.tasks import (
     temporal_filter_task,
     top_n_task,
 )
-from risingspark.aggregate import VALUE_COUNT
+from risingspark.aggregate import VALUE_COUNT, keeps_nulls
 from risingspark.chunk import OP, SEQ, VNODE
 from risingspark.errors import FeatureNotSupported
 from risingspark.stream_plan import (
@@ -319,7 +319,9 @@ class Dataflow:
                               for i, name, alias in cols])
 
         df = df.select("*", F.inline(F.array(element(-1), *[element(i) for i in spec.input_calls])))
-        keep = " OR ".join(f"(`{INPUT_TAG}` = {i} AND `{input_delta_column(i, spec.calls[i].arg or '')}` IS NOT NULL)"
+        # NULL inputs are dropped, except array_agg's (a weightless seed row sums to a zero count)
+        keep = " OR ".join(f"`{INPUT_TAG}` = {i}" if keeps_nulls(spec.calls[i].kind) else
+                           f"(`{INPUT_TAG}` = {i} AND `{input_delta_column(i, spec.calls[i].arg or '')}` IS NOT NULL)"
                            for i in spec.input_calls)
         df = df.filter(F.expr(f"`{INPUT_TAG}` = -1 OR {keep}"))
         df = df.groupBy(VNODE, *spec.group_key, INPUT_TAG, *[alias for _, _, alias in cols]).agg(
