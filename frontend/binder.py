@@ -988,6 +988,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return Literal(None, VARCHAR)
     if isinstance(node, exp.Cast | exp.TryCast):
         target = DataType.parse(node.to.sql(dialect="postgres"))
+        if target.element is not None:
+            raise FeatureNotSupported(f"casts to {target.display()} in a materialized view are not supported yet")
         inner = rec(node.this)
         return Cast(inner, target) if inner.type != target else inner
     if type(node) in _COMPARE:

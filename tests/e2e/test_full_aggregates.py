@@ -113,3 +113,5 @@ def test_unsupported_aggregates_fail_at_create(conn: psycopg.Connection) -> None
         conn.execute(f"CREATE MATERIALIZED VIEW {t}_c AS SELECT string_agg(DISTINCT s, ',' ORDER BY id) FROM {t}")
     with pytest.raises(psycopg.errors.UndefinedTable):
         conn.execute(f"SELECT * FROM {t}_a")
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="array"):
+        conn.execute(f"CREATE TABLE {t}_arr (id INT PRIMARY KEY, xs INT[])")

@@ -96,14 +96,16 @@ def test_temporal_filters_match_postgres_as_time_passes(playground: PlaygroundPr
             assert differ == []
             return got
 
+        started = time.monotonic()
         first = check_all()
+        lag = time.monotonic() - started  # a FLUSH and the reads: how slow this machine is right now
         assert (102, 2, rows[-1][2]) in first[f"{t}_snap"] and not any(r[0] in (100, 101) for r in first[f"{t}_snap"])
 
-        # live changes: new rows (a few seconds ahead, one long past), a row moved back in time (it
-        # leaves), one moved ahead, a delete
-        now = utc_now()
-        insert(conn, t, [(200 + i, i % 3, now + dt.timedelta(seconds=3 + i)) for i in range(6)]
-               + [(210, 1, now - dt.timedelta(seconds=30))])
+        # live changes: new rows (far enough ahead to be seen before they leave, one long past), a
+        # row moved back in time (it leaves), one moved ahead, a delete
+        ahead = utc_now() + dt.timedelta(seconds=3 * lag + 2)
+        insert(conn, t, [(200 + i, i % 3, ahead + dt.timedelta(seconds=i)) for i in range(6)]
+               + [(210, 1, utc_now() - dt.timedelta(minutes=1))])
         conn.execute(f"UPDATE {t} SET ts = ts - INTERVAL '1 day' WHERE id = 11")
         conn.execute(f"UPDATE {t} SET ts = ts + INTERVAL '1 hour' WHERE id = 5")
         conn.execute(f"DELETE FROM {t} WHERE id = 10")
