@@ -115,3 +115,10 @@ def test_unsupported_aggregates_fail_at_create(conn: psycopg.Connection) -> None
         conn.execute(f"SELECT * FROM {t}_a")
     with pytest.raises(psycopg.errors.FeatureNotSupported, match="array"):
         conn.execute(f"CREATE TABLE {t}_arr (id INT PRIMARY KEY, xs INT[])")
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="array"):
+        conn.execute(f"CREATE TABLE {t}_ctas AS SELECT array_agg(id) AS ids FROM {t}")
+    # a view is a stored query: array_agg works there as in any batch query
+    conn.execute(f"CREATE VIEW {t}_v AS SELECT array_agg(id ORDER BY id) AS ids FROM {t}")
+    conn.execute(f"INSERT INTO {t} VALUES (2, 'b'), (1, NULL)")
+    conn.execute("FLUSH")
+    assert conn.execute(f"SELECT ids FROM {t}_v").fetchall() == [([1, 2],)]
