@@ -29,6 +29,8 @@ from frontend.expr import (
     WindowBound,
     contains_agg,
 )
+from frontend.interval import fixed_interval_micros
+from frontend.temporal_filter import TemporalCond, match_temporal, split_between, unsupported_column
 from meta.catalog import CatalogSnapshot
 from risingspark.aggregate import agg_return_type
 from risingspark.catalog import DEFAULT_SCHEMA, RelationCatalog, RelationKind
@@ -261,6 +263,7 @@ class BoundStreamSelect:
     offset: int = 0
     hidden: int = 0  # trailing items that are not output columns
     row_number: RowNumber | None = None
+    temporal: tuple[TemporalCond, ...] = ()  # temporal filters of WHERE, applied after `where`
 
     @property
     def relation(self) -> RelationCatalog:
@@ -523,11 +526,22 @@ class QueryBinder:
         return src, Scope(scans, outer)
 
     # ---- WHERE subqueries ---------------------------------------------------------------------
-    def _where(self, node: exp.Expression, src: BoundFrom, scope: Scope) -> tuple[BoundFrom, BoundExpr | None]:
+    def _where(self, node: exp.Expression, src: BoundFrom, scope: Scope
+               ) -> tuple[BoundFrom, BoundExpr | None, tuple[TemporalCond, ...]]:
         """Binds WHERE; its top-level ``x IN (subquery)`` / ``[NOT] EXISTS (subquery)`` conjuncts
-        become semi / anti joins of the FROM tree."""
+        become semi / anti joins of the FROM tree, its temporal filters (`frontend.temporal_filter`)
+        are returned apart."""
         parts: list[BoundExpr] = []
-        for c in _conjuncts(node):
+        temporal: list[TemporalCond] = []
+        for c in [part for conjunct in _conjuncts(node) for part in split_between(conjunct)]:
+            match = match_temporal(c)
+            if match is not None:
+                column = bind_expr(match.column, scope, allow_agg=False)
+                if not isinstance(column, InputRef) or column.type.name not in (TypeName.TIMESTAMP,
+                                                                                 TypeName.TIMESTAMPTZ):
+                    raise unsupported_column(match.column)
+                temporal.append(TemporalCond(column, match.op, match.offset_us))
+                continue
             negated = isinstance(c, exp.Not)
             inner = c.this if negated else c
             if isinstance(inner, exp.Paren):
@@ -541,7 +555,7 @@ class QueryBinder:
                 src = self._in(inner, src, scope)
             else:
                 parts.append(coerce(bind_expr(c, scope, allow_agg=False), BOOL, "WHERE"))
-        return src, _conjunction(parts)
+        return src, _conjunction(parts), tuple(temporal)
 
     def _in(self, node: exp.In, src: BoundFrom, scope: Scope) -> BoundFrom:
         x = bind_expr(node.this, scope, allow_agg=False)
@@ -600,8 +614,9 @@ class QueryBinder:
             raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
         source, scope = self.from_(query, outer)
         where = None
+        temporal: tuple[TemporalCond, ...] = ()
         if query.args.get("where"):
-            source, where = self._where(query.args["where"].this, source, scope)
+            source, where, temporal = self._where(query.args["where"].this, source, scope)
 
         items: list[SelectItem] = []
         row_number: RowNumber | None = None
@@ -681,7 +696,7 @@ class QueryBinder:
             items = items[:len(items) - hidden]
             order_by, hidden = [], 0
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
-                                 tuple(order_by), limit, offset, hidden, row_number)
+                                 tuple(order_by), limit, offset, hidden, row_number, temporal)
 
     def _row_number(self, node: exp.Window, index: int, scope: Scope) -> RowNumber:
         func = node.this
@@ -732,36 +747,15 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
         return BoundSetOp(q.left, q.right, q.all, fields)
     items = tuple(SelectItem(it.expr, fields[i].name) if i < len(fields) else it for i, it in enumerate(q.items))
     return BoundStreamSelect(q.source, items, q.where, q.group_by, q.having, q.distinct, q.order_by, q.limit,
-                             q.offset, q.hidden, q.row_number)
+                             q.offset, q.hidden, q.row_number, q.temporal)
 
 
 MAX_HOP_WINDOWS = 16
-_MICROS = {"microsecond": 1, "millisecond": 1000, "second": 1_000_000, "minute": 60_000_000,
-           "hour": 3_600_000_000, "day": 86_400_000_000, "week": 7 * 86_400_000_000}
-
-
 def _interval_micros(node: exp.Expression, what: str) -> int:
-    """A constant interval of fixed length (no months or years, whose lengths vary), in microseconds."""
+    """A window size: a positive constant interval of fixed length, in microseconds."""
     if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
         raise FeatureNotSupported(f"the window sizes of {what} must be constant intervals, e.g. INTERVAL '5 minutes'")
-    text = str(node.this.this).strip().lower()
-    if node.args.get("unit") is not None:
-        text = f"{text} {node.args['unit'].name.lower()}"
-    total = 0
-    parts = text.replace(",", " ").split()
-    if len(parts) % 2:
-        raise InvalidParameterValue(f'invalid interval for {what}: "{text}"')
-    for amount, unit in zip(parts[::2], parts[1::2], strict=True):
-        unit = unit.rstrip("s") if unit not in ("s", "ms", "us") else unit
-        unit = {"s": "second", "sec": "second", "ms": "millisecond", "us": "microsecond", "min": "minute",
-                "h": "hour", "hr": "hour", "d": "day"}.get(unit, unit)
-        if unit not in _MICROS:
-            raise FeatureNotSupported(f'interval unit "{unit}" in {what} is not supported: windows need a fixed '
-                                      f"length (seconds to weeks)")
-        try:
-            total += int(float(amount) * _MICROS[unit])
-        except ValueError:
-            raise InvalidParameterValue(f'invalid interval for {what}: "{text}"') from None
+    total = fixed_interval_micros(node, what, "windows need a fixed length (seconds to weeks)")
     if total <= 0:
         raise InvalidParameterValue(f"the window sizes of {what} must be positive")
     return total
@@ -994,6 +988,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return Literal(None, VARCHAR)
     if isinstance(node, exp.Cast | exp.TryCast):
         target = DataType.parse(node.to.sql(dialect="postgres"))
+        if target.element is not None:
+            raise FeatureNotSupported(f"casts to {target.display()} in a materialized view are not supported yet")
         inner = rec(node.this)
         return Cast(inner, target) if inner.type != target else inner
     if type(node) in _COMPARE:
@@ -1136,9 +1132,11 @@ def _common_of(values: list[BoundExpr]) -> DataType:
     return t
 
 
-_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat)
+_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat,
+         exp.ArrayAgg)
 _AGG_KIND = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
-             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg"}
+             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.GroupConcat: "string_agg",
+             exp.ArrayAgg: "array_agg"}
 # sqlglot's node names of aggregates, as Postgres calls them
 _AGG_NAMES = {"arrayagg": "array_agg", "groupconcat": "string_agg", "logicaland": "bool_and",
               "logicalor": "bool_or", "stddev": "stddev", "arrayconcatagg": "array_cat_agg"}
@@ -1163,8 +1161,11 @@ def _bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggC
         return AggCallExpr("count_star", None, INT8, filter=filter_)
     arg = bind_expr(arg_node, scope, allow_agg=False)
     if is_unknown_literal(arg):
-        arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "bool_and": BOOL, "bool_or": BOOL,
-                           "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+        arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "array_agg": VARCHAR, "bool_and": BOOL,
+                           "bool_or": BOOL, "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    if kind == "array_agg" and filter_ is not None:
+        # FILTER is planned as agg(CASE WHEN c THEN x END), which would add NULL elements
+        raise FeatureNotSupported("array_agg(...) FILTER (WHERE ...) in a materialized view is not supported yet")
     delimiter = None
     if kind == "string_agg":
         sep = node.args.get("separator")
@@ -1185,8 +1186,8 @@ def _bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggC
                                          "argument list")
         desc = bool(o.args.get("desc"))
         order.append((e, desc, bool(o.args.get("nulls_first", desc))))
-    if kind != "string_agg":
-        order = []  # only string_agg's result depends on the order of its inputs
+    if kind not in ("string_agg", "array_agg"):
+        order = []  # only string_agg's and array_agg's results depend on the order of their inputs
     if kind in ("min", "max", "bool_and", "bool_or"):
         distinct = False  # the same result with or without DISTINCT
     return AggCallExpr(kind, arg, agg_return_type(kind, arg.type), distinct, tuple(order), delimiter, filter_)
@@ -1198,7 +1199,8 @@ def _bind_func(node: exp.Func, rec) -> BoundExpr:
             "length": "length", "concat": "concat", "nullif": "nullif", "trim": "trim", "substring": "substring",
             "greatest": "greatest", "least": "least", "ceil": "ceil", "floor": "floor"}.get(name, name)
     if name in ("current_timestamp", "now", "localtimestamp", "current_date", "current_time", "localtime"):
-        raise FeatureNotSupported(f"{name}() in a materialized view (a temporal filter) is not supported yet")
+        raise FeatureNotSupported(f"{name}() in a materialized view is supported only in a temporal filter: a "
+                                  f"WHERE condition `column > now() - INTERVAL '...'` (or >=, <, <=) joined by AND")
     args = [rec(a) for a in _func_args(node)]
     if name not in _FUNCS:
         types = ", ".join(a.type.display() for a in args)

@@ -11,13 +11,14 @@ count of its non-NULL inputs and, for sum/avg, their sum (for bool_and/bool_or, 
 count of its true inputs, as RisingWave's retractable bool_and/bool_or). Every partial is a plain
 sum over the input's signed rows, so retraction is subtraction.
 
-min, max, string_agg and the DISTINCT aggregates cannot be retracted from partial sums. As
+min, max, string_agg, array_agg and the DISTINCT aggregates cannot be retracted from partial sums. As
 RisingWave's *materialized input state*, each such call keeps one more state table of its inputs,
 keyed by ``(group key, value, order columns)`` and distributed by the group key::
 
     | group key ... | value | order column ... | _count |
 
-holding the multiplicity of every distinct non-NULL input (again a signed sum); its result is
+holding the multiplicity of every distinct non-NULL input (array_agg: NULLs too; again a signed sum);
+its result is
 computed from the rows of the group (`compute.executor.agg_input_state`).
 
 >>> from risingspark.types import INT4
@@ -42,7 +43,7 @@ from risingspark.types import (
 
 ROW_COUNT = "_row_count"
 VALUE_COUNT = "_count"
-AGG_KINDS = ("count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "string_agg")
+AGG_KINDS = ("count_star", "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "string_agg", "array_agg")
 # min/max of these types (Postgres has none for boolean)
 _ORDERED = {TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.REAL, TypeName.DOUBLE, TypeName.NUMERIC,
             TypeName.VARCHAR, TypeName.DATE, TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ}
@@ -50,7 +51,13 @@ _ORDERED = {TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.REAL, Typ
 
 def needs_input_state(kind: str, distinct: bool) -> bool:
     """Whether a call keeps a materialized input state table (see the module docstring)."""
-    return kind in ("min", "max", "string_agg") or (distinct and kind in ("count", "sum", "avg"))
+    return kind in ("min", "max", "string_agg", "array_agg") or (distinct and kind in ("count", "sum", "avg"))
+
+
+def keeps_nulls(kind: str) -> bool:
+    """Whether a call's NULL inputs count (array_agg's array holds them; every other aggregate
+    ignores NULLs)."""
+    return kind == "array_agg"
 
 
 def agg_return_type(kind: str, arg: DataType | None) -> DataType:
@@ -68,6 +75,10 @@ def agg_return_type(kind: str, arg: DataType | None) -> DataType:
             raise UndefinedFunction(f"function {kind}({arg.display()}) does not exist",
                                     hint="No function matches the given name and argument types.")
         return BOOL
+    if kind == "array_agg":
+        if arg.name is TypeName.ARRAY:
+            raise FeatureNotSupported("array_agg of arrays (a multidimensional array) is not supported")
+        return DataType.array_of(arg)
     if kind == "string_agg":
         if arg.name is not TypeName.VARCHAR:
             raise UndefinedFunction(f"function string_agg({arg.display()}, unknown) does not exist",

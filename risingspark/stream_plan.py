@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from risingspark.storage.desc import StateTableDesc
-from risingspark.types import DataType, Field
+from risingspark.types import INT2, INT8, DataType, Field
+
+# A temporal filter's bound table: one row, the bound (microseconds since the Unix epoch) it applied last.
+TEMPORAL_BOUND_FIELDS = (Field("_rw_key", INT2), Field("_rw_bound_us", INT8))
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,24 @@ class StreamTopN(StreamNode):
 
 
 @dataclass(frozen=True)
+class StreamTemporalFilter(StreamNode):
+    """A temporal filter: the input's rows where ``column op now() + offset_us``, now() being the
+    epoch's physical time, so rows leave (``>``, ``>=``) or enter (``<``, ``<=``) as time passes
+    (RisingWave's ``StreamDynamicFilter`` over a ``StreamNow``). It follows a Single exchange. Its
+    state (`state_table`) holds every input row with a non-NULL `column`, keyed by ``(column, stream
+    key)`` so the rows between two bounds are one range read; `bound_table` holds the bound it last
+    applied (`compute.executor.temporal_filter`). Output: the input's columns and stream key."""
+
+    input: StreamNode | None = None
+    column: int = 0
+    op: str = ">"
+    offset_us: int = 0
+    display: str = ""
+    state_table: StateTableDesc | None = None
+    bound_table: StateTableDesc | None = None
+
+
+@dataclass(frozen=True)
 class StreamUnion(StreamNode):
     """``UNION ALL`` of its branches, which have the same columns (each branch's project adds the
     branch number and its stream key, so the union's stream key is unique)."""
@@ -176,7 +197,7 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamTopN, StreamUnion, StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamUnion, StreamMaterialize)
 }
 
 
@@ -217,7 +238,7 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
             v = tuple(node_from_json(b) for b in v)
         elif f.name == "key_types":
             v = tuple(DataType.from_json(t) for t in v)
-        elif f.name in ("upstream_desc", "state_table", "table", "left_state", "right_state"):
+        elif f.name in ("upstream_desc", "state_table", "table", "left_state", "right_state", "bound_table"):
             v = StateTableDesc.from_json(v) if v is not None else None
         elif f.name == "aggs":
             v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""),
@@ -294,6 +315,8 @@ def _describe(n: StreamNode) -> str:
             gk = ", ".join(in_names[i] for i in n.group_key)
             return f"StreamGroupTopN {{ order: [{order}], limit: {limit}, offset: {n.offset}, group_key: [{gk}] }}"
         return f"StreamTopN {{ order: [{order}], limit: {limit}, offset: {n.offset} }}"
+    if isinstance(n, StreamTemporalFilter):
+        return f"StreamTemporalFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
     if isinstance(n, StreamUnion):
         return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):

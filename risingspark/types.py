@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -37,6 +37,7 @@ class TypeName(enum.Enum):
     DATE = "date"
     TIMESTAMP = "timestamp without time zone"
     TIMESTAMPTZ = "timestamp with time zone"
+    ARRAY = "array"  # a one-dimensional array of `DataType.element`
 
 
 # oid, typlen (bytes, -1 variable), typname as in pg_type
@@ -53,6 +54,10 @@ _PG: dict[TypeName, tuple[int, int, str]] = {
     TypeName.TIMESTAMP: (1114, 8, "timestamp"),
     TypeName.TIMESTAMPTZ: (1184, 8, "timestamptz"),
 }
+
+# element type OID -> array type OID, as in pg_type
+_ARRAY_OIDS = {16: 1000, 21: 1005, 23: 1007, 20: 1016, 700: 1021, 701: 1022, 1700: 1231, 1043: 1015, 1082: 1182,
+               1114: 1115, 1184: 1185}
 
 _SPARK: dict[TypeName, str] = {
     TypeName.SMALLINT: "SMALLINT",
@@ -114,17 +119,27 @@ _INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
 
 @dataclass(frozen=True)
 class DataType:
-    """A column type. `precision`/`scale` are set only for NUMERIC(p, s)."""
+    """A column type. `precision`/`scale` are set only for NUMERIC(p, s), `element` only for an
+    ARRAY (``integer[]``: the output of array_agg)."""
 
     name: TypeName
     precision: int | None = None
     scale: int | None = None
+    element: DataType | None = field(default=None, repr=False)
+
+    @classmethod
+    def array_of(cls, element: DataType) -> DataType:
+        if element.name is TypeName.ARRAY:
+            raise FeatureNotSupported("multidimensional arrays are not supported")
+        return cls(TypeName.ARRAY, element=element)
 
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> DataType:
         """Parse a SQL type name such as ``NUMERIC(12,2)``, ``varchar(20)`` or ``int8``."""
         s = " ".join(text.strip().lower().split())
+        if s.endswith("[]"):
+            return cls.array_of(cls.parse(s[:-2]))
         m = re.fullmatch(r"([a-z0-9_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?", s)
         if not m:
             raise InvalidParameterValue(f'type "{text}" does not exist')
@@ -171,6 +186,8 @@ class DataType:
             return TIMESTAMPTZ if t.tz else TIMESTAMP
         if pa.types.is_null(t):
             return VARCHAR
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return cls.array_of(cls.from_arrow(t.value_type))
         raise FeatureNotSupported(f"values of type {t} are not supported")
 
     # ---- properties ---------------------------------------------------------------------------
@@ -184,15 +201,17 @@ class DataType:
 
     @property
     def oid(self) -> int:
+        if self.element is not None:
+            return _ARRAY_OIDS[self.element.oid]
         return _PG[self.name][0]
 
     @property
     def typlen(self) -> int:
-        return _PG[self.name][1]
+        return -1 if self.element is not None else _PG[self.name][1]
 
     @property
     def pg_typname(self) -> str:
-        return _PG[self.name][2]
+        return "_" + self.element.pg_typname if self.element is not None else _PG[self.name][2]
 
     @property
     def typmod(self) -> int:
@@ -211,12 +230,16 @@ class DataType:
         """The type as RisingWave prints it (``\\d``, ``information_schema``)."""
         if self.name is TypeName.NUMERIC and self.precision is not None:
             return f"NUMERIC({self.precision},{self.scale})"
+        if self.element is not None:
+            return self.element.sql() + "[]"
         return self.name.value.upper()
 
     def display(self) -> str:
         """Postgres' `format_type` text, e.g. ``numeric(12,2)`` or ``character varying``."""
         if self.name is TypeName.NUMERIC and self.precision is not None:
             return f"numeric({self.precision},{self.scale})"
+        if self.element is not None:
+            return self.element.display() + "[]"
         return self.name.value
 
     def to_arrow(self) -> pa.DataType:
@@ -244,6 +267,8 @@ class DataType:
             return pa.timestamp("us")
         if n is TypeName.TIMESTAMPTZ:
             return pa.timestamp("us", tz="UTC")
+        if self.element is not None:
+            return pa.list_(self.element.to_arrow())
         raise AssertionError(n)
 
     def to_spark(self) -> str:
@@ -251,12 +276,16 @@ class DataType:
         if self.name is TypeName.NUMERIC:
             p, s = self.effective_precision_scale
             return f"DECIMAL({p},{s})"
+        if self.element is not None:
+            return f"ARRAY<{self.element.to_spark()}>"
         return _SPARK[self.name]
 
     def to_duckdb(self) -> str:
         if self.name is TypeName.NUMERIC:
             p, s = self.effective_precision_scale
             return f"DECIMAL({p},{s})"
+        if self.element is not None:
+            return self.element.to_duckdb() + "[]"
         return _DUCKDB[self.name]
 
     def to_json(self) -> str:

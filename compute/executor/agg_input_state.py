@@ -1,6 +1,6 @@
-"""The materialized input state of min, max, string_agg and DISTINCT aggregates, as RisingWave's
-`MaterializedInputState`: such a call cannot retract a value from a partial sum, so it keeps every
-distinct non-NULL input of each group with its multiplicity::
+"""The materialized input state of min, max, string_agg, array_agg and DISTINCT aggregates, as
+RisingWave's `MaterializedInputState`: such a call cannot retract a value from a partial sum, so it
+keeps every distinct non-NULL input of each group with its multiplicity::
 
     | group key ... | value | order column ... | _count |
 
@@ -13,9 +13,12 @@ each touched group's result before and after the epoch from the values whose cou
 * min / max: the least / greatest value;
 * count(DISTINCT) / sum(DISTINCT) / avg(DISTINCT): over the distinct values;
 * string_agg: the values, each repeated by its count (once with DISTINCT), in the call's ORDER BY
-  order (ties broken by the value, then input order), joined by the delimiter.
+  order (ties broken by the value, then input order), joined by the delimiter;
+* array_agg: the same values as an array; its NULL inputs are kept too (a NULL element, ordered
+  after every value as Postgres' NULLS LAST).
 
-A group without values gives NULL (0 for count). NULL inputs are not kept (Postgres ignores them).
+A group without values gives NULL (0 for count). NULL inputs are not kept (Postgres ignores them),
+except array_agg's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import pyarrow.compute as pc
 
 from compute.executor.keyed import left_join
 from compute.executor.materialize import _sst_part
-from risingspark.aggregate import VALUE_COUNT
+from risingspark.aggregate import VALUE_COUNT, keeps_nulls
 from risingspark.chunk import VNODE, signs
 from risingspark.types import TypeName
 
@@ -80,11 +83,12 @@ def value_columns(call: AggCallSpec) -> list[str]:
 
 def input_deltas(group_key: tuple[str, ...], call: AggCallSpec, rows: pa.Table, op: pa.Array) -> pa.Table:
     """Per ``(_vnode, group key, value, order columns)``: the signed count of the epoch's inputs with
-    a non-NULL value; keys whose count sums to zero are dropped."""
+    a non-NULL value (any value for array_agg); keys whose count sums to zero are dropped."""
     assert call.arg is not None
-    valid = pc.is_valid(rows.column(call.arg))
     cols = [VNODE, *group_key, *value_columns(call)]
-    t = rows.select(cols).append_column(VALUE_COUNT, signs(op)).filter(valid)
+    t = rows.select(cols).append_column(VALUE_COUNT, signs(op))
+    if not keeps_nulls(call.kind):
+        t = t.filter(pc.is_valid(rows.column(call.arg)))
     grouped = t.group_by(cols, use_threads=False).aggregate([(VALUE_COUNT, "sum")])
     grouped = grouped.rename_columns([VALUE_COUNT if n == f"{VALUE_COUNT}_sum" else n for n in grouped.column_names])
     return grouped.filter(pc.not_equal(grouped.column(VALUE_COUNT), 0)).select([*cols, VALUE_COUNT])
@@ -167,7 +171,9 @@ def _result(call: AggCallSpec, rows: list[tuple]) -> Any:
     if kind in ("sum", "avg"):
         return _sum_or_avg(call, sorted({_norm(r[0]): r[0] for r in rows}.values(), key=repr))
     if kind == "string_agg":
-        return _string_agg(call, rows)
+        return (call.delimiter or "").join(_ordered_values(call, rows))
+    if kind == "array_agg":
+        return _ordered_values(call, rows)
     raise AssertionError(f"{kind} keeps no input state")
 
 
@@ -185,23 +191,25 @@ def _sum_or_avg(call: AggCallSpec, values: list[Any]) -> Any:
     return ctx.divide(total, decimal.Decimal(len(values))).quantize(decimal.Decimal(1).scaleb(-scale), context=ctx)
 
 
-def _string_agg(call: AggCallSpec, rows: list[tuple]) -> str:
-    # stable sorts from the last key to the first: the value breaks ties, then each ORDER BY column
-    # (Postgres' default null placement: NULLS LAST ascending, NULLS FIRST descending)
-    ordered = sorted(rows, key=lambda r: r[0])
+def _ordered_values(call: AggCallSpec, rows: list[tuple]) -> list[Any]:
+    """The values of string_agg / array_agg, each repeated by its count (once with DISTINCT), in the
+    call's ORDER BY order."""
+    # stable sorts from the last key to the first: the value breaks ties (NULLs last), then each
+    # ORDER BY column (Postgres' default null placement: NULLS LAST ascending, NULLS FIRST descending)
+    ordered = sorted(rows, key=lambda r: (r[0] is None, _pg_order(r[0]) if r[0] is not None else (False, 0)))
     for k in reversed(range(len(call.order))):
         _, desc, nulls_first = call.order[k]
         present = [r for r in ordered if r[1 + k] is not None]
         missing = [r for r in ordered if r[1 + k] is None]
         present.sort(key=itemgetter(1 + k), reverse=desc)
         ordered = missing + present if nulls_first else present + missing
-    parts: list[str] = []
-    seen: set[str] = set()
+    parts: list[Any] = []
+    seen: set[Any] = set()
     for r in ordered:
         if call.distinct:
-            if r[0] not in seen:
-                seen.add(r[0])
+            if _norm(r[0]) not in seen:
+                seen.add(_norm(r[0]))
                 parts.append(r[0])
         else:
             parts.extend([r[0]] * r[-1])
-    return (call.delimiter or "").join(parts)
+    return parts

@@ -6,6 +6,7 @@ helpers join and deduplicate with NULL equal to NULL.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -52,6 +53,8 @@ def left_join(left: pa.Table, right: pa.Table, keys: list[str], *, right_suffix:
     per key; its columns (keys included) get `right_suffix`, and ``__present{suffix}`` tells
     whether a left row found a match."""
     right = right.append_column(PRESENT, pa.array([True] * right.num_rows, pa.bool_()))
+    if _has_nested(left) or _has_nested(right):
+        return _left_join_by_position(left, right, keys, right_suffix)
     lt, lk = join_keys(left, keys)
     rt, rk = join_keys(right, keys)
     rt = rt.rename_columns([c if c in rk else f"{c}{right_suffix}" for c in rt.column_names])
@@ -60,6 +63,42 @@ def left_join(left: pa.Table, right: pa.Table, keys: list[str], *, right_suffix:
     joined = joined.set_column(joined.column_names.index(present), present,
                                pc.fill_null(joined.column(present), False))
     return drop_join_keys(joined)
+
+
+def _has_nested(table: pa.Table) -> bool:
+    return any(pa.types.is_nested(f.type) for f in table.schema)
+
+
+_LEFT_POS, _RIGHT_POS = "__lpos", "__rpos"
+
+
+def _left_join_by_position(left: pa.Table, right: pa.Table, keys: list[str], right_suffix: str) -> pa.Table:
+    """`left_join` of tables with list columns (array_agg results), which Arrow's hash join cannot
+    carry: the join matches row positions only, then every column is taken by position."""
+    lt, lk = join_keys(left.select(keys).append_column(_LEFT_POS, pa.array(range(left.num_rows), pa.int64())), keys)
+    rt, _ = join_keys(right.select(keys).append_column(_RIGHT_POS, pa.array(range(right.num_rows), pa.int64())),
+                      keys)
+    joined = lt.select([*lk, _LEFT_POS]).join(rt.select([*lk, _RIGHT_POS]), keys=lk, join_type="left outer")
+    joined = joined.sort_by(_LEFT_POS)
+    out = left.take(joined.column(_LEFT_POS))
+    rpos = joined.column(_RIGHT_POS)
+    for name in right.column_names:
+        column = right.column(name).take(rpos)
+        out = out.append_column(f"{name}{right_suffix}", column)
+    present = f"{PRESENT}{right_suffix}"
+    return out.set_column(out.column_names.index(present), present, pc.fill_null(out.column(present), False))
+
+
+def filter_by_keys(table: pa.Table, keys_table: pa.Table, keys: list[str], *, keep: bool) -> pa.Table:
+    """The rows of `table` whose key is (`keep`) or is not in `keys_table`, NULL equal to NULL
+    (a semi / anti join that also carries list columns)."""
+    if table.num_rows == 0:
+        return table
+    lt, lk = join_keys(table.select(keys).append_column(_LEFT_POS, pa.array(range(table.num_rows), pa.int64())),
+                       keys)
+    rt, _ = join_keys(keys_table.select(keys).cast(table.select(keys).schema), keys)
+    hits = lt.select([*lk, _LEFT_POS]).join(rt.select(lk), keys=lk, join_type="left semi" if keep else "left anti")
+    return table.take(pa.array(np.sort(hits.column(_LEFT_POS).to_numpy()), pa.int64()))
 
 
 def distinct_keys(tables: list[pa.Table], keys: list[str]) -> pa.Table:
@@ -85,6 +124,8 @@ def same_key_as_previous(table: pa.Table, keys: list[str]) -> pa.Array:
 def _equal(x: pa.Array | pa.ChunkedArray, y: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Element-wise ``x = y`` with NULL equal to NULL and NaN equal to NaN (as Postgres compares keys,
     and as Arrow's hash joins and group-bys match them)."""
+    if pa.types.is_nested(x.type):  # arrays (array_agg): Arrow has no equality kernel for lists
+        return pa.array([a == b for a, b in zip(x.to_pylist(), y.to_pylist(), strict=True)], pa.bool_())
     same = pc.and_(pc.is_null(x), pc.is_null(y))
     if pa.types.is_floating(x.type):
         same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(x), pc.is_nan(y)), False))

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 
 from compute.executor.keyed import (
     distinct_keys,
+    filter_by_keys,
     first_per_key,
-    join_keys,
     last_per_key,
     left_join,
     rows_equal,
@@ -155,13 +155,7 @@ def apply_pairs(old: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
     t = pairs.table
     if t.num_rows == 0:
         return old
-    changed = t.select(keys)
-    if old.num_rows:
-        lt, lk = join_keys(old, keys)
-        rt, _ = join_keys(changed, keys)
-        kept = lt.join(rt.select(lk), keys=lk, join_type="left anti").select(old.column_names)
-    else:
-        kept = old
+    kept = filter_by_keys(old, t.select(keys), keys, keep=False)
     after = t.filter(t.column(f"__present{AFTER}"))
     images = pa.table({VNODE: after.column(VNODE), **{n: after.column(f"{n}{AFTER}") for n in desc.names}})
     return pa.concat_tables([kept, images.cast(old.schema)])

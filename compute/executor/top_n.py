@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import distinct_keys, join_keys, same_key_as_previous
+from compute.executor.keyed import distinct_keys, filter_by_keys, same_key_as_previous
 from compute.executor.materialize import apply_pairs, diff_outputs, emit, pairs_from_changes
 from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
@@ -72,10 +72,7 @@ def _of_groups(state: pa.Table, groups: pa.Table) -> pa.Table:
     """The rows of `state` in one of `groups` (``_vnode`` + group key; a NULL group key is a group)."""
     if state.num_rows == 0:
         return state
-    keys = groups.column_names
-    lt, lk = join_keys(state, keys)
-    rt, _ = join_keys(groups.cast(pa.schema([state.schema.field(n) for n in keys])), keys)
-    return lt.join(rt.select(lk), keys=lk, join_type="left semi").select(state.column_names)
+    return filter_by_keys(state, groups, groups.column_names, keep=True)
 
 
 def rank(spec: TopNSpec, rows: pa.Table) -> pa.Table:

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from compute.executor.agg_input_state import INPUT_TAG, input_delta_column, value_columns
 from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
+from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
@@ -37,9 +38,10 @@ from compute.stream.tasks import (
     hash_join_task,
     manifest_dir,
     materialize_task,
+    temporal_filter_task,
     top_n_task,
 )
-from risingspark.aggregate import VALUE_COUNT
+from risingspark.aggregate import VALUE_COUNT, keeps_nulls
 from risingspark.chunk import OP, SEQ, VNODE
 from risingspark.errors import FeatureNotSupported
 from risingspark.stream_plan import (
@@ -52,6 +54,7 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
     walk,
@@ -102,7 +105,8 @@ class Dataflow:
         self.source = source
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
-        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN) for n in walk(plan))
+        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter)
+                                       for n in walk(plan))
 
     def run(self) -> bool:
         """Run the epoch; False when no input reached the job (no Spark job ran)."""
@@ -192,6 +196,8 @@ class Dataflow:
             return self._hash_join(node)
         if isinstance(node, StreamTopN):
             return self._top_n(node)
+        if isinstance(node, StreamTemporalFilter):
+            return self._temporal_filter(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
 
     def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
@@ -241,6 +247,31 @@ class Dataflow:
         task = top_n_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
+    def _temporal_filter(self, node: StreamTemporalFilter) -> DataFrame:
+        """Runs every epoch, input or not: its bound moves with time. A weightless row (op 0) joins
+        the epoch's changes in the filter's single partition, so the job always has input; jobs
+        without a temporal filter still run nothing in an epoch without input."""
+        exchange = node.input
+        if not isinstance(exchange, StreamExchange) or exchange.input is None or node.state_table is None \
+                or node.bound_table is None:
+            raise FeatureNotSupported("a temporal filter must follow an exchange")
+        fields = exchange.input.fields
+        df = self.build(exchange.input)
+        seed = self.rnd.spark.range(1).select(F.lit(0).cast("tinyint").alias(OP),
+                                              *[F.lit(None).cast(f.type.to_spark()).alias(f.name) for f in fields])
+        if df is not None:
+            seed = df.select(F.col(OP), *[F.col(f"`{f.name}`") for f in fields]).unionByName(seed)
+        df = seed.withColumn(VNODE, F.lit(0).cast("smallint")).repartition(1)
+        names = [f.name for f in fields]
+        spec = TemporalFilterSpec(node.state_table, node.bound_table, names[node.column], node.op, node.offset_us,
+                                  tuple(names[i] for i in node.stream_key))
+        version = self.rnd.barrier.version
+        task = temporal_filter_task(self.rnd.env, spec, tuple(version.ssts(node.state_table.table_id)),
+                                    tuple(version.ssts(node.bound_table.table_id)), self.rt.job.job_id,
+                                    self.op_ids[id(node)])
+        df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
+        return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
     def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
         exchange = node.input
         if not isinstance(exchange, StreamExchange) or exchange.input is None:
@@ -288,7 +319,9 @@ class Dataflow:
                               for i, name, alias in cols])
 
         df = df.select("*", F.inline(F.array(element(-1), *[element(i) for i in spec.input_calls])))
-        keep = " OR ".join(f"(`{INPUT_TAG}` = {i} AND `{input_delta_column(i, spec.calls[i].arg or '')}` IS NOT NULL)"
+        # NULL inputs are dropped, except array_agg's (a weightless seed row sums to a zero count)
+        keep = " OR ".join(f"`{INPUT_TAG}` = {i}" if keeps_nulls(spec.calls[i].kind) else
+                           f"(`{INPUT_TAG}` = {i} AND `{input_delta_column(i, spec.calls[i].arg or '')}` IS NOT NULL)"
                            for i in spec.input_calls)
         df = df.filter(F.expr(f"`{INPUT_TAG}` = -1 OR {keep}"))
         df = df.groupBy(VNODE, *spec.group_key, INPUT_TAG, *[alias for _, _, alias in cols]).agg(

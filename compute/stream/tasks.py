@@ -21,6 +21,13 @@ from compute.executor.backfill.arrangement_backfill import snapshot_positions, s
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, touched_keys
 from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
+from compute.executor.temporal_filter import (
+    TemporalFilterSpec,
+    bound_at,
+    last_bound,
+    range_to_read,
+    temporal_filter_epoch,
+)
 from compute.executor.top_n import TopNSpec, top_n_epoch, touched_groups
 from risingspark.barrier import VnodeProgress
 from risingspark.chunk import VNODE
@@ -240,6 +247,36 @@ def top_n_task(env: TaskEnv, spec: TopNSpec, ssts: tuple[SstableInfo, ...], job_
         _write_outputs(env, spec.state, out.state_rows, None, items)
         if items:
             _write_manifest(env, job_id, op_id, items)
+        yield from out.changes.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def temporal_filter_task(env: TaskEnv, spec: TemporalFilterSpec, ssts: tuple[SstableInfo, ...],
+                         bound_ssts: tuple[SstableInfo, ...], job_id: int, op_id: int) -> Task:
+    """StreamTemporalFilter over its single partition (the epoch's changes and a weightless seed
+    row, so it runs every epoch): reads the last bound and the state rows between it and this
+    epoch's bound, writes both tables (reported by manifest) and yields the filter's changes."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        reader = env.reader()
+        old_bound = last_bound(reader.read(spec.bound_table, bound_ssts, env.prev_epoch))
+        new_bound = bound_at(spec, env.epoch)
+        span = range_to_read(old_bound, new_bound)
+        if span is None:
+            in_range = read_schema(spec.state).empty_table()
+        else:
+            in_range = reader.read_range(spec.state, ssts, env.prev_epoch, 0, *span)
+        out = temporal_filter_epoch(spec, rows, in_range, old_bound, new_bound, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.state, out.state_rows, None, items)
+        _write_outputs(env, spec.bound_table, out.bound_rows, None, items)
+        _write_manifest(env, job_id, op_id, items)
+        logger.debug("job %d: temporal filter %s %d at epoch %d: %d rows in, %d in range, %d changes out", job_id,
+                     spec.op, new_bound, env.epoch, rows.num_rows, in_range.num_rows, out.changes.num_rows)
         yield from out.changes.to_batches(max_chunksize=65536)
 
     return run

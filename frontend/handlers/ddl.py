@@ -101,6 +101,9 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
             if item.args.get("kind") is None:
                 raise FeatureNotSupported(f'column "{name}" needs a type')
             dtype = DataType.parse(item.args["kind"].sql(dialect="postgres"))
+            if dtype.element is not None:
+                raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
+                                          f"(arrays come from array_agg)")
             for c in item.args.get("constraints") or []:
                 k = c.args.get("kind")
                 if isinstance(k, exp.PrimaryKeyColumnConstraint):

@@ -138,6 +138,10 @@ def create_table_as(session: Session, ast: exp.Create, text: str) -> StatementRe
     query = ast.expression
     assert isinstance(query, exp.Query)
     fields = _query_fields(session, cast(exp.Expression, query), names)
+    for f in fields:
+        if f.type.element is not None:
+            raise FeatureNotSupported(f'column "{f.name}": array columns in tables are not supported yet '
+                                      f"(arrays come from array_agg)")
     new_table(session, target, fields, [], [], text)
     inserted = session.after_dml(dml.insert(session, exp.insert(query.copy(), target.copy())))
     return StatementResult(f"SELECT {inserted.tag.rsplit(' ', 1)[-1]}")

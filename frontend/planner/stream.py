@@ -38,11 +38,13 @@ from frontend.binder import (
 )
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
+from frontend.temporal_filter import TemporalCond
 from risingspark.aggregate import agg_state_fields, input_state_fields, needs_input_state
 from risingspark.catalog import BackfillType
 from risingspark.errors import DuplicateColumn, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
+    TEMPORAL_BOUND_FIELDS,
     AggCall,
     StreamExchange,
     StreamFilter,
@@ -52,6 +54,7 @@ from risingspark.stream_plan import (
     StreamNode,
     StreamProject,
     StreamTableScan,
+    StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
 )
@@ -124,6 +127,8 @@ class _StreamPlanner:
         if b.where is not None:
             node = StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node,
                                 predicate=b.where.to_spark(), display=b.where.display())
+        for cond in b.temporal:
+            node = self._temporal_filter(node, cond)
         group_by = b.group_by
         distinct = b.distinct
         if distinct and group_by is None:
@@ -151,6 +156,16 @@ class _StreamPlanner:
         fields = node.fields + ((Field(rank, INT8),) if rank is not None else ())
         return StreamTopN(fields=fields, stream_key=node.stream_key, input=exchange, group_key=group, order=order,
                           limit=limit, offset=offset, rank=rank is not None, state_table=state)
+
+    def _temporal_filter(self, node: StreamNode, cond: TemporalCond) -> StreamNode:
+        """A temporal filter over `node`, behind a Single exchange: its state holds the rows keyed by
+        the time column (then the stream key), and one small table its last bound."""
+        exchange = StreamExchange(fields=node.fields, stream_key=node.stream_key, input=node, dist_key=())
+        state = self.state_table(node.fields, _dedup((cond.column.index, *node.stream_key)), ())
+        bound = self.state_table(TEMPORAL_BOUND_FIELDS, (0,), ())
+        return StreamTemporalFilter(fields=node.fields, stream_key=node.stream_key, input=exchange,
+                                    column=cond.column.index, op=cond.op, offset_us=cond.offset_us,
+                                    display=cond.display(), state_table=state, bound_table=bound)
 
     def _row_number(self, b: BoundStreamSelect, rn: RowNumber, node: StreamNode) -> Block:
         """A block with ``ROW_NUMBER() OVER (PARTITION BY p ORDER BY o)``: the other items, p and o

@@ -202,6 +202,32 @@ class StateTableReader:
                      epoch, rows.num_rows)
         return to_read_shape(desc, rows)
 
+    def read_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
+                   lo: int, hi: int) -> pa.Table:
+        """The live rows at `epoch` of one vnode whose leading key column, as int64 (a timestamp in
+        microseconds, an integer), lies in ``[lo, hi]``, in read shape.
+
+        Within a vnode an SST is sorted by the key, its leading column first (NULLs last): a binary
+        search in each SST finds the range, and only its rows are merged. Every version of a key
+        has the same leading column, so the merge sees all versions of the keys in range."""
+        wanted = _sorted_vnodes([vnode])
+        files = self._select(ssts, epoch, wanted)
+        column = desc.pk_names[0]
+        parts = []
+        for table in self._load(desc, files, wanted):
+            values = table.column(column)
+            n = table.num_rows - values.null_count
+            if n <= 0:
+                continue
+            keys = pc.cast(values.slice(0, n), pa.int64()).to_numpy(zero_copy_only=False)
+            start, end = np.searchsorted(keys, lo, side="left"), np.searchsorted(keys, hi, side="right")
+            if end > start:
+                parts.append(table.slice(int(start), int(end - start)))
+        rows = merge_versions(parts, desc, epoch)
+        logger.debug("table %d: read %d rows of vnode %d in [%d, %d] at epoch %s from %d SSTs", desc.table_id,
+                     rows.num_rows, vnode, lo, hi, epoch, len(files))
+        return to_read_shape(desc, rows)
+
     def scan_after(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
                    positions: Mapping[int, tuple | None], limit_per_vnode: int) -> ScanResult:
         """Read the next rows after each vnode's position, as an LSM merge iterator would.

@@ -1,5 +1,5 @@
 """The differential test: a corpus of materialized-view queries — filters, expressions, joins of
-every kind, aggregates (min/max, DISTINCT, string_agg, FILTER), subqueries, CTEs, unions, DISTINCT, semi
+every kind, aggregates (min/max, DISTINCT, string_agg, array_agg, FILTER), subqueries, CTEs, unions, DISTINCT, semi
 and anti joins, TopN and group TopN — each created
 while random writes go on (so every view backfills under changes, with the backfill strategies in
 turn), then compared with PostgreSQL over the same rows at several committed epochs.
@@ -51,6 +51,8 @@ CORPUS = {
     "min_max": "SELECT cid, min(amount) AS lo, max(amount) AS hi FROM {o} GROUP BY cid",
     "count_distinct": "SELECT region, count(DISTINCT cid) AS k, sum(DISTINCT amount) AS sd FROM {o} GROUP BY region",
     "string_agg": "SELECT cid, string_agg(note, ',' ORDER BY id) AS notes FROM {o} GROUP BY cid",
+    "array_agg": "SELECT cid, array_agg(note ORDER BY id) AS notes, array_agg(DISTINCT region) AS regions FROM {o} "
+                 "GROUP BY cid",
     "bool_aggs": "SELECT region, bool_and(amount > 5) AS all5, bool_or(note IS NULL) AS anynull FROM {o} "
                  "GROUP BY region",
     "global_min_max": "SELECT min(amount) AS lo, max(note) AS hi, count(DISTINCT region) AS k FROM {o}",

@@ -22,6 +22,8 @@ def normalize(v):
         return float(f"{v:.9g}")
     if isinstance(v, dt.datetime):
         return v.replace(tzinfo=None)
+    if isinstance(v, list):  # arrays: hashable, elements compared by meaning
+        return tuple(normalize(x) for x in v)
     return v
 
 

@@ -31,6 +31,7 @@ from risingspark.aggregate import (
     agg_return_type,
     agg_state_fields,
     input_state_fields,
+    keeps_nulls,
     needs_input_state,
 )
 from risingspark.chunk import OP, TOMBSTONE, VNODE, Op
@@ -60,6 +61,8 @@ CALLS = [
     ("string_agg", "s", False, (("y", True, True),), ",", "sa_y"),  # ORDER BY y DESC (NULLS FIRST)
     ("string_agg", "s", False, (), "", "sa"),
     ("string_agg", "s", True, (("s2", True, True),), "|", "sa_d"),
+    ("array_agg", "x", False, (("y", False, False),), None, "aa_y"),  # ORDER BY y (NULLS LAST), NULLs kept
+    ("array_agg", "s", True, (), None, "aa_d"),  # DISTINCT: NULL once, last
 ]
 SCALE10 = Decimal("1e-10")
 
@@ -116,6 +119,13 @@ def _agg_string(vals: list[tuple], delim: str, order: tuple) -> str | None:
     return delim.join(r[0] for r in rows) if rows else None
 
 
+def _array_agg(vals: list[tuple]) -> list | None:
+    """array_agg(x ORDER BY y) over (x, y) pairs: y ascending NULLS LAST, ties by x (NULLs last)."""
+    rows = sorted(vals, key=lambda r: (r[0] is None, r[0] or 0))
+    rows.sort(key=lambda r: (r[1] is None, r[1] or 0))
+    return [r[0] for r in rows] if rows else None
+
+
 def recompute(group: tuple[str, ...], live: list[tuple]) -> dict[tuple, tuple]:
     names = [f.name for f in INPUT]
     groups: dict[tuple, list[dict]] = {}
@@ -137,7 +147,10 @@ def recompute(group: tuple[str, ...], live: list[tuple]) -> dict[tuple, tuple]:
                   len(xs), all(bs) if bs else None, any(bs) if bs else None,
                   _agg_string([(r["s"], r["y"]) for r in rows if r["s"] is not None], ",", ("y",)),
                   _agg_string([(s, None) for s in ss], "", ()),
-                  "|".join(sorted(set(ss), reverse=True)) if ss else None)
+                  "|".join(sorted(set(ss), reverse=True)) if ss else None,
+                  _array_agg([(r["x"], r["y"]) for r in rows]),
+                  sorted({r["s"] for r in rows if r["s"] is not None})
+                  + ([None] if any(r["s"] is None for r in rows) else []) if rows else None)
     return out
 
 
@@ -232,7 +245,8 @@ def sql_partials(spec: HashAggSpec, rows: pa.Table) -> tuple[pa.Table, dict[int,
         assert c.input_state is not None
         cols = ", ".join(f'"{n}"' for n in [VNODE, *c.input_state.names[:-1]])
         sign = SPARK_SIGN.replace("`", '"')
-        t = con.sql(f'SELECT {cols}, sum({sign}) AS "{VALUE_COUNT}" FROM input_rows WHERE "{c.arg}" IS NOT NULL '
+        where = "TRUE" if keeps_nulls(c.kind) else f'"{c.arg}" IS NOT NULL'
+        t = con.sql(f'SELECT {cols}, sum({sign}) AS "{VALUE_COUNT}" FROM input_rows WHERE {where} '
                     f'GROUP BY {cols} HAVING sum({sign}) <> 0').to_arrow_table()
         inputs[i] = t
     return partials, inputs
@@ -282,7 +296,8 @@ def test_random_epochs_match_recomputation(tmp_path, seed, group, via_sql):
         c = job.spec.calls[i]
         assert all(r[-1] > 0 for r in job.input_state(i))
         column = [f.name for f in INPUT].index(c.arg or "")
-        assert sum(r[-1] for r in job.input_state(i)) == sum(1 for r in live if r[column] is not None)
+        assert sum(r[-1] for r in job.input_state(i)) == sum(1 for r in live
+                                                             if r[column] is not None or keeps_nulls(c.kind))
 
 
 def test_deleting_the_min_and_max_falls_back_to_the_next_values(tmp_path):
@@ -309,12 +324,15 @@ def test_deleting_the_min_and_max_falls_back_to_the_next_values(tmp_path):
 def test_global_aggregate_over_nothing_gives_nulls_and_zero_counts(tmp_path):
     job = AggJob(ObjectStore(str(tmp_path)), ())
     job.run([(Op.INSERT, 1, None, None, None, None, None)])
-    assert job.mv()[()] == (1, None, None, None, None, 0, None, None, None, 0, None, None, None, None, None)
+    # array_agg keeps the NULL input: {NULL}
+    assert job.mv()[()] == (1, None, None, None, None, 0, None, None, None, 0, None, None, None, None, None,
+                            [None], [None])
     job.run([(Op.DELETE, 1, None, None, None, None, None), (Op.INSERT, 2, 3, "q", 1, "1.5", True)])
     assert job.mv()[()] == (1, 3, 3, "q", Decimal("1.50"), 1, 3, Decimal("1.50"), Decimal("1.5000000000"), 1,
-                            True, True, "q", "q", "q")
+                            True, True, "q", "q", "q", [3], ["q"])
     job.run([(Op.DELETE, 2, 3, "q", 1, "1.5", True)])
-    assert job.mv()[()] == (0, None, None, None, None, 0, None, None, None, 0, None, None, None, None, None)
+    assert job.mv()[()] == (0, None, None, None, None, 0, None, None, None, 0, None, None, None, None, None,
+                            None, None)
 
 
 def test_input_deltas_drop_nulls_and_cancelled_keys():

@@ -13,6 +13,7 @@ from compute.executor.keyed import (
     PRESENT,
     distinct_keys,
     drop_join_keys,
+    filter_by_keys,
     first_per_key,
     join_keys,
     last_per_key,
@@ -146,3 +147,22 @@ def test_nan_keys_are_one_key():
     right = pa.table({VNODE: pa.array([0], pa.int16()), "k": [nan], "v": [7]})
     out = left_join(last, right, [VNODE, "k"])
     assert sorted(out.column("v__r").to_pylist(), key=repr) == [7, None, None]
+
+
+def test_list_columns_cross_joins_and_changes() -> None:
+    """array_agg results are lists, which Arrow's hash join cannot carry: joins by position."""
+    from compute.executor.materialize import emit, pairs_from_changes
+    from risingspark.storage.desc import StateTableDesc
+    from risingspark.types import INT4, DataType, Field
+
+    desc = StateTableDesc(9, (Field("g", INT4), Field("xs", DataType.array_of(INT4))), (0,), (0,))
+    rows = pa.table({"_op": pa.array([2, 1, 3, 4, 1], pa.int8()), VNODE: pa.array([1, 1, 2, 2, 3], pa.int16()),
+                     "g": pa.array([1, 1, 2, 2, 3], pa.int32()),
+                     "xs": pa.array([[1, None], [1, None], [2], [2, 5], None], pa.list_(pa.int32()))})
+    out = emit(desc, pairs_from_changes(desc, rows), 1 << 16)
+    got = sorted(zip(out.changes.column("_op").to_pylist(), out.changes.column("g").to_pylist(),
+                     out.changes.column("xs").to_pylist(), strict=True), key=lambda r: (r[1], r[0]))
+    assert got == [(3, 2, [2]), (4, 2, [2, 5]), (1, 3, None)]  # group 1 did not change
+    kept = filter_by_keys(rows, pa.table({VNODE: pa.array([2], pa.int16()), "g": pa.array([2], pa.int32())}),
+                          [VNODE, "g"], keep=True)
+    assert kept.column("xs").to_pylist() == [[2], [2, 5]]

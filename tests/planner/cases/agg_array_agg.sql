@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW a AS SELECT customer_id, array_agg(id) AS ids, array_agg(status ORDER BY created_at DESC, id) AS statuses, array_agg(DISTINCT amount) AS amounts FROM orders GROUP BY customer_id

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW stamped AS SELECT id, now() AS seen FROM orders

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW recent_int AS SELECT * FROM orders WHERE customer_id > now()

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW recent_paid AS SELECT id, amount, created_at FROM orders WHERE now() - INTERVAL '3 seconds' < created_at AND status = 'paid' AND created_at + INTERVAL '1 minute' <= current_timestamp + INTERVAL '1 day'
