@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeVar
 
 from meta.cluster import ClusterManager, WorkerNode
 from risingspark.barrier import Barrier, EpochResult
@@ -20,6 +22,27 @@ from risingspark.errors import ServiceUnavailable
 from risingspark.rpc import RpcClient
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def call_while(fn: Callable[[], T], check: Callable[[], None], name: str, poll_s: float = 0.5) -> T:
+    """Run `fn` (a remote call that may take long) in a thread of its own and wait for its answer,
+    running `check` every `poll_s` meanwhile: `check` raising (the peer died, the caller stops) ends
+    the wait with that error; the call's own error is raised as is."""
+    done: Future[T] = Future()
+
+    def call() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            done.set_exception(e)
+
+    threading.Thread(target=call, name=name, daemon=True).start()
+    while True:
+        try:
+            return done.result(timeout=poll_s)
+        except TimeoutError:
+            check()
 
 
 class RemoteComputeGroup:
@@ -59,22 +82,13 @@ class RemoteComputeGroup:
             raise ServiceUnavailable(f"compute node {node.id} is now active in resource group "
                                      f"{self.resource_group}: its jobs must be recovered")
         # Wait for the answer while the node is alive: a node declared dead fails the round at once.
-        done: Future[EpochResult] = Future()
+        def check() -> None:
+            if not self._cluster.is_alive(node.id):
+                raise ServiceUnavailable(f"compute node {node.id} at {node.address} died during epoch "
+                                         f"{barrier.epoch.curr}")
 
-        def call() -> None:
-            try:
-                done.set_result(self._client(node).call("run_epoch", barrier, timeout_s=None))
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting barrier thread
-                done.set_exception(e)
-
-        threading.Thread(target=call, name=f"barrier-{barrier.epoch.curr}", daemon=True).start()
-        while True:
-            try:
-                return done.result(timeout=0.5)
-            except TimeoutError:
-                if not self._cluster.is_alive(node.id):
-                    raise ServiceUnavailable(f"compute node {node.id} at {node.address} died during epoch "
-                                             f"{barrier.epoch.curr}") from None
+        return call_while(lambda: self._client(node).call("run_epoch", barrier, timeout_s=None), check,
+                          f"barrier-{barrier.epoch.curr}")
 
     def forget(self, node: WorkerNode) -> None:
         with self._lock:

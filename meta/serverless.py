@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from meta.cluster import ClusterManager, WorkerNode
 from meta.dashboard.process import ProcessTreeSampler, ResourceSample
 from meta.metrics import METRICS
+from meta.remote import call_while
 from risingspark.barrier import AddJobs, Barrier, Mutation, Throttle
 from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog
 from risingspark.config import ServerlessBackfillConfig
@@ -471,29 +472,23 @@ class _JobDriver:
 
     def _call(self, bf: Backfiller, method: str, *args: Any) -> Any:
         """Call the backfiller while it lives; its death (or any failure of the call) loses it."""
-        assert bf.client is not None
-        done: Future[Any] = Future()
         client = bf.client
+        assert client is not None
 
-        def call() -> None:
-            try:
-                done.set_result(client.call(method, *args, timeout_s=None))
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting driver
-                done.set_exception(e)
+        def check() -> None:
+            if not bf.alive:
+                raise _BackfillerLost(f"process {bf.pid} exited with code {bf.proc.returncode}")
+            if self._stop.is_set():
+                raise _Stopped
 
-        threading.Thread(target=call, name=f"{bf.name}-{method}", daemon=True).start()
-        while True:
-            try:
-                return done.result(timeout=0.5)
-            except FutureTimeout:
-                if not bf.alive:
-                    raise _BackfillerLost(f"process {bf.pid} exited with code {bf.proc.returncode}") from None
-                if self._stop.is_set():
-                    raise _Stopped from None
-            except RisingSparkError as e:
-                raise _BackfillerLost(e.message) from e
-            except Exception as e:  # noqa: BLE001
-                raise _BackfillerLost(f"{type(e).__name__}: {e}") from e
+        try:
+            return call_while(lambda: client.call(method, *args, timeout_s=None), check, f"{bf.name}-{method}")
+        except (_BackfillerLost, _Stopped):
+            raise
+        except RisingSparkError as e:
+            raise _BackfillerLost(e.message) from e
+        except Exception as e:  # noqa: BLE001 - any failure of the call loses the backfiller
+            raise _BackfillerLost(f"{type(e).__name__}: {e}") from e
 
     def _wait_committed(self, done: Future[int]) -> int:
         while True:

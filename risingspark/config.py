@@ -21,7 +21,29 @@ def _f(default: Any, help: str) -> Any:  # noqa: A002 - "help" reads best at the
 
 
 @dataclass(frozen=True)
-class PlaygroundConfig:
+class ServerlessBackfillSettings:
+    """Settings of meta's serverless backfill controller, shared by the playground and `risingspark
+    meta` (a configuration file's ``[serverless_backfill]`` section sets them)."""
+
+    config: str = _f("", "TOML file of settings; a [serverless_backfill] section sets the serverless_backfill_* "
+                         "settings (flags and RISINGSPARK_* variables win over it)")
+    serverless_backfill_enabled: bool = _f(False, "run the serverless backfill controller: a job created with "
+                                                  "enable_serverless_backfill backfills on a backfiller of its own")
+    serverless_backfill_provisioner: str = _f("local", "how backfillers are provisioned: local (a child compute "
+                                                       "process with a local Spark) or spark (a child compute "
+                                                       "process whose Spark application runs on "
+                                                       "serverless_backfill_spark_master)")
+    serverless_backfill_cores: int = _f(1, "Spark cores of one backfiller replica (the SKU)")
+    serverless_backfill_memory: str = _f("2g", "Spark memory of one backfiller replica (the SKU)")
+    serverless_backfill_replicas: int = _f(1, "replicas per backfiller: cores × replicas Spark cores in all")
+    serverless_backfill_spark_master: str = _f("", "Spark master URL of the spark provisioner (spark://host:7077)")
+    serverless_backfill_cpu_affinity: str = _f("", "CPUs a local backfiller is pinned to, e.g. 1 or 2-3 (empty: any)")
+    serverless_backfill_provision_timeout_s: float = _f(180.0, "a backfiller not ready this long after it was "
+                                                               "requested fails its job")
+
+
+@dataclass(frozen=True)
+class PlaygroundConfig(ServerlessBackfillSettings):
     """Everything in one process: meta + compute + compactor + frontend."""
 
     data_dir: str = _f("./risingspark-data", "directory holding the meta store and the object store")
@@ -40,21 +62,6 @@ class PlaygroundConfig:
                              "must authenticate with a password (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
 
-    config: str = _f("", "TOML file of settings; a [serverless_backfill] section sets the serverless_backfill_* "
-                         "settings (flags and RISINGSPARK_* variables win over it)")
-    serverless_backfill_enabled: bool = _f(False, "run the serverless backfill controller: a job created with "
-                                                  "enable_serverless_backfill backfills on a backfiller of its own")
-    serverless_backfill_provisioner: str = _f("local", "how backfillers are provisioned: local (a child compute "
-                                                       "process with a local Spark) or spark (a child compute "
-                                                       "process whose Spark application runs on "
-                                                       "serverless_backfill_spark_master)")
-    serverless_backfill_cores: int = _f(1, "Spark cores of one backfiller replica (the SKU)")
-    serverless_backfill_memory: str = _f("2g", "Spark memory of one backfiller replica (the SKU)")
-    serverless_backfill_replicas: int = _f(1, "replicas per backfiller: cores × replicas Spark cores in all")
-    serverless_backfill_spark_master: str = _f("", "Spark master URL of the spark provisioner (spark://host:7077)")
-    serverless_backfill_cpu_affinity: str = _f("", "CPUs a local backfiller is pinned to, e.g. 1 or 2-3 (empty: any)")
-    serverless_backfill_provision_timeout_s: float = _f(180.0, "a backfiller not ready this long after it was "
-                                                               "requested fails its job")
 
     def resolved_meta_store_url(self) -> str:
         if self.meta_store_url:
@@ -75,7 +82,7 @@ _OBJECT_STORE_HELP = ("object store URL: a directory shared with every service a
 
 
 @dataclass(frozen=True)
-class MetaConfig:
+class MetaConfig(ServerlessBackfillSettings):
     """`risingspark meta`: the catalog, barriers, checkpoints and compaction scheduling. One meta is
     active; others started on the same meta store wait as standbys and take over when it dies."""
 
@@ -90,21 +97,6 @@ class MetaConfig:
     log_level: str = _f("INFO", "logging level")
     advertise_address: str = _f("", "address backfillers use to reach this meta (default: http://host:port)")
 
-    config: str = _f("", "TOML file of settings; a [serverless_backfill] section sets the serverless_backfill_* "
-                         "settings (flags and RISINGSPARK_* variables win over it)")
-    serverless_backfill_enabled: bool = _f(False, "run the serverless backfill controller: a job created with "
-                                                  "enable_serverless_backfill backfills on a backfiller of its own")
-    serverless_backfill_provisioner: str = _f("local", "how backfillers are provisioned: local (a child compute "
-                                                       "process with a local Spark) or spark (a child compute "
-                                                       "process whose Spark application runs on "
-                                                       "serverless_backfill_spark_master)")
-    serverless_backfill_cores: int = _f(1, "Spark cores of one backfiller replica (the SKU)")
-    serverless_backfill_memory: str = _f("2g", "Spark memory of one backfiller replica (the SKU)")
-    serverless_backfill_replicas: int = _f(1, "replicas per backfiller: cores × replicas Spark cores in all")
-    serverless_backfill_spark_master: str = _f("", "Spark master URL of the spark provisioner (spark://host:7077)")
-    serverless_backfill_cpu_affinity: str = _f("", "CPUs a local backfiller is pinned to, e.g. 1 or 2-3 (empty: any)")
-    serverless_backfill_provision_timeout_s: float = _f(180.0, "a backfiller not ready this long after it was "
-                                                               "requested fails its job")
 
     def resolved_meta_store_url(self) -> str:
         if self.meta_store_url:
