@@ -152,7 +152,7 @@ def test_backfill_runs_on_a_backfiller_then_migrates(serverless: PlaygroundProce
     with serverless.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
         _load(conn, t)
         conn.execute("SET background_ddl = true")
-        conn.execute("SET backfill_rate_limit = 20000")  # a few rounds on the backfiller, so they can be watched
+        conn.execute("SET backfill_rate_limit = 8000")  # several rounds on the backfiller, so they can be watched
         conn.execute(f"CREATE MATERIALIZED VIEW {mv} WITH (cloud.serverless_backfill_enabled = true) AS "
                      f"{QUERY.format(t=t)}")
         stop = threading.Event()
@@ -307,14 +307,14 @@ def test_provision_that_cannot_start_fails_the_job(tmp_path) -> None:
     dead_master = f"spark://127.0.0.1:{free_port()}"
     pg = PlaygroundProcess(tmp_path / "data", extra_args=[
         "--serverless-backfill-enabled", "--serverless-backfill-provisioner", "spark",
-        "--serverless-backfill-spark-master", dead_master, "--serverless-backfill-provision-timeout-s", "8"]).start()
+        "--serverless-backfill-spark-master", dead_master, "--serverless-backfill-provision-timeout-s", "4"]).start()
     try:
         with pg.connect() as conn:
             _load(conn, "t", 100)
             conn.execute("SET enable_serverless_backfill = true")
             started = time.monotonic()
             # foreground: the statement fails with the reason, and nothing is left behind
-            with pytest.raises(errors.InsufficientResources, match="not ready 8 s after it was requested"):
+            with pytest.raises(errors.InsufficientResources, match="not ready 4 s after it was requested"):
                 conn.execute(f"CREATE MATERIALIZED VIEW fg AS {QUERY.format(t='t')}")
             assert time.monotonic() - started < 120
             assert _job(conn, "fg") is None
