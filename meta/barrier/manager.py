@@ -81,7 +81,8 @@ class BarrierManager:
         self._last_error: str | None = None
         self._thread: threading.Thread | None = None
         self.history: RingBuffer[BarrierSample] = RingBuffer(BARRIER_HISTORY)  # committed barriers, newest last
-        # Jobs whose rounds run on a serverless backfiller (`meta.serverless`), not in the default
+        # Jobs whose rounds run elsewhere — on a serverless backfiller (`meta.serverless`) or on
+        # the compute node of another resource group (`meta.resource_groups`) — not in the default
         # group's rounds; their results arrive through `submit_external` and commit with the next
         # checkpoint of the default group.
         self.jobs_elsewhere: Callable[[], set[int]] = set
@@ -235,7 +236,7 @@ class BarrierManager:
             result = self._compute.run_epoch(barrier)
         finally:
             self._hummock.unpin(version)
-        with self._cond:  # backfillers' rounds of older epochs commit with this one
+        with self._cond:  # rounds run elsewhere with older epochs commit with this one
             external += [e for e in self._external if e[0].epoch < epoch]
             self._external = [e for e in self._external if e[0].epoch >= epoch]
         for other, other_dml, _ in external:
