@@ -53,7 +53,7 @@ def export_process_metrics(node: str, stop: threading.Event, interval_s: float =
     ``risingspark_process_*{node=...}`` gauges on its own ``/metrics``, as meta exports its own."""
     from prometheus_client import Gauge
 
-    from meta.dashboard.process import ProcessTreeSampler
+    from meta.dashboard.process import ProcessTreeSampler, set_resource_gauges
 
     cpu = Gauge("risingspark_process_cpu_usage_cores", "CPU used by a node's processes over the last sample, "
                 "in cores", ["node", "component"])
@@ -68,9 +68,7 @@ def export_process_metrics(node: str, stop: threading.Event, interval_s: float =
                 res = sampler.sample()
             except Exception:  # noqa: BLE001 - a process may vanish between two looks
                 continue
-            for component, cores in res.cpu_cores.items():
-                cpu.labels(node=node, component=component).set(cores)
-                memory.labels(node=node, component=component).set(res.rss_bytes[component])
+            set_resource_gauges(cpu, memory, node, res)
 
     thread = threading.Thread(target=run, name="process-metrics", daemon=True)
     thread.start()

@@ -29,9 +29,9 @@ def run_meta(cfg: MetaConfig) -> int:
     from meta.leader import LeaderLock
     from meta.remote import RemoteComputeGroup
     from meta.rpc import MetaRpc
+    from meta.serverless import enable_serverless_backfill
     from meta.service import MetaService
     from meta.store.store import MetaStore
-    from risingspark.cli import enable_serverless_backfill
     from risingspark.rpc import mount_rpc
     from risingspark.runtime import HttpServer, wait_for_shutdown
     from risingspark.storage.object_store import ObjectStore
@@ -80,8 +80,8 @@ def run_meta(cfg: MetaConfig) -> int:
     app = create_app(meta)
     rpc = MetaRpc(meta, cluster, objects_url)
     mount_rpc(app, rpc.methods())
-    enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), objects_url, advertised(cfg, cfg.port),
-                               Path(cfg.data_dir) / "logs", cluster)
+    enable_serverless_backfill(meta, ServerlessBackfillConfig.of(cfg), cluster, objects_url,
+                               advertised(cfg, cfg.port), Path(cfg.data_dir) / "logs")
 
     @app.get("/api/cluster/nodes")
     def nodes() -> list[dict]:

@@ -38,6 +38,12 @@ def call_while(fn: Callable[[], T], check: Callable[[], None], name: str, poll_s
             done.set_exception(e)
 
     threading.Thread(target=call, name=name, daemon=True).start()
+    return wait_for(done, check, poll_s)
+
+
+def wait_for(done: Future[T], check: Callable[[], None], poll_s: float = 0.5) -> T:
+    """The future's result, running `check` every `poll_s` while it is not there (`check` raising
+    ends the wait with that error)."""
     while True:
         try:
             return done.result(timeout=poll_s)

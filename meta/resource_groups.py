@@ -19,14 +19,11 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
-from meta.remote import RemoteComputeGroup
-from meta.store.schema import dml_batches
-from risingspark.barrier import AddJobs, Barrier, DmlBatch, Mutation
+from meta.barrier.manager import pending_dml, topological
+from meta.remote import RemoteComputeGroup, wait_for
+from risingspark.barrier import AddJobs, Barrier, Mutation
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, RelationCatalog
 from risingspark.epoch import EpochPair
 from risingspark.errors import ServiceUnavailable
@@ -43,7 +40,6 @@ RETRY_S = 1.0
 def group_jobs(snapshot: CatalogSnapshot, group: str) -> list[RelationCatalog]:
     """The jobs a group's rounds run: those of its databases, not queued, not on a serverless
     backfiller, upstream first."""
-    from meta.barrier.manager import topological
     from meta.serverless import on_backfiller
 
     return topological([r for r in snapshot.relations.values()
@@ -126,7 +122,7 @@ class GroupRounds:
                          *[m for m in mutations if not isinstance(m, AddJobs)]]
             logger.info("resource group %s: starting %d job(s) from the committed state", self.group, len(jobs))
         ids = {r.id for r in jobs}
-        dml = self._pending_dml(ids)
+        dml, _ = pending_dml(meta.store, ids.__contains__)
         prev = meta.hummock.version.committed_epoch
         epoch = meta.barriers.next_epoch()
         version = meta.hummock.pin()
@@ -142,30 +138,12 @@ class GroupRounds:
             meta.hummock.unpin(version)
         self._wait(meta.barriers.submit_external(result, dml))
 
-    def _pending_dml(self, table_ids: set[int]) -> list[DmlBatch]:
-        from meta.barrier.manager import MAX_DML_ROWS_PER_BARRIER
-
-        with self.meta.store.begin() as conn:
-            rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None)
-                                                             & dml_batches.c.table_id.in_(table_ids))
-                                .order_by(dml_batches.c.id)).all()
-        out: list[DmlBatch] = []
-        total = 0
-        for r in rows:
-            if out and total + r.row_count > MAX_DML_ROWS_PER_BARRIER:
-                break
-            out.append(DmlBatch(r.id, r.table_id, r.path, r.row_count))
-            total += r.row_count
-        return out
-
     def _wait(self, done: Future[int]) -> None:
-        while True:
-            try:
-                done.result(timeout=0.5)
-                return
-            except FutureTimeout:
-                if self._stop.is_set():
-                    raise _Stopped from None
+        def check() -> None:
+            if self._stop.is_set():
+                raise _Stopped
+
+        wait_for(done, check)
 
 
 class _Stopped(Exception):

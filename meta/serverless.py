@@ -45,15 +45,14 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from meta.cluster import ClusterManager, WorkerNode
-from meta.dashboard.process import ProcessTreeSampler, ResourceSample
+from meta.dashboard.process import ProcessTreeSampler, ResourceSample, set_resource_gauges
 from meta.metrics import METRICS
-from meta.remote import call_while
+from meta.remote import call_while, wait_for
 from risingspark.barrier import AddJobs, Barrier, Mutation, Throttle
 from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog
 from risingspark.config import ServerlessBackfillConfig
@@ -129,7 +128,6 @@ class Backfiller:
     node: WorkerNode | None = None
     client: RpcClient | None = None
     sampler: ProcessTreeSampler | None = None
-    started_at: float = field(default_factory=time.time)
     rounds: int = 0
     snapshot_rows: int = 0
     samples: deque[ResourceSample] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
@@ -204,6 +202,18 @@ def _log_tail(path: Path, lines: int = 3) -> str:
     except OSError:
         return ""
     return " | ".join(line.strip() for line in text[-lines:])
+
+
+def enable_serverless_backfill(meta: MetaService, cfg: ServerlessBackfillConfig, cluster: ClusterManager,
+                               object_store_url: str, meta_address: str, log_dir: Path) -> None:
+    """Give meta its serverless backfill controller when the configuration enables it. Backfillers
+    register with meta (`cluster`) like compute nodes, at `meta_address`."""
+    if not cfg.enabled:
+        return
+    provisioner = Provisioner(cfg, meta_address=meta_address, object_store_url=object_store_url, log_dir=log_dir)
+    meta.serverless = ServerlessBackfillController(meta, cfg, cluster, provisioner)
+    logger.info("serverless backfill enabled: %s provisioner, %d core(s) × %d replica(s), %s per replica",
+                cfg.provisioner, cfg.cores, cfg.replicas, cfg.memory)
 
 
 # ---- the controller ---------------------------------------------------------------------------
@@ -296,9 +306,7 @@ class ServerlessBackfillController:
                 except Exception:  # noqa: BLE001 - the process may be gone between two checks
                     continue
                 bf.samples.append(res)
-                for component, cores in res.cpu_cores.items():
-                    METRICS.process_cpu.labels(node=bf.name, component=component).set(cores)
-                    METRICS.process_memory.labels(node=bf.name, component=component).set(res.rss_bytes[component])
+                set_resource_gauges(METRICS.process_cpu, METRICS.process_memory, bf.name, res)
                 live.add(bf.name)
             for name in shown - live:
                 remove_node_series(name)
@@ -491,11 +499,13 @@ class _JobDriver:
             raise _BackfillerLost(f"{type(e).__name__}: {e}") from e
 
     def _wait_committed(self, done: Future[int]) -> int:
-        while True:
-            try:
-                return done.result(timeout=0.5)
-            except FutureTimeout:
-                if self._stop.is_set():
-                    raise _Stopped from None
-            except Exception as e:  # noqa: BLE001 - the checkpoint failed; meta recovers
-                raise _BackfillerLost(f"the checkpoint failed: {e}") from e
+        def check() -> None:
+            if self._stop.is_set():
+                raise _Stopped
+
+        try:
+            return wait_for(done, check)
+        except _Stopped:
+            raise
+        except Exception as e:  # noqa: BLE001 - the checkpoint failed; meta recovers
+            raise _BackfillerLost(f"the checkpoint failed: {e}") from e

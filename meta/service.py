@@ -121,7 +121,6 @@ class MetaService:
         # (`meta.resource_groups`; set when meta serves worker RPCs).
         self.workers: ClusterManager | None = None
         self._groups: dict[str, GroupRounds] = {}
-        self._started = False
         self.barriers.jobs_elsewhere = lambda: (jobs_on_backfillers(self.catalog.snapshot)
                                                 | jobs_of_other_groups(self.catalog.snapshot))
 
@@ -138,7 +137,6 @@ class MetaService:
         # objects for `min_sst_retention_time_sec` for the same reason.
         self.sweep_orphans(min_age_s=ORPHAN_MIN_AGE_S)
         self.barriers.start()
-        self._started = True
         for group in sorted({r.resource_group for r in self.catalog.snapshot.relations.values()} - {DEFAULT_RESOURCE_GROUP}):
             self._group(group)
         self.serverless.start()

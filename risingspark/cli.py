@@ -65,6 +65,7 @@ class Playground:
         from meta.cluster import ClusterManager
         from meta.leader import LeaderLock
         from meta.rpc import MetaRpc
+        from meta.serverless import enable_serverless_backfill
         from meta.service import MetaService
         from meta.store.store import MetaStore
         from risingspark.errors import ServiceUnavailable
@@ -95,8 +96,8 @@ class Playground:
         cluster = ClusterManager(meta_store)
         mount_rpc(app, MetaRpc(meta, cluster, store.url).methods())
         meta.workers = cluster
-        enable_serverless_backfill(meta, app, ServerlessBackfillConfig.of(cfg), store.url,
-                                   f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs", cluster)
+        enable_serverless_backfill(meta, ServerlessBackfillConfig.of(cfg), cluster, store.url,
+                                   f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
                             users=tuple(auth.users) if auth else ())
@@ -131,20 +132,6 @@ class Playground:
             lock.release()
             logger.info("stopped")
         return 0
-
-
-def enable_serverless_backfill(meta, app, cfg: ServerlessBackfillConfig, object_store_url: str, meta_address: str,
-                               log_dir: Path, cluster) -> None:
-    """Give meta its serverless backfill controller when the configuration enables it. Backfillers
-    register with meta (`cluster`) like compute nodes."""
-    if not cfg.enabled:
-        return
-    from meta.serverless import Provisioner, ServerlessBackfillController
-
-    provisioner = Provisioner(cfg, meta_address=meta_address, object_store_url=object_store_url, log_dir=log_dir)
-    meta.serverless = ServerlessBackfillController(meta, cfg, cluster, provisioner)
-    logger.info("serverless backfill enabled: %s provisioner, %d core(s) × %d replica(s), %s per replica",
-                cfg.provisioner, cfg.cores, cfg.replicas, cfg.memory)
 
 
 SERVICES: dict[str, tuple[type, str]] = {

@@ -323,21 +323,8 @@ class BarrierManager:
     # ---- inputs of a barrier --------------------------------------------------------------------
     def _pending_dml(self, elsewhere: set[int]) -> list[DmlBatch]:
         """DML batches of the default group's tables not committed yet."""
-        with self._store.begin() as conn:
-            rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
-                                .order_by(dml_batches.c.id)).all()
         live = self._catalog.snapshot.relations
-        out: list[DmlBatch] = []
-        total = 0
-        self._dml_budget_hit = False
-        for r in rows:
-            if r.table_id not in live or r.table_id in elsewhere:
-                continue
-            if out and total + r.row_count > MAX_DML_ROWS_PER_BARRIER:
-                self._dml_budget_hit = True
-                break
-            out.append(DmlBatch(r.id, r.table_id, r.path, r.row_count))
-            total += r.row_count
+        out, self._dml_budget_hit = pending_dml(self._store, lambda t: t in live and t not in elsewhere)
         return out
 
     def _all_jobs(self, elsewhere: set[int]) -> AddJobs:
@@ -367,6 +354,24 @@ class BarrierManager:
                 out.append(ScanProgress(scan_id, scan.upstream_id, tuple(
                     VnodeProgress(r.vnode, decode_key(r.position, key_types), r.finished, r.row_count) for r in rows)))
         return tuple(out)
+
+
+def pending_dml(store: MetaStore, keep: Callable[[int], bool]) -> tuple[list[DmlBatch], bool]:
+    """The uncommitted DML batches of the tables `keep` accepts, oldest first, up to one barrier's
+    budget of rows (at least one batch); and whether more are left for the next barriers."""
+    with store.begin() as conn:
+        rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
+                            .order_by(dml_batches.c.id)).all()
+    out: list[DmlBatch] = []
+    total = 0
+    for r in rows:
+        if not keep(r.table_id):
+            continue
+        if out and total + r.row_count > MAX_DML_ROWS_PER_BARRIER:
+            return out, True
+        out.append(DmlBatch(r.id, r.table_id, r.path, r.row_count))
+        total += r.row_count
+    return out, False
 
 
 def merge_results(a: EpochResult, b: EpochResult) -> EpochResult:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY
 
-from meta.dashboard.process import ProcessTreeSampler, ResourceSample
+from meta.dashboard.process import ProcessTreeSampler, ResourceSample, set_resource_gauges
 from meta.history import RingBuffer
 from meta.metrics import METRICS, backfill_labels
 
@@ -92,9 +92,7 @@ class ClusterMonitor:
     def sample_once(self) -> None:
         res = self._sampler.sample()
         self.resources.append(res)
-        for component, cores in res.cpu_cores.items():
-            METRICS.process_cpu.labels(node=self.process, component=component).set(cores)
-            METRICS.process_memory.labels(node=self.process, component=component).set(res.rss_bytes[component])
+        set_resource_gauges(METRICS.process_cpu, METRICS.process_memory, self.process, res)
         self.storage.append(self._sample_storage(res.at))
         self._set_backfill_rates()
 

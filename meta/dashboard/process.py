@@ -89,3 +89,10 @@ class ProcessTreeSampler:
             known[cached.pid] = cached
         self._known = known
         return ResourceSample(time.time(), {k: round(v, 3) for k, v in cpu.items()}, rss)
+
+
+def set_resource_gauges(cpu, memory, node: str, res: ResourceSample) -> None:
+    """One sample as ``risingspark_process_*{node, component}`` gauges (`cpu`, `memory`)."""
+    for component, cores in res.cpu_cores.items():
+        cpu.labels(node=node, component=component).set(cores)
+        memory.labels(node=node, component=component).set(res.rss_bytes[component])
