@@ -15,6 +15,7 @@ OP = "_op"
 VNODE = "_vnode"
 EPOCH = "_epoch"
 TOMBSTONE = "_tombstone"
+KEY = "_key"  # an SST row's memcomparable (_vnode, pk...) (risingspark.storage.memcmp)
 SEQ = "_seq"
 ROW_ID = "_row_id"
 

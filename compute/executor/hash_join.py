@@ -14,8 +14,16 @@ same task), the executor:
    their new rows (old with the epoch's images applied), and diffs the two results per output
    stream key (left stream key, right stream key): keys whose row is unchanged emit nothing.
 
-Rows of keys the epoch did not touch are never read. The cost of a touched key is the size of its
-join result; outer joins pad the missing side with NULLs, also as keys appear and disappear.
+A side's stored rows of a key are read only when the output can change for rows the epoch did not
+touch (`keys_to_read`): when only the left side changed at a key, the left rows that did not change
+join the unchanged right rows as before, so the left side's old rows are its changed rows'
+before-images and only the right side is read — a fact table's changes read the small dimension
+side, never the fact side's other rows. The exceptions need the unchanged rows: the other side of
+an outer join pads them (a RIGHT or FULL join reads the left rows when the left side changed, since
+the right rows' padding depends on whether any left row exists), and a semi or anti join's left rows
+depend on the existence of right rows. Rows of keys the epoch did not touch are never read. The cost
+of a touched key is the size of the join result of its changed rows (RisingWave reads the other
+side's rows the same way, through its join cache).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import distinct_keys
+from compute.executor.keyed import distinct_keys, filter_by_keys
 from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
 from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
@@ -58,20 +66,39 @@ class JoinOutput:
     changes: pa.Table  # _op, _vnode (0: the next exchange assigns it), output columns
 
 
+def _side_keys(spec: JoinSpec, rows: pa.Table, side: int) -> pa.Table:
+    """The distinct non-NULL join keys of one side's changes (``_vnode`` + the left key names)."""
+    key = spec.left_key if side == 0 else spec.right_key
+    t = rows.filter(pc.equal(rows.column(SIDE), side)).select([VNODE, *key]).rename_columns([VNODE, *spec.left_key])
+    for k in spec.left_key:
+        t = t.filter(pc.is_valid(t.column(k)))
+    return distinct_keys([t], [VNODE, *spec.left_key])
+
+
 def touched_keys(spec: JoinSpec, rows: pa.Table) -> pa.Table:
     """The distinct non-NULL join keys of an epoch's input (``_vnode`` + the left key names)."""
-    left = rows.filter(pc.equal(rows.column(SIDE), 0)).select([VNODE, *spec.left_key])
-    right = rows.filter(pc.equal(rows.column(SIDE), 1)).select([VNODE, *spec.right_key]) \
-        .rename_columns([VNODE, *spec.left_key])
-    both = pa.concat_tables([left, right.cast(left.schema)])
-    for k in spec.left_key:
-        both = both.filter(pc.is_valid(both.column(k)))
-    return distinct_keys([both], [VNODE, *spec.left_key])
+    left, right = _side_keys(spec, rows, 0), _side_keys(spec, rows, 1)
+    return distinct_keys([left, right.cast(left.schema)], [VNODE, *spec.left_key])
 
 
-def join_epoch(spec: JoinSpec, rows: pa.Table, left_state: pa.Table, right_state: pa.Table, epoch: int) -> JoinOutput:
+def keys_to_read(spec: JoinSpec, rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The join keys (``_vnode`` + the left key names) whose stored rows each side must read (see the
+    module doc): a side is read at the keys where the other side changed, and at the keys where it
+    changed itself when the other side pads it (RIGHT/FULL for the left side; LEFT/FULL, SEMI and
+    ANTI for the right side)."""
+    left, right = _side_keys(spec, rows, 0), _side_keys(spec, rows, 1)
+    right = right.cast(left.schema)
+    names = [VNODE, *spec.left_key]
+    read_left = [right, left] if spec.kind in ("RIGHT", "FULL") else [right]
+    read_right = [left, right] if spec.kind in ("LEFT", "FULL", "SEMI", "ANTI") else [left]
+    return distinct_keys(read_left, names), distinct_keys(read_right, names)
+
+
+def join_epoch(spec: JoinSpec, rows: pa.Table, left_state: pa.Table, right_state: pa.Table, epoch: int,
+               read: tuple[pa.Table, pa.Table] | None = None) -> JoinOutput:
     """One epoch of the join. `left_state`/`right_state`: the sides' rows (``_vnode`` + columns) at
-    the previous epoch for (at least) the join keys `touched_keys` gives; others are ignored."""
+    the previous epoch for (at least) the join keys of `read` (`keys_to_read` when None; others are
+    ignored)."""
     side = rows.column(SIDE)
     dl = rows.filter(pc.equal(side, 0)).select([OP, VNODE, *spec.left.names])
     dr = rows.filter(pc.equal(side, 1)).select([OP, VNODE, *spec.right.names])
@@ -80,21 +107,28 @@ def join_epoch(spec: JoinSpec, rows: pa.Table, left_state: pa.Table, right_state
     left_sst = emit(spec.left, pl, epoch).sst_rows
     right_sst = emit(spec.right, pr, epoch).sst_rows
 
-    keys = touched_keys(spec, rows)
-    l_old = _of_keys(left_state.select([VNODE, *spec.left.names]), keys, list(spec.left_key), list(spec.left_key))
-    r_old = _of_keys(right_state.select([VNODE, *spec.right.names]), keys, list(spec.right_key),
-                     list(spec.left_key))
-    # Rows with a NULL join key are never stored under a touched key; they join nothing, but an
-    # outer join still pads them: take their images from the epoch's changes.
-    # (state rows come with a non-nullable _vnode: the schemas unify)
-    l_old = pa.concat_tables([l_old, _null_key_images(pl, spec.left, spec.left_key, BEFORE)], promote_options="default")
-    r_old = pa.concat_tables([r_old, _null_key_images(pr, spec.right, spec.right_key, BEFORE)],
-                             promote_options="default")
+    read_left, read_right = read if read is not None else keys_to_read(spec, rows)
+    l_old = _old_rows(spec.left, spec.left_key, spec.left_key, left_state, read_left, pl)
+    r_old = _old_rows(spec.right, spec.right_key, spec.left_key, right_state, read_right, pr)
     l_new = apply_pairs(l_old, pl, spec.left)
     r_new = apply_pairs(r_old, pr, spec.right)
     old_out = _join(spec, l_old, r_old)
     new_out = _join(spec, l_new, r_new)
     return JoinOutput(left_sst, right_sst, diff_outputs(spec.output_names, spec.output_key, old_out, new_out))
+
+
+def _old_rows(desc: StateTableDesc, key: tuple[str, ...], key_names: tuple[str, ...], state: pa.Table,
+              read: pa.Table, pairs: Pairs) -> pa.Table:
+    """A side's rows before the epoch, as far as the join needs them: its stored rows at the keys it
+    read, and elsewhere the before-images of its changed rows (NULL keys included: they join nothing,
+    but an outer join still pads them)."""
+    stored = _of_keys(state.select([VNODE, *desc.names]), read, list(key), list(key_names))
+    images = _images(pairs, desc, BEFORE)
+    if images.num_rows and read.num_rows:
+        wanted = read.rename_columns([VNODE, *key]).cast(pa.schema([images.schema.field(n) for n in [VNODE, *key]]))
+        images = filter_by_keys(images, wanted, [VNODE, *key], keep=False)
+    # (state rows come with a non-nullable _vnode: the schemas unify)
+    return pa.concat_tables([stored, images], promote_options="default")
 
 
 def _of_keys(state: pa.Table, keys: pa.Table, state_key: list[str], key_names: list[str]) -> pa.Table:
@@ -106,13 +140,10 @@ def _of_keys(state: pa.Table, keys: pa.Table, state_key: list[str], key_names: l
     return state.join(wanted, keys=[VNODE, *state_key], join_type="left semi").select(state.column_names)
 
 
-def _null_key_images(pairs: Pairs, desc: StateTableDesc, key: tuple[str, ...], which: str) -> pa.Table:
+def _images(pairs: Pairs, desc: StateTableDesc, which: str) -> pa.Table:
+    """The `which` (before or after) images of the keys of `pairs` that have one."""
     t = pairs.table
-    present = t.column(f"__present{which}")
-    null_key = pc.is_null(t.column(f"{key[0]}{which}"))
-    for k in key[1:]:
-        null_key = pc.or_(null_key, pc.is_null(t.column(f"{k}{which}")))
-    t = t.filter(pc.and_(present, null_key))
+    t = t.filter(t.column(f"__present{which}"))
     return pa.table({VNODE: t.column(VNODE), **{n: t.column(f"{n}{which}") for n in desc.names}})
 
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from compute.executor.agg_input_state import split_tagged
 from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
 from compute.executor.hash_agg import HashAggSpec, fold
-from compute.executor.hash_join import JoinSpec, join_epoch, touched_keys
+from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
 from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
 from compute.executor.temporal_filter import (
     TemporalFilterSpec,
@@ -216,12 +216,12 @@ def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, .
         rows = _collect(batches)
         if rows is None:
             return
-        keys = touched_keys(spec, rows)
+        read_left, read_right = keys_to_read(spec, rows)
         reader = env.reader()
-        left = reader.lookup(spec.left, left_ssts, env.prev_epoch, keys, columns=list(spec.left_key))
+        left = reader.lookup(spec.left, left_ssts, env.prev_epoch, read_left, columns=list(spec.left_key))
         right = reader.lookup(spec.right, right_ssts, env.prev_epoch,
-                              keys.rename_columns([VNODE, *spec.right_key]), columns=list(spec.right_key))
-        out = join_epoch(spec, rows, left, right, env.epoch)
+                              read_right.rename_columns([VNODE, *spec.right_key]), columns=list(spec.right_key))
+        out = join_epoch(spec, rows, left, right, env.epoch, (read_left, read_right))
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.left, out.left_state_rows, None, items)
         _write_outputs(env, spec.right, out.right_state_rows, None, items)

@@ -1,8 +1,10 @@
-"""The block cache: decoded SSTs kept in memory, least recently used evicted first.
+"""The block cache: decoded SST blocks (and whole small SSTs, and SST indexes) kept in memory, least
+recently used evicted first.
 
-SSTs are immutable (a path is never rewritten), so a cached table is always correct; nothing is ever
+SSTs are immutable (a path is never rewritten), so a cached block is always correct; nothing is ever
 invalidated, entries only age out. One cache per process (`block_cache()`) serves every task a Spark
-Python worker runs.
+Python worker runs; the SST indexes have a cache of their own (`meta_cache()`, RisingWave's meta
+cache), so big blocks do not push out the small indexes every lookup needs.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import pyarrow as pa
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -32,16 +33,22 @@ class CacheStats:
     capacity_bytes: int
 
 
-class BlockCache:
-    """A thread-safe LRU of ``path -> pa.Table`` bounded by the tables' `nbytes`.
+class Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
 
-    A table larger than the whole capacity is returned but not kept. Loads run outside the lock, so
-    two threads missing the same path at once may both load it (the second result is dropped).
+
+class BlockCache:
+    """A thread-safe LRU of ``key -> value`` (an Arrow table, a decoded block, an SST index: anything
+    with `nbytes`) bounded by the values' `nbytes`.
+
+    A value larger than the whole capacity is returned but not kept. Loads run outside the lock, so
+    two threads missing the same key at once may both load it (the second result is dropped).
     """
 
     def __init__(self, capacity_bytes: int) -> None:
         self._capacity = max(0, int(capacity_bytes))
-        self._entries: OrderedDict[str, tuple[pa.Table, int]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._hits = 0
         self._misses = 0
@@ -52,7 +59,7 @@ class BlockCache:
     def capacity_bytes(self) -> int:
         return self._capacity
 
-    def get(self, path: str) -> pa.Table | None:
+    def get(self, path: str) -> Any:
         with self._lock:
             entry = self._entries.get(path)
             if entry is None:
@@ -60,8 +67,8 @@ class BlockCache:
             self._entries.move_to_end(path)
             return entry[0]
 
-    def get_or_load(self, path: str, loader: Callable[[], pa.Table]) -> pa.Table:
-        """The cached table of `path`, calling `loader()` on a miss."""
+    def get_or_load(self, path: str, loader: Callable[[], Any]) -> Any:
+        """The cached value of `path`, calling `loader()` on a miss."""
         with self._lock:
             entry = self._entries.get(path)
             if entry is not None:
@@ -73,8 +80,14 @@ class BlockCache:
         self.put(path, table)
         return table
 
-    def put(self, path: str, table: pa.Table) -> None:
-        size = table.nbytes
+    def count(self, *, hits: int, misses: int) -> None:
+        """Record hits and misses of lookups made with `get` (which counts nothing itself)."""
+        with self._lock:
+            self._hits += hits
+            self._misses += misses
+
+    def put(self, path: str, table: Sized) -> None:
+        size = int(table.nbytes)
         if size > self._capacity:
             return
         with self._lock:

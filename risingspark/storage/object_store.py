@@ -130,11 +130,15 @@ class ObjectStore:
 
     # ---- Parquet ----------------------------------------------------------------------------
     def write_parquet(self, path: str, table: pa.Table, *, row_group_size: int | None = None,
-                      **writer_options: object) -> int:
-        """Write `table` as one Parquet file at `path`; returns the bytes written."""
+                      key_value_metadata: dict[bytes, bytes] | None = None, **writer_options: object) -> int:
+        """Write `table` as one Parquet file at `path`; returns the bytes written. `key_value_metadata`
+        goes into the file's footer as it is (not into the stored Arrow schema)."""
 
         def write(stream: pa.NativeFile) -> None:
-            pq.write_table(table, stream, row_group_size=row_group_size, **writer_options)
+            with pq.ParquetWriter(stream, table.schema, **writer_options) as writer:  # type: ignore[arg-type]
+                writer.write_table(table, row_group_size=row_group_size)
+                if key_value_metadata:
+                    writer.add_key_value_metadata(key_value_metadata)
 
         return self._write(path, write)
 

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +31,7 @@ from risingspark.storage.mvcc import (
     vnode_array,
 )
 from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.point_get import BlockReader, LookupKeys, lookup_rows, ranges_to_indices
 from risingspark.storage.sst import read_sst
 
 logger = logging.getLogger(__name__)
@@ -75,15 +75,6 @@ def _overlaps(sst: SstableInfo, vnodes: np.ndarray) -> bool:
     return i < len(vnodes) and vnodes[i] <= sst.max_vnode
 
 
-def _ranges_to_indices(start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """The concatenation of ``range(start[i], start[i] + length[i])``, vectorized."""
-    total = int(length.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(length) - length
-    return np.arange(total, dtype=np.int64) + np.repeat(start - offsets, length)
-
-
 def slice_vnodes(table: pa.Table, vnodes: np.ndarray) -> pa.Table:
     """The rows of `vnodes` (sorted) from `table` (sorted by ``_vnode``), by zero-copy slices."""
     if table.num_rows == 0:
@@ -105,44 +96,15 @@ def slice_vnodes(table: pa.Table, vnodes: np.ndarray) -> pa.Table:
     return pa.concat_tables([table.slice(int(s), int(e - s)) for s, e in zip(starts, ends, strict=True)])
 
 
-def _zero(t: pa.DataType) -> pa.Scalar:
-    """Some non-NULL value of type `t`."""
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pa.scalar("", t)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pa.scalar(b"", t)
-    if pa.types.is_decimal(t):
-        return pa.scalar(Decimal(0), t)
-    if pa.types.is_boolean(t):
-        return pa.scalar(False)
-    return pa.array([0], pa.int64()).cast(t)[0]
-
-
-def _null_safe_keys(left: pa.Table, right: pa.Table, names: Sequence[str]
-                    ) -> tuple[pa.Table, pa.Table, list[str]]:
-    """Append join-key columns to both sides so NULL keys match NULL keys (a hash join never does)."""
-    join_names: list[str] = []
-    for i, name in enumerate(names):
-        lcol, rcol = left.column(name), right.column(name)
-        if lcol.null_count == 0 and rcol.null_count == 0:
-            join_names.append(name)
-            continue
-        zero = _zero(lcol.type)
-        value, flag = f"__rs_key_{i}", f"__rs_null_{i}"
-        left = left.append_column(value, pc.fill_null(lcol, zero)).append_column(flag, pc.is_null(lcol))
-        right = right.append_column(value, pc.fill_null(rcol, zero)).append_column(flag, pc.is_null(rcol))
-        join_names += [value, flag]
-    return left, right, join_names
-
-
 class StateTableReader:
     """Reads state tables from SSTs, through a `BlockCache` when given one."""
 
     def __init__(self, store: ObjectStore, cache: BlockCache | None = None, *,
-                 io_threads: int = MAX_IO_THREADS) -> None:
+                 io_threads: int = MAX_IO_THREADS, metas: BlockCache | None = None) -> None:
         self.store = store
         self.cache = cache
         self.io_threads = max(1, io_threads)
+        self.blocks = BlockReader(store, cache, metas)
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _select(self, ssts: Iterable[SstableInfo], epoch: int | None,
@@ -178,28 +140,19 @@ class StateTableReader:
                keys: pa.Table, *, columns: Sequence[str] | None = None) -> pa.Table:
         """The live rows at `epoch` of the given keys (``_vnode`` + pk columns), in read shape.
 
-        With `columns` (a subset of the pk, e.g. a join key that leads the pk), `keys` holds
-        ``_vnode`` and those columns, and every row matching them is returned (a prefix lookup)."""
-        names = [VNODE, *columns] if columns is not None else key_names(desc)
-        schema = desc.sst_schema()
-        keys = keys.select(names).cast(pa.schema([schema.field(n) for n in names]))
+        With `columns` (the leading pk columns, e.g. a join key that leads the pk), `keys` holds
+        ``_vnode`` and those columns, and every row matching them is returned (a prefix lookup).
+        Reads only the blocks that can hold the keys (`risingspark.storage.point_get`)."""
+        n = len(desc.pk) if columns is None else len(columns)
+        if columns is not None and list(columns) != desc.pk_names[:n]:
+            raise InvalidParameterValue(f"table {desc.table_id}: a prefix lookup by {list(columns)} does not "
+                                        f"lead its key {desc.pk_names}")
         if keys.num_rows == 0:
             return read_schema(desc).empty_table()
-        wanted = _sorted_vnodes(vnode_array(keys).tolist())
-        files = self._select(ssts, epoch, wanted)
-        matched = []
-        for table in self._load(desc, files, wanted):
-            if epoch is not None and table.num_rows:
-                table = table.filter(pc.less_equal(table.column(EPOCH), pa.scalar(epoch, pa.int64())))
-            if table.num_rows == 0:
-                continue
-            left, right, join_names = _null_safe_keys(table, keys, names)
-            joined = left.join(right.select(join_names).group_by(join_names).aggregate([]),
-                               keys=join_names, join_type="left semi")
-            matched.append(joined.select(schema.names))
-        rows = merge_versions(matched, desc, epoch)
-        logger.debug("table %d: looked up %d keys at epoch %s, %d found", desc.table_id, keys.num_rows,
-                     epoch, rows.num_rows)
+        wanted = LookupKeys.of(desc, keys, n)
+        rows = merge_versions(lookup_rows(self.blocks, desc, ssts, epoch, wanted), desc, epoch)
+        logger.debug("table %d: looked up %d keys at epoch %s, %d found", desc.table_id, len(wanted), epoch,
+                     rows.num_rows)
         return to_read_shape(desc, rows)
 
     def read_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
@@ -324,7 +277,7 @@ def _scan_file(desc: StateTableDesc, table: pa.Table, epoch: int | None, scanned
 
     end = np.minimum(hi, start + limit)
     more = end < hi
-    idx = _ranges_to_indices(start, end - start)
+    idx = ranges_to_indices(start, end - start)
     cand = end[more] - 1
     if valid is not None:
         idx, cand = valid[idx], valid[cand]

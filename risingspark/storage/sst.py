@@ -1,12 +1,17 @@
 """Writing and reading SSTs: immutable Parquet files of one state table.
 
-Layout (`StateTableDesc.sst_schema`), rows sorted by ``(_vnode, pk...)`` ascending then ``_epoch``
-descending, so the newest version of a key comes first::
+Layout (`file_schema`: `StateTableDesc.sst_schema` and the key), rows sorted by ``(_vnode, pk...)``
+ascending then ``_epoch`` descending, so the newest version of a key comes first::
 
-    | _vnode int16 | value columns ... (pk among them) | _epoch int64 | _tombstone bool |
+    | _vnode int16 | value columns ... (pk among them) | _epoch int64 | _tombstone bool | _key binary |
 
-A tombstone row keeps its pk columns; its other value columns may be NULL. Row groups carry min/max
-statistics, so a reader can skip the row groups of vnodes it does not need.
+``_key`` is the memcomparable encoding of ``(_vnode, pk...)`` (`risingspark.storage.memcmp`): its
+byte order is the rows' order, so one binary search finds a key. A tombstone row keeps its pk
+columns; its other value columns may be NULL. The file is cut into **blocks** (Parquet row groups of
+`DEFAULT_BLOCK_ROWS` rows, compressed with LZ4, which decodes several times faster than zstd for a
+small block) and carries its index in the footer (`risingspark.storage.sst_meta`): the first key of
+every block and a bloom filter of key prefixes. ``_vnode`` has row-group statistics, so a reader of
+whole vnodes (a snapshot split in Spark) skips the row groups of the others.
 """
 
 from __future__ import annotations
@@ -19,16 +24,43 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
+from risingspark.chunk import EPOCH, KEY, TOMBSTONE, VNODE
 from risingspark.errors import InternalError
+from risingspark.storage.bloom import BloomFilter
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.memcmp import encode_keys
 from risingspark.storage.mvcc import sort_keys, sort_table
 from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.sst_meta import META_KEY, encode_meta
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ROW_GROUP_SIZE = 65536
+DEFAULT_BLOCK_ROWS = 1024
+DEFAULT_ROW_GROUP_SIZE = DEFAULT_BLOCK_ROWS
+BLOOM_BITS_PER_KEY = 10
+
+
+def file_schema(desc: StateTableDesc) -> pa.Schema:
+    """The columns of an SST file: the SST schema and ``_key``."""
+    return desc.sst_schema().append(pa.field(KEY, pa.binary(), nullable=False))
+
+
+def bloom_prefix(desc: StateTableDesc) -> int:
+    """How many pk columns the bloom filter's keys hold: the distribution key when it leads the pk
+    (a join side, an aggregation's input state and a TopN are looked up by it, as RisingWave's
+    prefix bloom filter on the distribution key), else the whole pk."""
+    n = len(desc.dist_key)
+    if 0 < n < len(desc.pk) and tuple(desc.pk[:n]) == tuple(desc.dist_key):
+        return n
+    return len(desc.pk)
+
+
+def encode_row_keys(desc: StateTableDesc, rows: pa.Table, prefix: int | None = None) -> pa.Array:
+    """The memcomparable ``_key`` of `rows` (``_vnode`` + pk columns), or of their first `prefix`
+    pk columns."""
+    names = desc.pk_names if prefix is None else desc.pk_names[:prefix]
+    return encode_keys(rows.column(VNODE), [rows.column(n) for n in names])
 
 
 def to_sst_schema(desc: StateTableDesc, table: pa.Table) -> pa.Table:
@@ -67,23 +99,38 @@ def sst_info(desc: StateTableDesc, rows: pa.Table, path: str, size_bytes: int, *
 
 
 def write_sst(store: ObjectStore, desc: StateTableDesc, rows: pa.Table, path: str, *, level: int,
-              sub_level: int, row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+              sub_level: int, row_group_size: int = DEFAULT_BLOCK_ROWS,
               presorted: bool = False) -> SstableInfo:
     """Write `rows` as one SST at `path` and describe it (``sst_id`` 0 until meta assigns one).
 
     Args:
         rows: ``_vnode``, the value columns, ``_epoch`` and ``_tombstone``, in any column order.
-        presorted: the rows are already in SST order and schema (skips the sort).
+        row_group_size: rows per block.
+        presorted: the rows are already in SST order and schema (skips the sort); a ``_key`` column
+            among them (a compaction's merged rows) is kept as it is.
     """
     if rows.num_rows == 0:
         raise InternalError(f"refusing to write an empty SST for table {desc.table_id} at {path}")
+    if row_group_size < 1:
+        raise InternalError(f"an SST block needs at least one row, got {row_group_size}")
+    key = rows.column(KEY) if presorted and KEY in rows.schema.names else None
     rows = to_sst_schema(desc, rows) if presorted else sort_sst_rows(desc, rows)
+    if key is None:
+        key = encode_row_keys(desc, rows)
+    rows = rows.append_column(file_schema(desc).field(KEY), key)
+    prefix = bloom_prefix(desc)
+    bloom_keys = key if prefix == len(desc.pk) else encode_row_keys(desc, rows, prefix)
+    bloom = BloomFilter.build(bloom_keys, bits_per_key=BLOOM_BITS_PER_KEY)
+    firsts = key.take(pa.array(range(0, rows.num_rows, row_group_size)))
+    index = encode_meta(rows.num_rows, row_group_size, firsts, key[rows.num_rows - 1].as_py(), bloom, prefix)
     sorting = [pq.SortingColumn(i, descending=(name == EPOCH), nulls_first=False)
                for i, name in enumerate(rows.schema.names) if name in {VNODE, EPOCH, *desc.pk_names}]
     order = {name: i for i, (name, _) in enumerate(sort_keys(desc))}
     sorting.sort(key=lambda s: order[rows.schema.names[s.column_index]])
     size = store.write_parquet(path, rows, row_group_size=row_group_size, sorting_columns=sorting,
-                               compression="zstd")
+                               compression="lz4", write_statistics=[VNODE],
+                               use_dictionary=[n for n in rows.schema.names if n != KEY],
+                               key_value_metadata={META_KEY: index})
     info = sst_info(desc, rows, path, size, level=level, sub_level=sub_level)
     logger.debug("table %d: wrote SST %s (L%d, %d rows, %d tombstones, vnodes %d..%d, %d bytes)",
                  desc.table_id, path, level, info.row_count, info.tombstone_count, info.min_vnode,
@@ -106,19 +153,24 @@ def _row_groups_for(meta: pq.FileMetaData, vnode_col: int, vnodes: np.ndarray) -
 
 
 def read_sst(store: ObjectStore, path: str, desc: StateTableDesc, *, cache: BlockCache | None = None,
-             vnodes: Iterable[int] | None = None) -> pa.Table:
-    """The rows of an SST, in SST schema.
+             vnodes: Iterable[int] | None = None, with_key: bool = False) -> pa.Table:
+    """The rows of an SST, in SST schema (`file_schema` with `with_key`; a file written without
+    ``_key`` gets it computed).
 
     With a `cache` the whole file is read and kept. Without one, `vnodes` (when given) lets the read
     skip the row groups holding none of them; the result may still hold rows of other vnodes.
     """
-    schema = desc.sst_schema()
+    schema = file_schema(desc) if with_key else desc.sst_schema()
 
     def load() -> pa.Table:
-        return _conform(store.read_parquet(path), schema, path)
+        table = store.read_parquet(path)
+        if with_key and KEY not in table.schema.names:
+            table = _conform(table, desc.sst_schema(), path)
+            table = table.append_column(schema.field(KEY), encode_row_keys(desc, table))
+        return _conform(table, schema, path)
 
     if cache is not None:
-        return cache.get_or_load(f"{store.url}::{path}", load)
+        return cache.get_or_load(f"{store.url}::{path}{'::key' if with_key else ''}", load)
     if vnodes is None:
         return load()
     wanted = np.unique(np.fromiter(vnodes, dtype=np.int64))
@@ -126,6 +178,9 @@ def read_sst(store: ObjectStore, path: str, desc: StateTableDesc, *, cache: Bloc
         pf = pq.ParquetFile(f)
         groups = _row_groups_for(pf.metadata, pf.schema_arrow.get_field_index(VNODE), wanted)
         table = pf.read() if groups is None else pf.read_row_groups(groups)
+    if with_key and KEY not in table.schema.names:
+        table = _conform(table, desc.sst_schema(), path)
+        table = table.append_column(schema.field(KEY), encode_row_keys(desc, table))
     return _conform(table, schema, path)
 
 

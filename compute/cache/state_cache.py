@@ -1,0 +1,311 @@
+"""Executor state caches, as RisingWave's managed caches (`src/stream/src/cache/`): a bounded LRU of
+the state rows a stateful executor reads and writes, so a hot key costs no storage read.
+
+Two shapes, both keyed by memcomparable keys (`risingspark.storage.memcmp`):
+
+* a **point** cache (materialize's primary-key check, hash aggregation groups): key → the row, or
+  None when the key is known not to exist;
+* a **prefix** cache (a join side by join key; as RisingWave's join cache): prefix → every row
+  with that prefix (full key → row).
+
+Where the caches live, and why they need a validity rule RisingWave does not: an epoch's tasks run
+in Spark's Python workers, and a task lands on whichever worker is free, so the worker holding a
+cache is not always the one that wrote a key last (a RisingWave actor owns its vnodes; here no
+worker does). Each table's cache therefore records the epoch ``E`` as of which it is exact for every
+key it holds, and before each use (`TableCache.sync`, reading at the previous epoch ``P``):
+
+* a new *generation* (the compute node recovered or restarted: epochs after the last commit were
+  rolled back, and may be in a cache) clears it;
+* ``E == P``: nothing to do (this worker ran the table's last write, or nobody wrote);
+* ``E < P``: the writes of epochs ``(E, P]`` — by other workers, or other processes — are the L0 SSTs
+  with ``max_epoch > E``; the cache reads their rows with an epoch in ``(E, P]`` (a few epochs'
+  writes) and applies them to the keys it holds. If a compaction has moved some of those writes out
+  of L0 (another level holds an SST with ``max_epoch > E``), the cache cannot tell which keys they
+  touched and is cleared instead;
+* after the task, its own writes at epoch ``e`` are applied and ``E = e`` (write-through). An epoch
+  that fails is rolled back by a recovery, which starts a new generation.
+
+Memory: one budget per worker process (`CacheManager`), shared by every table's cache; the least
+recently used entries go first. Entry sizes are estimates of the Python objects' memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.memcmp import encode_keys
+from risingspark.storage.reader import StateTableReader, read_schema
+from risingspark.storage.sst import read_sst
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STATE_CACHE_BYTES = 256 << 20
+_ABSENT = object()
+
+
+def _size_of(values: Iterable[Any]) -> int:
+    """About the memory of a row tuple of these values."""
+    size = 64
+    for v in values:
+        size += 16 + (len(v) + 49 if isinstance(v, str | bytes) else 24)
+    return size
+
+
+@dataclass
+class CacheCounters:
+    hits: int = 0
+    misses: int = 0
+
+    def take(self) -> tuple[int, int]:
+        out = (self.hits, self.misses)
+        self.hits = self.misses = 0
+        return out
+
+
+class CacheManager:
+    """Every table cache of one worker process, within one memory budget (an LRU over all of
+    them)."""
+
+    def __init__(self, capacity_bytes: int = DEFAULT_STATE_CACHE_BYTES) -> None:
+        self.capacity_bytes = capacity_bytes
+        self._entries: OrderedDict[tuple[str, bytes], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._tables: dict[str, TableCache] = {}
+        self.evictions = 0
+        self.lock = threading.RLock()
+
+    def table(self, name: str, desc: StateTableDesc, prefix: int | None = None) -> TableCache:
+        """The cache of a state table (`name` tells the store and table apart); `prefix` pk columns
+        per entry for a prefix cache, None for a point cache."""
+        with self.lock:
+            cache = self._tables.get(name)
+            if cache is None or cache.desc != desc or cache.prefix != prefix:
+                if cache is not None:
+                    cache.clear()
+                cache = self._tables[name] = TableCache(self, name, desc, prefix)
+            return cache
+
+    def resize(self, capacity_bytes: int) -> None:
+        with self.lock:
+            self.capacity_bytes = capacity_bytes
+            self._evict()
+
+    @property
+    def used_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # ---- entries (the table caches call these under the lock) ----------------------------------
+    def _get(self, name: str, key: bytes) -> Any:
+        entry = self._entries.get((name, key))
+        if entry is None:
+            return _ABSENT
+        self._entries.move_to_end((name, key))
+        return entry[0]
+
+    def _put(self, name: str, key: bytes, value: Any, size: int) -> None:
+        old = self._entries.pop((name, key), None)
+        if old is not None:
+            self._bytes -= old[1]
+        if size > self.capacity_bytes:
+            return
+        self._entries[(name, key)] = (value, size)
+        self._bytes += size
+        self._evict()
+
+    def _drop(self, name: str, key: bytes) -> None:
+        old = self._entries.pop((name, key), None)
+        if old is not None:
+            self._bytes -= old[1]
+
+    def _drop_table(self, name: str) -> None:
+        for k in [k for k in self._entries if k[0] == name]:
+            self._bytes -= self._entries.pop(k)[1]
+
+    def _evict(self) -> None:
+        while self._bytes > self.capacity_bytes and self._entries:
+            _, (_, size) = self._entries.popitem(last=False)
+            self._bytes -= size
+            self.evictions += 1
+
+
+class TableCache:
+    """The cache of one state table in one worker process (see the module doc)."""
+
+    def __init__(self, manager: CacheManager, name: str, desc: StateTableDesc, prefix: int | None) -> None:
+        self.manager = manager
+        self.name = name
+        self.desc = desc
+        self.prefix = prefix
+        self.epoch: int | None = None  # exact as of this epoch for every key held ...
+        self.writing: int | None = None  # ... and for the keys written since, as of this epoch
+        self.generation: str | None = None
+        self.counters = CacheCounters()
+        self._names = [VNODE, *desc.names]
+
+    def clear(self) -> None:
+        with self.manager.lock:
+            self.manager._drop_table(self.name)
+            self.epoch = self.writing = None
+
+    # ---- validity -----------------------------------------------------------------------------
+    def sync(self, reader: StateTableReader, ssts: Sequence[SstableInfo], prev_epoch: int, epoch: int,
+             generation: str) -> None:
+        """Make the cache exact as of `prev_epoch`, for a task of epoch `epoch` (see the module doc).
+        A task of the same epoch that ran here before (another partition: other keys) leaves its
+        writes in place."""
+        with self.manager.lock:
+            if self.generation != generation:
+                self._reset(generation, prev_epoch)
+                return
+            if self.writing is not None:
+                if self.writing == epoch:
+                    return
+                if self.writing > prev_epoch:  # an epoch that did not commit
+                    self._reset(generation, prev_epoch)
+                    return
+                self.epoch, self.writing = self.writing, None
+            since = self.epoch
+            if since is None or since > prev_epoch:
+                self._reset(generation, prev_epoch)
+                return
+            if since == prev_epoch:
+                return
+            newer = [s for s in ssts if s.max_epoch > since and s.min_epoch <= prev_epoch]
+            if any(s.level != 0 for s in newer):
+                logger.debug("table %d: a compaction holds writes after epoch %d; cache cleared",
+                             self.desc.table_id, since)
+                self._reset(generation, prev_epoch)
+                return
+            for sst in newer:
+                rows = read_sst(reader.store, sst.path, self.desc, cache=reader.cache)
+                epochs = rows.column(EPOCH)
+                rows = rows.filter(pc.and_(pc.greater(epochs, since), pc.less_equal(epochs, prev_epoch)))
+                if rows.num_rows:
+                    self._apply(rows)
+            self.epoch = prev_epoch
+
+    def _reset(self, generation: str, epoch: int) -> None:
+        self.clear()
+        self.generation, self.epoch, self.writing = generation, epoch, None
+
+    def write(self, sst_rows: pa.Table, epoch: int) -> None:
+        """Apply a task's own writes at `epoch` (SST rows: upserts and tombstones)."""
+        with self.manager.lock:
+            if sst_rows.num_rows:
+                self._apply(sst_rows)
+            self.writing = epoch
+
+    def _apply(self, rows: pa.Table) -> None:
+        """Apply row versions (SST shape) to the entries held; keys not held stay uncached. Within
+        `rows`, a key's newest version wins."""
+        rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
+        full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
+        tomb = rows.column(TOMBSTONE).to_pylist()
+        values = list(zip(*(rows.column(n).to_pylist() for n in self._names), strict=True))
+        if self.prefix is None:
+            for key, dead, row in zip(full, tomb, values, strict=True):
+                if self.manager._get(self.name, key) is not _ABSENT:
+                    self.manager._put(self.name, key, None if dead else row, _size_of(row) + len(key))
+            return
+        prefixes = encode_keys(rows.column(VNODE),
+                               [rows.column(n) for n in self.desc.pk_names[:self.prefix]]).to_pylist()
+        for p, key, dead, row in zip(prefixes, full, tomb, values, strict=True):
+            group = self.manager._get(self.name, p)
+            if group is _ABSENT:
+                continue
+            if dead:
+                group.pop(key, None)
+            else:
+                group[key] = row
+            self.manager._put(self.name, p, group, _group_size(p, group))
+
+    # ---- lookups ------------------------------------------------------------------------------
+    def lookup(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int, keys: pa.Table) -> pa.Table:
+        """`StateTableReader.lookup` through the cache: the live rows (read shape) of `keys`
+        (``_vnode`` + the pk columns for a point cache, + the `prefix` leading pk columns for a
+        prefix cache). Call `sync` first."""
+        n = len(self.desc.pk) if self.prefix is None else self.prefix
+        names = self.desc.pk_names[:n]
+        schema = read_schema(self.desc)
+        if keys.num_rows == 0:
+            return schema.empty_table()
+        keys = keys.select([VNODE, *names]).cast(pa.schema([schema.field(c) for c in [VNODE, *names]]))
+        encoded = encode_keys(keys.column(VNODE), [keys.column(c) for c in names]).to_pylist()
+        rows: list[tuple] = []
+        missing: list[int] = []
+        seen: set[bytes] = set()
+        with self.manager.lock:
+            for i, key in enumerate(encoded):
+                if key in seen:
+                    continue
+                seen.add(key)
+                value = self.manager._get(self.name, key)
+                if value is _ABSENT:
+                    missing.append(i)
+                elif self.prefix is None:
+                    if value is not None:
+                        rows.append(value)
+                else:
+                    rows.extend(value.values())
+            self.counters.hits += len(seen) - len(missing)
+            self.counters.misses += len(missing)
+        found = reader.lookup(self.desc, ssts, epoch, keys.take(pa.array(missing, pa.int64())),
+                              columns=None if self.prefix is None else names) if missing else schema.empty_table()
+        self._fill([encoded[i] for i in missing], found)
+        cached = pa.table({c: pa.array(col, schema.field(c).type)
+                           for c, col in zip(schema.names, zip(*rows, strict=True), strict=True)}) \
+            if rows else schema.empty_table()
+        return pa.concat_tables([cached, found.cast(schema)])
+
+    def _fill(self, keys: list[bytes], found: pa.Table) -> None:
+        """Cache what a storage read of `keys` found (and, for point keys, what it did not)."""
+        if not keys:
+            return
+        values = list(zip(*(found.column(n).to_pylist() for n in self._names), strict=True))
+        full = encode_keys(found.column(VNODE), [found.column(n) for n in self.desc.pk_names]).to_pylist()
+        with self.manager.lock:
+            if self.prefix is None:
+                by_key = dict(zip(full, values, strict=True))
+                for key in keys:
+                    row = by_key.get(key)
+                    self.manager._put(self.name, key, row, _size_of(row or ()) + len(key))
+                return
+            prefixes = encode_keys(found.column(VNODE),
+                                   [found.column(n) for n in self.desc.pk_names[:self.prefix]]).to_pylist()
+            groups: dict[bytes, dict[bytes, tuple]] = {k: {} for k in keys}
+            for p, key, row in zip(prefixes, full, values, strict=True):
+                groups.setdefault(p, {})[key] = row
+            for p, group in groups.items():
+                self.manager._put(self.name, p, group, _group_size(p, group))
+
+
+def _group_size(prefix: bytes, group: dict[bytes, tuple]) -> int:
+    return 64 + len(prefix) + sum(_size_of(row) + len(k) + 32 for k, row in group.items())
+
+
+_MANAGER: CacheManager | None = None
+_MANAGER_LOCK = threading.Lock()
+
+
+def cache_manager(capacity_bytes: int | None = None) -> CacheManager:
+    """The process' cache manager (resized when a task brings another budget)."""
+    global _MANAGER
+    with _MANAGER_LOCK:
+        if _MANAGER is None:
+            _MANAGER = CacheManager(capacity_bytes or DEFAULT_STATE_CACHE_BYTES)
+        elif capacity_bytes is not None and capacity_bytes != _MANAGER.capacity_bytes:
+            _MANAGER.resize(capacity_bytes)
+        return _MANAGER

@@ -1,0 +1,224 @@
+"""Point and prefix lookups in O(keys · log n), as Hummock's get: read only the blocks that can hold
+the keys, find the rows by binary search.
+
+For a batch of lookup keys (``_vnode`` + the first ``n`` pk columns, ``n`` = all of them for a point
+lookup), encoded as memcomparable prefixes ``P`` (`risingspark.storage.memcmp`), each candidate SST
+(its vnode range meets the keys', it holds versions at or before the read epoch):
+
+1. keeps the keys with ``first key <= P + 0xFF`` and ``P <= last key``, and, when the SST's bloom
+   filter covers at most ``n`` pk columns, the keys whose filter prefix it may contain;
+2. finds, in its index of block first keys, the blocks ``j..k`` each key's range ``[P, P + 0xFF)``
+   can touch (`risingspark.storage.sst_meta`) and reads the missing ones in one Parquet read,
+   through the process' block cache (decoded blocks: rows and an S-dtype key array);
+3. in each block, two binary searches per key give its rows (every version of every key with that
+   prefix; a key's versions are adjacent, newest first).
+
+The rows found in every SST then go through the MVCC merge (newest version at or before the read
+epoch, tombstones hide the key). The work is ``O(keys · (log blocks + log block_rows))`` searches plus
+the rows of the blocks read, whatever the table holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from risingspark.chunk import EPOCH, KEY, VNODE
+from risingspark.errors import InternalError
+from risingspark.storage.cache import BlockCache
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
+from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.sst import _conform, encode_row_keys, file_schema
+from risingspark.storage.sst_meta import SstMeta, meta_of_footer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A decoded block: its rows (`file_schema`) and their keys as an S-dtype array."""
+
+    rows: pa.Table
+    keys: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes) + int(self.keys.nbytes) + 128
+
+
+@dataclass(frozen=True)
+class LookupKeys:
+    """A batch of lookup keys, deduplicated and sorted by their encoding.
+
+    Attributes:
+        rows: one row per distinct key: ``_vnode`` and the looked-up pk columns.
+        encoded: the keys' encodings (`rows`' order), as Arrow binary: their true lengths.
+        lo: the same as an S-dtype array (zero-padded, for binary searches).
+        hi: ``key + 0xFF`` per key, past every stored key with that prefix.
+        columns: the pk columns the keys hold.
+    """
+
+    rows: pa.Table
+    encoded: pa.Array
+    lo: np.ndarray
+    hi: np.ndarray
+    columns: int
+
+    @classmethod
+    def of(cls, desc: StateTableDesc, keys: pa.Table, columns: int) -> LookupKeys:
+        names = desc.pk_names[:columns]
+        schema = desc.sst_schema()
+        keys = keys.select([VNODE, *names]).cast(pa.schema([schema.field(n) for n in [VNODE, *names]]))
+        encoded = encode_keys(keys.column(VNODE), [keys.column(n) for n in names])
+        lengths = pc.binary_length(encoded).to_numpy()
+        width = int(lengths.max()) + 1 if len(lengths) else 1
+        lo, first = np.unique(key_matrix(encoded, width), return_index=True)
+        take = pa.array(first)
+        return cls(keys.take(take), encoded.take(take), lo,
+                   upper_bounds(lo, lengths=lengths[first]), columns)
+
+    def __len__(self) -> int:
+        return len(self.lo)
+
+    def prefix(self, desc: StateTableDesc, columns: int) -> pa.Array:
+        """The keys' encodings cut to `columns` pk columns, as Arrow binary (for a bloom filter
+        of that prefix: it hashes the true bytes)."""
+        if columns == self.columns:
+            return self.encoded
+        names = desc.pk_names[:columns]
+        return encode_keys(self.rows.column(VNODE), [self.rows.column(n) for n in names])
+
+
+class BlockReader:
+    """Reads SST indexes and blocks through a meta cache and a block cache (both may be None)."""
+
+    def __init__(self, store: ObjectStore, blocks: BlockCache | None, metas: BlockCache | None) -> None:
+        self.store = store
+        self.block_cache = blocks
+        self.meta_cache = metas
+
+    def meta(self, path: str) -> SstMeta:
+        def load() -> SstMeta:
+            with self.store.filesystem.open_input_file(self.store.full_path(path)) as f:
+                return meta_of_footer(pq.ParquetFile(f).metadata, path)
+
+        if self.meta_cache is None:
+            return load()
+        return self.meta_cache.get_or_load(f"{self.store.url}::{path}", load)
+
+    def blocks(self, desc: StateTableDesc, path: str, meta: SstMeta, ids: Sequence[int]) -> dict[int, Block]:
+        """The decoded blocks `ids` of an SST; missing ones are read together, in one Parquet read."""
+        out: dict[int, Block] = {}
+        missing = []
+        for i in ids:
+            block = self.block_cache.get(self._cache_key(path, i)) if self.block_cache is not None else None
+            if block is None:
+                missing.append(i)
+            else:
+                out[i] = block
+        if self.block_cache is not None:
+            self.block_cache.count(hits=len(ids) - len(missing), misses=len(missing))
+        if missing:
+            for i, block in self._read(desc, path, meta, missing).items():
+                out[i] = block
+                if self.block_cache is not None:
+                    self.block_cache.put(self._cache_key(path, i), block)
+        return out
+
+    def _cache_key(self, path: str, block: int) -> str:
+        return f"{self.store.url}::{path}#{block}"
+
+    def _read(self, desc: StateTableDesc, path: str, meta: SstMeta, ids: list[int]) -> dict[int, Block]:
+        schema = file_schema(desc)
+        with self.store.filesystem.open_input_file(self.store.full_path(path)) as f:
+            pf = pq.ParquetFile(f, metadata=meta.parquet)
+            if not meta.indexed:  # a file written before SSTs had keys: one block, keys computed
+                table = _conform(pf.read(), desc.sst_schema(), path)
+                table = table.append_column(schema.field(KEY), encode_row_keys(desc, table))
+                return {0: Block(table, key_matrix(table.column(KEY)))}
+            table = pf.read_row_groups(sorted(ids), columns=schema.names)
+        table = _conform(table, schema, path)
+        out, offset = {}, 0
+        for i in sorted(ids):
+            start, end = meta.block_bounds(i)
+            rows = table.slice(offset, end - start)
+            offset += end - start
+            out[i] = Block(rows, key_matrix(rows.column(KEY)))
+        if offset != table.num_rows:
+            raise InternalError(f"SST {path}: blocks {sorted(ids)} hold {table.num_rows} rows, the index says {offset}")
+        return out
+
+
+def lookup_rows(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+                keys: LookupKeys) -> list[pa.Table]:
+    """Every version (at or before `epoch`) of every stored key starting with one of `keys`, per SST,
+    in `file_schema` (not merged: see the module doc)."""
+    parts = []
+    vnodes = np.unique(keys.rows.column(VNODE).to_numpy().astype(np.int64))
+    for sst in ssts:
+        if epoch is not None and sst.min_epoch > epoch:
+            continue
+        i = int(np.searchsorted(vnodes, sst.min_vnode, side="left"))
+        if i >= len(vnodes) or vnodes[i] > sst.max_vnode:
+            continue
+        part = _lookup_sst(reader, desc, sst, keys)
+        if part is not None and part.num_rows:
+            if epoch is not None and sst.max_epoch > epoch:
+                part = part.filter(pa.array(part.column(EPOCH).to_numpy() <= epoch))
+            parts.append(part)
+    return parts
+
+
+def ranges_to_indices(start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The concatenation of ``range(start[i], start[i] + length[i])``, vectorized.
+
+    >>> ranges_to_indices(np.array([3, 10]), np.array([2, 3])).tolist()
+    [3, 4, 10, 11, 12]
+    """
+    total = int(length.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(length) - length
+    return np.arange(total, dtype=np.int64) + np.repeat(start - offsets, length)
+
+
+def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, keys: LookupKeys) -> pa.Table | None:
+    meta = reader.meta(sst.path)
+    lo, hi = keys.lo, keys.hi
+    if meta.indexed:
+        wanted = (lo <= np.array([meta.last_key])) & (hi > meta.first_keys[:1])
+        if meta.bloom is not None and meta.bloom_prefix <= keys.columns and wanted.any():
+            idx = np.flatnonzero(wanted)
+            wanted[idx] &= meta.bloom.may_contain(keys.prefix(desc, meta.bloom_prefix).take(pa.array(idx)))
+        if not wanted.all():
+            if not wanted.any():
+                return None
+            lo, hi = lo[wanted], hi[wanted]
+        # the blocks first..last of each key (both non-decreasing, as the keys are sorted)
+        first = np.maximum(np.searchsorted(meta.first_keys, lo, side="left") - 1, 0)
+        last = np.maximum(np.searchsorted(meta.first_keys, hi, side="left") - 1, 0)
+    else:
+        first = last = np.zeros(len(lo), dtype=np.int64)
+    spans = last - first + 1
+    needed = np.unique(ranges_to_indices(first, spans))
+    blocks = reader.blocks(desc, sst.path, meta, needed.tolist())
+    pieces = []
+    for b in needed.tolist():
+        block = blocks[b]
+        # the keys whose block range holds b: a contiguous run of the sorted keys
+        run = slice(int(np.searchsorted(last, b, side="left")), int(np.searchsorted(first, b, side="right")))
+        starts = np.searchsorted(block.keys, lo[run], side="left")
+        ends = np.searchsorted(block.keys, hi[run], side="left")
+        rows = ranges_to_indices(starts, np.maximum(ends - starts, 0))
+        if len(rows):
+            pieces.append(block.rows.take(pa.array(rows)))
+    if not pieces:
+        return None
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
