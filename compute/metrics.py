@@ -58,6 +58,10 @@ def _counter(name: str, doc: str, labels: tuple[str, ...]) -> NodeSeries:
 
 SPARK_JOBS = _counter("risingspark_compute_spark_jobs_total", "Spark jobs run by epoch rounds", ("job",))
 EPOCH_ROUNDS = _counter("risingspark_compute_epoch_rounds_total", "Epoch rounds run, idle ones included", ())
+STATE_CACHE_HITS = _counter("risingspark_state_cache_hits_total",
+                            "Keys stateful executors found in their state caches", ("executor",))
+STATE_CACHE_MISSES = _counter("risingspark_state_cache_misses_total",
+                              "Keys stateful executors read from storage (not in their state caches)", ("executor",))
 JOB_DURATION = NodeSeries(Histogram(
     "risingspark_compute_spark_job_duration_seconds", "Time of one job's Spark job in an epoch round",
     ["job", *NODE_LABELS], buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)), ("job",))

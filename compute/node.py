@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
+import uuid
+from dataclasses import dataclass, replace
 
 from compute.stream.round import EpochRound, JobRuntime
 from risingspark.barrier import AddJobs, Barrier, EpochResult, Mutation, StreamJob, Throttle
@@ -14,19 +15,43 @@ from risingspark.storage.object_store import ObjectStore
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class CacheBudgets:
+    """Memory of a compute node's caches, shared by its Spark cores (each Python worker gets its
+    share): the executors' state caches and the block cache of decoded SST blocks."""
+
+    state_cache_mb: int = 512
+    block_cache_mb: int = 512
+
+    def per_worker(self, cores: int) -> tuple[int, int]:
+        """``(state, block)`` bytes of one Python worker."""
+        cores = max(1, cores)
+        return (self.state_cache_mb << 20) // cores, (self.block_cache_mb << 20) // cores
+
+
 class ComputeNode:
     def __init__(self, spark, store: ObjectStore, *, parallelism: int = 0,
-                 target_round_s: float = 1.0) -> None:
+                 target_round_s: float = 1.0, caches: CacheBudgets | None = None) -> None:
         self.spark = spark
         self.store = store
         self.default_parallelism = parallelism or spark.sparkContext.defaultParallelism
         self.target_round_s = target_round_s
+        self.caches = caches or CacheBudgets()
         self._jobs: dict[int, JobRuntime] = {}
         self._lock = threading.Lock()
+        # The executor caches of the Python workers are valid within one generation: a recovery rolls
+        # back epochs whose writes they may hold (`compute.cache.state_cache`).
+        self._node_token = uuid.uuid4().hex[:12]
+        self._resets = 0
+
+    @property
+    def generation(self) -> str:
+        return f"{self._node_token}-{self._resets}"
 
     def reset(self) -> None:
         with self._lock:
             self._jobs.clear()
+            self._resets += 1
 
     def run_epoch(self, barrier: Barrier) -> EpochResult:
         with self._lock:
@@ -35,7 +60,11 @@ class ComputeNode:
             jobs = list(self._jobs.values())
             # Jobs run upstream first: ids grow with creation, and a job only reads older relations.
             jobs.sort(key=lambda rt: rt.job.job_id)
-            return EpochRound(self.spark, self.store, barrier, self.target_round_s).run(jobs)
+            if barrier.recovery:
+                self._resets += 1
+            cores = self.spark.sparkContext.defaultParallelism
+            return EpochRound(self.spark, self.store, barrier, self.target_round_s, generation=self.generation,
+                              cache_bytes=self.caches.per_worker(cores)).run(jobs)
 
     def _apply(self, mutation: Mutation) -> None:
         if isinstance(mutation, Throttle):

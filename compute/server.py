@@ -77,7 +77,7 @@ def export_process_metrics(node: str, stop: threading.Event, interval_s: float =
 
 def run_compute(cfg: ComputeConfig) -> int:
     from compute.metrics import set_node
-    from compute.node import ComputeNode
+    from compute.node import CacheBudgets, ComputeNode
     from compute.spark import SparkSettings, create_spark_session
     from meta.client import MetaSession
     from risingspark.rpc import mount_rpc
@@ -120,7 +120,8 @@ def run_compute(cfg: ComputeConfig) -> int:
         set_node(node_name, cfg.resource_group)
         export_process_metrics(node_name, stopping)
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
-        node = ComputeNode(spark, store, parallelism=cfg.parallelism)
+        node = ComputeNode(spark, store, parallelism=cfg.parallelism,
+                           caches=CacheBudgets(cfg.state_cache_mb, cfg.block_cache_mb))
         started.set()
         session.start()
         print(f"{READY}: {session.address} (node {session.node_id}, Spark {cfg.spark_master}, "

@@ -56,7 +56,7 @@ class Playground:
 
     def run(self) -> int:
         from compactor.service import CompactorService
-        from compute.node import ComputeNode
+        from compute.node import CacheBudgets, ComputeNode
         from compute.spark import SparkSettings, create_spark_session
         from frontend.pgwire.auth import PasswordAuth
         from frontend.pgwire.server import PgServer
@@ -86,7 +86,8 @@ class Playground:
         spark = create_spark_session(SparkSettings(master=cfg.spark_master, ui=cfg.spark_ui,
                                                    driver_memory=cfg.spark_driver_memory, host=cfg.host,
                                                    parallelism=cfg.parallelism))
-        compute = ComputeNode(spark, store, parallelism=cfg.parallelism)
+        compute = ComputeNode(spark, store, parallelism=cfg.parallelism,
+                              caches=CacheBudgets(cfg.state_cache_mb, cfg.block_cache_mb))
         meta = MetaService(meta_store, store, compute)
         compactor = CompactorService(meta.compaction, store)
         app = create_app(meta)

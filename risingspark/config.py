@@ -20,6 +20,11 @@ def _f(default: Any, help: str) -> Any:  # noqa: A002 - "help" reads best at the
     return field(default=default, metadata={"help": help})
 
 
+_STATE_CACHE_HELP = ("memory of the stateful executors' caches of state rows on the compute node, in MiB, shared "
+                     "by its Spark cores")
+_BLOCK_CACHE_HELP = "block cache of decoded SST blocks on the compute node, in MiB, shared by its Spark cores"
+
+
 @dataclass(frozen=True)
 class ServerlessBackfillSettings:
     """Settings of meta's serverless backfill controller, shared by the playground and `risingspark
@@ -56,7 +61,9 @@ class PlaygroundConfig(ServerlessBackfillSettings):
     spark_ui: bool = _f(False, "enable the Spark web UI")
     spark_driver_memory: str = _f("2g", "Spark driver memory")
     parallelism: int = _f(0, "default streaming parallelism (0: one actor per Spark core)")
-    block_cache_mb: int = _f(512, "block cache of decoded SSTs per process, in MiB")
+    block_cache_mb: int = _f(512, "block cache of decoded SSTs per process (the frontend's and, shared by its "
+                                  "Spark cores, the compute node's), in MiB")
+    state_cache_mb: int = _f(512, _STATE_CACHE_HELP)
     log_level: str = _f("INFO", "logging level")
     auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...]; when set, clients "
                              "must authenticate with a password (empty: trust every user)")
@@ -125,6 +132,8 @@ class ComputeConfig:
     spark_driver_memory: str = _f("2g", "Spark driver memory")
     spark_conf: str = _f("", "extra Spark settings, comma-separated key=value (e.g. spark.cores.max=2)")
     parallelism: int = _f(0, "default streaming parallelism (0: one actor per Spark core)")
+    state_cache_mb: int = _f(512, _STATE_CACHE_HELP)
+    block_cache_mb: int = _f(512, _BLOCK_CACHE_HELP)
     heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
     log_level: str = _f("INFO", "logging level")
 

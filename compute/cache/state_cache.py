@@ -16,14 +16,18 @@ key it holds, and before each use (`TableCache.sync`, reading at the previous ep
 
 * a new *generation* (the compute node recovered or restarted: epochs after the last commit were
   rolled back, and may be in a cache) clears it;
-* ``E == P``: nothing to do (this worker ran the table's last write, or nobody wrote);
+* ``E == P``: nothing to do (nobody wrote since);
 * ``E < P``: the writes of epochs ``(E, P]`` — by other workers, or other processes — are the L0 SSTs
   with ``max_epoch > E``; the cache reads their rows with an epoch in ``(E, P]`` (a few epochs'
   writes) and applies them to the keys it holds. If a compaction has moved some of those writes out
   of L0 (another level holds an SST with ``max_epoch > E``), the cache cannot tell which keys they
   touched and is cleared instead;
-* after the task, its own writes at epoch ``e`` are applied and ``E = e`` (write-through). An epoch
-  that fails is rolled back by a recovery, which starts a new generation.
+* after the task, its own writes at epoch ``e`` are applied (write-through), but ``E`` stays: in
+  the same epoch other workers wrote other keys, which the next sync reads (its own writes apply
+  again, to the same values). A task of the same epoch that lands on this worker later (another
+  partition: other keys) skips the sync. An epoch written here that is newer than the next task's
+  ``P`` and not its own did not commit: the cache is cleared (a recovery, which also starts a new
+  generation).
 
 Memory: one budget per worker process (`CacheManager`), shared by every table's cache; the least
 recently used entries go first. Entry sizes are estimates of the Python objects' memory.
@@ -149,8 +153,8 @@ class TableCache:
         self.name = name
         self.desc = desc
         self.prefix = prefix
-        self.epoch: int | None = None  # exact as of this epoch for every key held ...
-        self.writing: int | None = None  # ... and for the keys written since, as of this epoch
+        self.epoch: int | None = None  # exact as of this epoch for every key held, but ...
+        self.writing: int | None = None  # ... those this worker wrote since, at this epoch
         self.generation: str | None = None
         self.counters = CacheCounters()
         self._names = [VNODE, *desc.names]
@@ -176,7 +180,9 @@ class TableCache:
                 if self.writing > prev_epoch:  # an epoch that did not commit
                     self._reset(generation, prev_epoch)
                     return
-                self.epoch, self.writing = self.writing, None
+                # Other workers may have written other keys in the same epoch: catch up from the
+                # epoch the whole cache is exact at (own writes apply again, to the same values).
+                self.writing = None
             since = self.epoch
             if since is None or since > prev_epoch:
                 self._reset(generation, prev_epoch)
@@ -265,10 +271,11 @@ class TableCache:
         found = reader.lookup(self.desc, ssts, epoch, keys.take(pa.array(missing, pa.int64())),
                               columns=None if self.prefix is None else names) if missing else schema.empty_table()
         self._fill([encoded[i] for i in missing], found)
-        cached = pa.table({c: pa.array(col, schema.field(c).type)
-                           for c, col in zip(schema.names, zip(*rows, strict=True), strict=True)}) \
-            if rows else schema.empty_table()
-        return pa.concat_tables([cached, found.cast(schema)])
+        if not rows:
+            return found.cast(schema)
+        cached = pa.Table.from_arrays([pa.array(col, f.type) for col, f in zip(zip(*rows, strict=True), schema,
+                                                                              strict=True)], schema=schema)
+        return pa.concat_tables([cached, found.cast(schema)]) if found.num_rows else cached
 
     def _fill(self, keys: list[bytes], found: pa.Table) -> None:
         """Cache what a storage read of `keys` found (and, for point keys, what it did not)."""

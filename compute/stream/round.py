@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from compute.metrics import BACKFILL_FORWARDED, BACKFILL_SNAPSHOT_ROWS, EPOCH_ROUNDS, backfill_labels
+from compute.cache.state_cache import DEFAULT_STATE_CACHE_BYTES
+from compute.metrics import (
+    BACKFILL_FORWARDED,
+    BACKFILL_SNAPSHOT_ROWS,
+    EPOCH_ROUNDS,
+    STATE_CACHE_HITS,
+    STATE_CACHE_MISSES,
+    backfill_labels,
+)
 from compute.stream.tasks import (
     TaskEnv,
     backfill_task,
@@ -95,11 +103,13 @@ class RoundOutput:
 
 
 class EpochRound:
-    def __init__(self, spark: SparkSession, store: ObjectStore, barrier: Barrier, target_round_s: float) -> None:
+    def __init__(self, spark: SparkSession, store: ObjectStore, barrier: Barrier, target_round_s: float, *,
+                 generation: str = "", cache_bytes: tuple[int, int] | None = None) -> None:
         self.spark = spark
         self.store = store
         self.barrier = barrier
-        self.env = TaskEnv(store.url, barrier.epoch.curr, barrier.epoch.prev)
+        state_bytes, block_bytes = cache_bytes or (DEFAULT_STATE_CACHE_BYTES, None)
+        self.env = TaskEnv(store.url, barrier.epoch.curr, barrier.epoch.prev, generation, state_bytes, block_bytes)
         self.target_round_s = target_round_s
         self.out = RoundOutput()
         self.changelogs: dict[int, list[str]] = defaultdict(list)
@@ -201,6 +211,9 @@ class EpochRound:
         elif kind == "rows":
             self.out.row_deltas[payload["table_id"]] += payload["delta"]
             self.out.rows_in[job_id] += payload["input"]
+        elif kind == "cache":
+            STATE_CACHE_HITS.labels(executor=payload["executor"]).inc(payload["hits"])
+            STATE_CACHE_MISSES.labels(executor=payload["executor"]).inc(payload["misses"])
 
     def _collect_backfill(self, rt: JobRuntime, elapsed: float) -> None:
         """Read the per-actor progress files of every scan and report what changed."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from compute.cache.state_cache import DEFAULT_STATE_CACHE_BYTES, TableCache, cache_manager
 from compute.executor.agg_input_state import split_tagged
 from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
 from compute.executor.hash_agg import HashAggSpec, fold
@@ -32,7 +33,7 @@ from compute.executor.top_n import TopNSpec, top_n_epoch, touched_groups
 from risingspark.barrier import VnodeProgress
 from risingspark.chunk import VNODE
 from risingspark.keys import encode_key
-from risingspark.storage.cache import block_cache
+from risingspark.storage.cache import block_cache, meta_cache
 from risingspark.storage.changelog import read_changelog, write_changelog
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import get_object_store
@@ -49,12 +50,34 @@ Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 @dataclass(frozen=True)
 class TaskEnv:
+    """What every task of an epoch round knows: the store, the epoch pair, and this worker's cache
+    budgets and the compute node's generation (`compute.cache.state_cache`)."""
+
     store_url: str
     epoch: int
     prev_epoch: int
+    generation: str = ""
+    state_cache_bytes: int = DEFAULT_STATE_CACHE_BYTES
+    block_cache_bytes: int | None = None
 
     def reader(self) -> StateTableReader:
-        return StateTableReader(get_object_store(self.store_url), block_cache())
+        return StateTableReader(get_object_store(self.store_url), block_cache(self.block_cache_bytes),
+                                metas=meta_cache())
+
+    def cache(self, reader: StateTableReader, desc: StateTableDesc, ssts: tuple[SstableInfo, ...],
+              prefix: int | None = None) -> TableCache:
+        """The executor cache of a state table in this worker, exact as of the previous epoch."""
+        cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix)
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation)
+        return cache
+
+
+def _cache_report(executor: str, *caches: TableCache) -> tuple[str, dict]:
+    hits = misses = 0
+    for c in caches:
+        h, m = c.counters.take()
+        hits, misses = hits + h, misses + m
+    return "cache", {"executor": executor, "hits": hits, "misses": misses}
 
 
 def _collect(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -90,9 +113,12 @@ def materialize_task(env: TaskEnv, desc: StateTableDesc, ssts: tuple[SstableInfo
         rows = _collect(batches)
         if rows is None:
             return
+        cache = None
         if overwrite:
             keys = rows.select([VNODE, *desc.pk_names])
-            old = env.reader().lookup(desc, ssts, env.prev_epoch, keys)
+            reader = env.reader()
+            cache = env.cache(reader, desc, ssts)
+            old = cache.lookup(reader, ssts, env.prev_epoch, keys)
             pairs = pairs_from_dml(desc, rows, old)
         else:
             pairs = pairs_from_changes(desc, rows)
@@ -100,6 +126,9 @@ def materialize_task(env: TaskEnv, desc: StateTableDesc, ssts: tuple[SstableInfo
         items: list[tuple[str, dict]] = [("rows", {"table_id": desc.table_id, "delta": out.row_delta,
                                                    "input": rows.num_rows})]
         _write_outputs(env, desc, out.sst_rows, out.changes, items)
+        if cache is not None:
+            cache.write(out.sst_rows, env.epoch)
+            items.append(_cache_report("materialize", cache))
         yield from _meta(items)
 
     return run
@@ -138,7 +167,9 @@ def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, ssts: dict[int, tuple
             rows, inputs = split_tagged(spec, rows)
         keys = rows.select([VNODE, *spec.group_key])
         reader = env.reader()
-        old = reader.lookup(spec.state, ssts[spec.state.table_id], env.prev_epoch, keys)
+        state_ssts = ssts[spec.state.table_id]
+        cache = env.cache(reader, spec.state, state_ssts)
+        old = cache.lookup(reader, state_ssts, env.prev_epoch, keys)
         old_inputs = {}
         for i in calls:
             desc = spec.calls[i].input_state
@@ -148,6 +179,8 @@ def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, ssts: dict[int, tuple
         agg = fold(spec, rows, old, env.epoch, inputs, old_inputs)
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.state, agg.state_rows, None, items)
+        cache.write(agg.state_rows, env.epoch)
+        items.append(_cache_report("hash_agg", cache))
         for i, state_rows in agg.input_state_rows.items():
             desc = spec.calls[i].input_state
             assert desc is not None
@@ -218,13 +251,19 @@ def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, .
             return
         read_left, read_right = keys_to_read(spec, rows)
         reader = env.reader()
-        left = reader.lookup(spec.left, left_ssts, env.prev_epoch, read_left, columns=list(spec.left_key))
-        right = reader.lookup(spec.right, right_ssts, env.prev_epoch,
-                              read_right.rename_columns([VNODE, *spec.right_key]), columns=list(spec.right_key))
+        n = len(spec.left_key)
+        left_cache = env.cache(reader, spec.left, left_ssts, prefix=n)
+        right_cache = env.cache(reader, spec.right, right_ssts, prefix=n)
+        left = left_cache.lookup(reader, left_ssts, env.prev_epoch, read_left)
+        right = right_cache.lookup(reader, right_ssts, env.prev_epoch,
+                                   read_right.rename_columns([VNODE, *spec.right_key]))
         out = join_epoch(spec, rows, left, right, env.epoch, (read_left, read_right))
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.left, out.left_state_rows, None, items)
         _write_outputs(env, spec.right, out.right_state_rows, None, items)
+        left_cache.write(out.left_state_rows, env.epoch)
+        right_cache.write(out.right_state_rows, env.epoch)
+        items.append(_cache_report("hash_join", left_cache, right_cache))
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from out.changes.to_batches(max_chunksize=65536)

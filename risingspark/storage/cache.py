@@ -101,6 +101,15 @@ class BlockCache:
                 self._bytes -= evicted
                 self._evictions += 1
 
+    def resize(self, capacity_bytes: int) -> None:
+        """A new capacity; the least recently used entries go until the rest fits."""
+        with self._lock:
+            self._capacity = max(0, int(capacity_bytes))
+            while self._bytes > self._capacity and self._entries:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self._bytes -= evicted
+                self._evictions += 1
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
@@ -121,15 +130,18 @@ class BlockCache:
 
 
 _GLOBAL: BlockCache | None = None
+_META: BlockCache | None = None
 _GLOBAL_LOCK = threading.Lock()
+META_CACHE_SHARE = 0.5  # the meta cache's capacity, as a share of the block cache's
 
 
-def block_cache() -> BlockCache:
-    """The process-global cache, sized by ``RISINGSPARK_BLOCK_CACHE_MB`` (default 512) at first use."""
+def block_cache(capacity_bytes: int | None = None) -> BlockCache:
+    """The process-global cache, sized by `capacity_bytes` (a Spark task brings its compute node's
+    budget; a change resizes it), else by ``RISINGSPARK_BLOCK_CACHE_MB`` (default 512) at first use."""
     global _GLOBAL
-    if _GLOBAL is None:
-        with _GLOBAL_LOCK:
-            if _GLOBAL is None:
+    with _GLOBAL_LOCK:
+        if _GLOBAL is None:
+            if capacity_bytes is None:
                 raw = os.environ.get(BLOCK_CACHE_ENV, "")
                 try:
                     mb = float(raw) if raw.strip() else DEFAULT_BLOCK_CACHE_MB
@@ -137,6 +149,23 @@ def block_cache() -> BlockCache:
                     logger.warning("ignoring invalid %s=%r, using %d MB", BLOCK_CACHE_ENV, raw,
                                    DEFAULT_BLOCK_CACHE_MB)
                     mb = DEFAULT_BLOCK_CACHE_MB
-                _GLOBAL = BlockCache(int(mb * 1024 * 1024))
-                logger.info("block cache of %.0f MB", mb)
-    return _GLOBAL
+                capacity_bytes = int(mb * 1024 * 1024)
+            _GLOBAL = BlockCache(capacity_bytes)
+            logger.info("block cache of %.0f MB", capacity_bytes / 2**20)
+        elif capacity_bytes is not None and capacity_bytes != _GLOBAL.capacity_bytes:
+            _GLOBAL.resize(capacity_bytes)
+        return _GLOBAL
+
+
+def meta_cache() -> BlockCache:
+    """The process-global cache of SST indexes (`risingspark.storage.sst_meta`, RisingWave's meta
+    cache), `META_CACHE_SHARE` of the block cache's capacity."""
+    global _META
+    blocks = block_cache()
+    with _GLOBAL_LOCK:
+        capacity = int(blocks.capacity_bytes * META_CACHE_SHARE)
+        if _META is None:
+            _META = BlockCache(capacity)
+        elif _META.capacity_bytes != capacity:
+            _META.resize(capacity)
+        return _META
