@@ -85,6 +85,7 @@ class CacheManager:
         self._entries: OrderedDict[tuple[str, bytes], tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._tables: dict[str, TableCache] = {}
+        self._keys: dict[str, set[bytes]] = {}  # per table, the keys it holds
         self.evictions = 0
         self.lock = threading.RLock()
 
@@ -120,29 +121,49 @@ class CacheManager:
         return entry[0]
 
     def _put(self, name: str, key: bytes, value: Any, size: int) -> None:
-        old = self._entries.pop((name, key), None)
-        if old is not None:
-            self._bytes -= old[1]
+        self._drop(name, key)
         if size > self.capacity_bytes:
             return
         self._entries[(name, key)] = (value, size)
+        self._keys.setdefault(name, set()).add(key)
         self._bytes += size
         self._evict()
+
+    def _resize(self, name: str, key: bytes, delta: int) -> None:
+        """An entry's value grew (or shrank) by `delta` bytes in place."""
+        entry = self._entries.get((name, key))
+        if entry is None:
+            return
+        self._entries[(name, key)] = (entry[0], entry[1] + delta)
+        self._bytes += delta
+        if delta > 0:
+            self._evict()
 
     def _drop(self, name: str, key: bytes) -> None:
         old = self._entries.pop((name, key), None)
         if old is not None:
             self._bytes -= old[1]
+            self._keys[name].discard(key)
+
+    def _held(self, name: str) -> int:
+        return len(self._keys.get(name, ()))
 
     def _drop_table(self, name: str) -> None:
-        for k in [k for k in self._entries if k[0] == name]:
-            self._bytes -= self._entries.pop(k)[1]
+        for key in self._keys.pop(name, set()):
+            self._bytes -= self._entries.pop((name, key))[1]
 
     def _evict(self) -> None:
         while self._bytes > self.capacity_bytes and self._entries:
-            _, (_, size) = self._entries.popitem(last=False)
+            (name, key), (_, size) = self._entries.popitem(last=False)
+            self._keys[name].discard(key)
             self._bytes -= size
             self.evictions += 1
+
+
+class _Group(dict):
+    """A prefix entry: full key → row, with the running size of its rows."""
+
+    size: int = 0
 
 
 class TableCache:
@@ -217,6 +238,8 @@ class TableCache:
     def _apply(self, rows: pa.Table) -> None:
         """Apply row versions (SST shape) to the entries held; keys not held stay uncached. Within
         `rows`, a key's newest version wins."""
+        if not self.manager._held(self.name):
+            return
         rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
         full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
         tomb = rows.column(TOMBSTONE).to_pylist()
@@ -232,11 +255,13 @@ class TableCache:
             group = self.manager._get(self.name, p)
             if group is _ABSENT:
                 continue
-            if dead:
-                group.pop(key, None)
-            else:
+            old = group.pop(key, None)
+            delta = -_row_size(key, old) if old is not None else 0
+            if not dead:
                 group[key] = row
-            self.manager._put(self.name, p, group, _group_size(p, group))
+                delta += _row_size(key, row)
+            group.size += delta
+            self.manager._resize(self.name, p, delta)
 
     # ---- lookups ------------------------------------------------------------------------------
     def lookup(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int, keys: pa.Table) -> pa.Table:
@@ -292,15 +317,17 @@ class TableCache:
                 return
             prefixes = encode_keys(found.column(VNODE),
                                    [found.column(n) for n in self.desc.pk_names[:self.prefix]]).to_pylist()
-            groups: dict[bytes, dict[bytes, tuple]] = {k: {} for k in keys}
+            groups: dict[bytes, _Group] = {k: _Group() for k in keys}
             for p, key, row in zip(prefixes, full, values, strict=True):
-                groups.setdefault(p, {})[key] = row
+                group = groups.setdefault(p, _Group())
+                group[key] = row
+                group.size += _row_size(key, row)
             for p, group in groups.items():
-                self.manager._put(self.name, p, group, _group_size(p, group))
+                self.manager._put(self.name, p, group, 64 + len(p) + group.size)
 
 
-def _group_size(prefix: bytes, group: dict[bytes, tuple]) -> int:
-    return 64 + len(prefix) + sum(_size_of(row) + len(k) + 32 for k, row in group.items())
+def _row_size(key: bytes, row: tuple) -> int:
+    return _size_of(row) + len(key) + 32
 
 
 _MANAGER: CacheManager | None = None
