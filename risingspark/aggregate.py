@@ -18,8 +18,14 @@ keyed by ``(group key, value, order columns)`` and distributed by the group key:
     | group key ... | value | order column ... | _count |
 
 holding the multiplicity of every distinct non-NULL input (array_agg: NULLs too; again a signed sum);
-its result is
-computed from the rows of the group (`compute.executor.agg_input_state`).
+its result is computed from the rows of the group (`compute.executor.agg_input_state`). min and max
+(without DISTINCT) keep one row per input row instead, as RisingWave's min/max state, keyed by the
+input's stream key too and holding no count::
+
+    | group key ... | value | input stream key ... |
+
+so an input row's insert writes its key and its delete a tombstone, neither reading anything; a cache
+of each group's extreme keys gives the result (`compute.cache.extreme_cache`).
 
 >>> from risingspark.types import INT4
 >>> agg_return_type("sum", INT4)
@@ -27,6 +33,8 @@ DataType(name=<TypeName.BIGINT: 'bigint'>, precision=None, scale=None)
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from risingspark.errors import FeatureNotSupported, UndefinedFunction
 from risingspark.types import (
@@ -40,6 +48,9 @@ from risingspark.types import (
     Field,
     TypeName,
 )
+
+if TYPE_CHECKING:
+    from risingspark.storage.desc import StateTableDesc
 
 ROW_COUNT = "_row_count"
 VALUE_COUNT = "_count"
@@ -139,6 +150,21 @@ def agg_state_fields(group_fields: list[Field], calls: list[tuple[str, DataType 
         if kind in ("bool_and", "bool_or"):
             out.append(Field(true_column(i), INT8))
     return tuple(out)
+
+
+def extreme_state_fields(group_fields: list[Field], value: Field, row_key: list[Field]) -> tuple[Field, ...]:
+    """The columns of min's and max's input state table: the group key, the value, then the input's
+    stream key; every column is in the pk (one row per input row, no count: see
+    `compute.cache.extreme_cache`)."""
+    names = [f.name for f in (*group_fields, value, *row_key)]
+    assert len(set(names)) == len(names) and VALUE_COUNT not in names, names
+    return tuple(Field(f.name, f.type) for f in (*group_fields, value, *row_key))
+
+
+def keyed_by_row(desc: StateTableDesc) -> bool:
+    """Whether an input state table keeps one row per input row (min and max, `extreme_state_fields`)
+    rather than a count per value."""
+    return VALUE_COUNT not in desc.names
 
 
 def input_state_fields(group_fields: list[Field], value: Field, order: list[Field]) -> tuple[Field, ...]:

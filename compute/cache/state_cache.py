@@ -89,15 +89,19 @@ class CacheManager:
         self.evictions = 0
         self.lock = threading.RLock()
 
-    def table(self, name: str, desc: StateTableDesc, prefix: int | None = None) -> TableCache:
+    def table(self, name: str, desc: StateTableDesc, prefix: int | None = None, *,
+              kind: type[TableCache] | None = None, **options: Any) -> TableCache:
         """The cache of a state table (`name` tells the store and table apart); `prefix` pk columns
-        per entry for a prefix cache, None for a point cache."""
+        per entry for a prefix cache, None for a point cache; `kind` and `options` for another kind of
+        cache (`compute.cache.extreme_cache`)."""
+        kind = kind or TableCache
         with self.lock:
             cache = self._tables.get(name)
-            if cache is None or cache.desc != desc or cache.prefix != prefix:
+            if cache is None or type(cache) is not kind or cache.desc != desc or cache.prefix != prefix \
+                    or any(getattr(cache, k) != v for k, v in options.items()):
                 if cache is not None:
                     cache.clear()
-                cache = self._tables[name] = TableCache(self, name, desc, prefix)
+                cache = self._tables[name] = kind(self, name, desc, prefix, **options)
             return cache
 
     def resize(self, capacity_bytes: int) -> None:

@@ -76,9 +76,10 @@ class InputFold:
 
 
 def value_columns(call: AggCallSpec) -> list[str]:
-    """The input columns a call keeps: its argument, then its ORDER BY columns."""
+    """The input columns a call keeps: its argument, then its ORDER BY columns (min and max: then
+    the input's stream key)."""
     assert call.arg is not None
-    return [call.arg, *(name for name, _, _ in call.order)]
+    return [call.arg, *(name for name, _, _ in call.order), *call.row_key]
 
 
 def input_deltas(group_key: tuple[str, ...], call: AggCallSpec, rows: pa.Table, op: pa.Array) -> pa.Table:

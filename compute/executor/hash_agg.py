@@ -12,15 +12,23 @@ existence still comes from its row count. State layout: `risingspark.aggregate`.
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.agg_input_state import fold_input, input_deltas
+from compute.executor.agg_input_state import InputFold, fold_input, input_deltas
 from compute.executor.keyed import left_join
 from compute.executor.materialize import AFTER, BEFORE, Pairs, _sst_part
-from risingspark.aggregate import ROW_COUNT, count_column, sum_column, sum_state_type, true_column
+from risingspark.aggregate import (
+    ROW_COUNT,
+    count_column,
+    keyed_by_row,
+    sum_column,
+    sum_state_type,
+    true_column,
+)
 from risingspark.chunk import OP, VNODE, signs
 from risingspark.storage.desc import StateTableDesc
 from risingspark.types import DataType, TypeName
@@ -39,6 +47,15 @@ class AggCallSpec:
     order: tuple[tuple[str, bool, bool], ...] = ()  # (input column, descending, nulls first)
     delimiter: str | None = None  # string_agg's
     input_state: StateTableDesc | None = None  # the materialized input state, when the call keeps one
+
+    @property
+    def row_key(self) -> tuple[str, ...]:
+        """The input's stream key columns, for a call whose input state keeps one row per input row
+        (min and max: `risingspark.aggregate.extreme_state_fields`)."""
+        if self.input_state is None or not keyed_by_row(self.input_state) or self.arg is None:
+            return ()
+        names = self.input_state.names
+        return tuple(names[names.index(self.arg) + 1:])
 
 
 @dataclass(frozen=True)
@@ -129,9 +146,11 @@ def spark_partials(spec: HashAggSpec) -> list[tuple[str, str]]:
 
 
 def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int,
-         input_deltas: dict[int, pa.Table] | None = None, old_inputs: dict[int, pa.Table] | None = None) -> AggOutput:
+         input_deltas: dict[int, pa.Table] | None = None, old_inputs: dict[int, pa.Table] | None = None,
+         input_fold: Callable[[int, pa.Table], InputFold] | None = None) -> AggOutput:
     """Add per-group partials (`deltas`' shape) to the groups' state and derive the outputs; calls
-    with an input state fold `input_deltas[i]` into `old_inputs[i]` (see `apply`)."""
+    with an input state fold `input_deltas[i]` into `old_inputs[i]` (see `apply`), or, when given,
+    with `input_fold(i, groups)` (the groups: ``_vnode`` + group key, in output order)."""
     keys = [VNODE, *spec.group_key]
     joined = left_join(delta, old_state, keys, right_suffix=OLD)
     partials = [f.name for f in spec.state.fields if f.name not in spec.group_key]
@@ -166,8 +185,11 @@ def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int,
     input_rows: dict[int, pa.Table] = {}
     for i, c in enumerate(spec.calls):
         if c.input_state is not None:
-            assert input_deltas is not None and old_inputs is not None
-            f = fold_input(spec.group_key, c, groups, input_deltas[i], old_inputs[i], epoch)
+            if input_fold is not None:
+                f = input_fold(i, groups)
+            else:
+                assert input_deltas is not None and old_inputs is not None
+                f = fold_input(spec.group_key, c, groups, input_deltas[i], old_inputs[i], epoch)
             input_rows[i] = f.state_rows
             pairs[f"{c.output}{BEFORE}"] = f.before
             pairs[f"{c.output}{AFTER}"] = f.after

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from compute.cache.extreme_cache import ExtremeCache
 from compute.cache.state_cache import DEFAULT_STATE_CACHE_BYTES, TableCache, cache_manager
-from compute.executor.agg_input_state import split_tagged
+from compute.executor.agg_extreme import fold_extreme
+from compute.executor.agg_input_state import InputFold, fold_input, split_tagged
 from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
@@ -30,6 +32,7 @@ from compute.executor.temporal_filter import (
     temporal_filter_epoch,
 )
 from compute.executor.top_n import TopNSpec, top_n_epoch, touched_groups
+from risingspark.aggregate import keyed_by_row
 from risingspark.barrier import VnodeProgress
 from risingspark.chunk import VNODE
 from risingspark.keys import encode_key
@@ -68,6 +71,16 @@ class TaskEnv:
               prefix: int | None = None) -> TableCache:
         """The executor cache of a state table in this worker, exact as of the previous epoch."""
         cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix)
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation)
+        return cache
+
+    def extreme_cache(self, reader: StateTableReader, desc: StateTableDesc, ssts: tuple[SstableInfo, ...],
+                      prefix: int, *, descending: bool) -> ExtremeCache:
+        """The cache of min's or max's input state (its groups' extreme keys), exact as of the
+        previous epoch."""
+        cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix,
+                                                            kind=ExtremeCache, descending=descending)
+        assert isinstance(cache, ExtremeCache)
         cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation)
         return cache
 
@@ -171,16 +184,33 @@ def hash_agg_changes_task(env: TaskEnv, spec: HashAggSpec, ssts: dict[int, tuple
         cache = env.cache(reader, spec.state, state_ssts)
         old = cache.lookup(reader, state_ssts, env.prev_epoch, keys)
         old_inputs = {}
+        extremes: dict[int, ExtremeCache] = {}
         for i in calls:
-            desc = spec.calls[i].input_state
+            call = spec.calls[i]
+            desc = call.input_state
             assert desc is not None
+            if call.row_key or keyed_by_row(desc):  # min / max: a cache of each group's extreme keys
+                extremes[i] = env.extreme_cache(reader, desc, ssts[desc.table_id], len(spec.group_key),
+                                                descending=call.kind == "max")
+                continue
             old_inputs[i] = reader.lookup(desc, ssts[desc.table_id], env.prev_epoch, keys,
                                           columns=list(spec.group_key))
-        agg = fold(spec, rows, old, env.epoch, inputs, old_inputs)
+
+        def input_fold(i: int, groups: pa.Table) -> InputFold:
+            call = spec.calls[i]
+            if i in extremes:
+                assert call.input_state is not None
+                return fold_extreme(spec.group_key, call, groups, inputs[i], extremes[i], reader,
+                                    ssts[call.input_state.table_id], env.prev_epoch, env.epoch)
+            return fold_input(spec.group_key, call, groups, inputs[i], old_inputs[i], env.epoch)
+
+        agg = fold(spec, rows, old, env.epoch, inputs, old_inputs, input_fold)
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.state, agg.state_rows, None, items)
         cache.write(agg.state_rows, env.epoch)
         items.append(_cache_report("hash_agg", cache))
+        if extremes:
+            items.append(_cache_report("agg_min_max", *extremes.values()))
         for i, state_rows in agg.input_state_rows.items():
             desc = spec.calls[i].input_state
             assert desc is not None

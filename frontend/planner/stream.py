@@ -39,7 +39,12 @@ from frontend.binder import (
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from frontend.temporal_filter import TemporalCond
-from risingspark.aggregate import agg_state_fields, input_state_fields, needs_input_state
+from risingspark.aggregate import (
+    agg_state_fields,
+    extreme_state_fields,
+    input_state_fields,
+    needs_input_state,
+)
 from risingspark.catalog import BackfillType
 from risingspark.errors import DuplicateColumn, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
@@ -350,6 +355,14 @@ class _StreamPlanner:
                 in_fields.append(Field(f"_ord{j}_{n}", e.type))
                 order.append((len(in_fields) - 1, desc, nulls_first))
             calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter))
+        # min and max keep one input state row per input row, keyed by (group, value, the input's
+        # stream key): the input carries its stream key to them (`compute.cache.extreme_cache`)
+        row_key: list[int] = []
+        if any(c.kind in ("min", "max") and not c.distinct for c in calls):
+            for n, i in enumerate(node.stream_key):
+                in_exprs.append(InputRef(i, node.fields[i].name, node.fields[i].type))
+                in_fields.append(Field(f"_sk{n}", node.fields[i].type))
+                row_key.append(len(in_fields) - 1)
         k = len(groups)
         gkey = tuple(range(k))
         project = StreamProject(fields=tuple(in_fields), stream_key=gkey, input=node,
@@ -367,6 +380,10 @@ class _StreamPlanner:
                 input_states.append(None)
                 continue
             assert c.arg is not None
+            if c.kind in ("min", "max") and not c.distinct:
+                columns = extreme_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[i] for i in row_key])
+                input_states.append(self.state_table(columns, tuple(range(len(columns))), gkey))
+                continue
             columns = input_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[o] for o, _, _ in c.order])
             input_states.append(self.state_table(columns, tuple(range(len(columns) - 1)), gkey))
         agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,

@@ -5,13 +5,18 @@ The rule (L0 -> L1, L1 being the bottom level):
 - Trigger when L0 has at least `l0_trigger_sub_levels` sub-levels and either L0 holds at least
   ``l0_to_l1_size_ratio`` times L1's bytes (compacting then costs little rewriting of L1) or L0 has
   reached `l0_max_sub_levels` (reads merge too many files: compact whatever the cost).
-- Pick *all* L0 sub-levels, oldest to newest, and every L1 SST whose vnode range overlaps a picked L0
-  SST. The output replaces them as L1 SSTs that share no vnode.
+- Pick the L0 sub-levels oldest to newest, all but the newest `l0_keep_sub_levels`, and every L1 SST
+  whose vnode range overlaps a picked L0 SST. The output replaces them as L1 SSTs that share no vnode.
+  The newest sub-levels stay in L0 (as RisingWave's L0 keeps recent sub-levels while older ones
+  compact): they are the writes of the last few epochs, which a worker's executor cache that missed
+  them reads to catch up (`compute.cache.state_cache`); once a write leaves L0 for a level that holds
+  the whole table, a lagging cache can no longer find it and must start over.
 
-Why dropping tombstones is safe: versions of a key can only live in L0 (all picked) or in the one L1
-SST covering its vnode (picked when that vnode appears in L0; L1 SSTs never share a vnode). So the task
-sees every version of every key it touches; a tombstone that is the newest kept version hides nothing
-outside the task and can go. Readers that pinned an older version keep reading the files of that
+Why dropping tombstones is safe: the versions of a key older than a picked one can only live in the
+older L0 sub-levels (all picked) or in the one L1 SST covering its vnode (picked when that vnode appears
+in a picked L0 SST; L1 SSTs never share a vnode). So the task sees every version of every key it touches
+except newer ones in the sub-levels it leaves in L0; a tombstone that is the newest version in the task
+hides nothing outside the task and can go (a newer version left in L0 still wins over the output). Readers that pinned an older version keep reading the files of that
 version, which are deleted only once no reader pins them; `safe_epoch` (when set) also keeps every
 version newer than it for readers at an older epoch of the new version.
 """
@@ -35,12 +40,14 @@ class CompactionConfig:
         l0_max_sub_levels: compact regardless of the size ratio at this many sub-levels.
         l0_to_l1_size_ratio: compact when L0 bytes >= this ratio times L1 bytes.
         target_file_rows: rows per output SST (an SST holding one huge vnode may exceed it).
+        l0_keep_sub_levels: the newest sub-levels a compaction leaves in L0.
     """
 
     l0_trigger_sub_levels: int = 8
     l0_max_sub_levels: int = 64
     l0_to_l1_size_ratio: float = 0.1
     target_file_rows: int = 262144
+    l0_keep_sub_levels: int = 3
 
 
 @dataclass(frozen=True)
@@ -80,21 +87,23 @@ def pick_compaction(levels: TableLevels, config: CompactionConfig, *,
     depth = len(levels.l0)
     if depth < config.l0_trigger_sub_levels:
         return None
-    l0_ssts = [s for sub in levels.l0 for s in sub.ssts]
-    l0_bytes = sum(s.size_bytes for s in l0_ssts)
+    l0_bytes = sum(s.size_bytes for sub in levels.l0 for s in sub.ssts)
     l1_bytes = sum(s.size_bytes for s in levels.l1)
     if l0_bytes < config.l0_to_l1_size_ratio * l1_bytes and depth < config.l0_max_sub_levels:
         logger.debug("table %d: %d L0 sub-levels, %d bytes vs %d in L1: not compacting yet",
                      levels.table_id, depth, l0_bytes, l1_bytes)
         return None
+    picked = levels.l0[:max(1, depth - config.l0_keep_sub_levels)]
+    l0_ssts = [s for sub in picked for s in sub.ssts]
     ranges = [(s.min_vnode, s.max_vnode) for s in l0_ssts]
     l1_ssts = [s for s in levels.l1 if _overlaps_any(s, ranges)]
     task = CompactionTask(table_id=levels.table_id, input_ssts=tuple(l0_ssts + l1_ssts), target_level=1,
-                          drop_tombstones=True, l0_sub_levels=tuple(sub.sub_level_id for sub in levels.l0),
+                          drop_tombstones=True, l0_sub_levels=tuple(sub.sub_level_id for sub in picked),
                           safe_epoch=safe_epoch)
-    logger.info("table %d: picked compaction of %d L0 sub-levels (%d SSTs, %d bytes) and %d of %d L1 "
-                "SSTs (%d bytes)", levels.table_id, depth, len(l0_ssts), l0_bytes, len(l1_ssts),
-                len(levels.l1), sum(s.size_bytes for s in l1_ssts))
+    logger.info("table %d: picked compaction of %d of %d L0 sub-levels (%d SSTs, %d bytes) and %d of %d L1 "
+                "SSTs (%d bytes)", levels.table_id, len(picked), depth, len(l0_ssts),
+                sum(s.size_bytes for s in l0_ssts), len(l1_ssts), len(levels.l1),
+                sum(s.size_bytes for s in l1_ssts))
     return task
 
 

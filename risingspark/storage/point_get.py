@@ -168,7 +168,7 @@ def lookup_rows(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[Sstabl
         i = int(np.searchsorted(vnodes, sst.min_vnode, side="left"))
         if i >= len(vnodes) or vnodes[i] > sst.max_vnode:
             continue
-        part = _lookup_sst(reader, desc, sst, keys)
+        part, _ = _lookup_sst(reader, desc, sst, keys)
         if part is not None and part.num_rows:
             if epoch is not None and sst.max_epoch > epoch:
                 part = part.filter(pa.array(part.column(EPOCH).to_numpy() <= epoch))
@@ -189,9 +189,14 @@ def ranges_to_indices(start: np.ndarray, length: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + np.repeat(start - offsets, length)
 
 
-def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, keys: LookupKeys) -> pa.Table | None:
+def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, keys: LookupKeys,
+                edge: tuple[int, bool] | None = None) -> tuple[pa.Table | None, np.ndarray]:
+    """The rows of one SST with a key starting with one of `keys`, and the indices of the keys whose
+    rows it did not read whole: with `edge` ``(blocks, from_end)``, at most that many blocks per key
+    are read, from the end of its range (or its start)."""
     meta = reader.meta(sst.path)
     lo, hi = keys.lo, keys.hi
+    index = np.arange(len(lo))
     if meta.indexed:
         wanted = (lo <= np.array([meta.last_key])) & (hi > meta.first_keys[:1])
         if meta.bloom is not None and meta.bloom_prefix <= keys.columns and wanted.any():
@@ -199,13 +204,22 @@ def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, key
             wanted[idx] &= meta.bloom.may_contain(keys.prefix(desc, meta.bloom_prefix).take(pa.array(idx)))
         if not wanted.all():
             if not wanted.any():
-                return None
-            lo, hi = lo[wanted], hi[wanted]
+                return None, np.zeros(0, dtype=np.int64)
+            lo, hi, index = lo[wanted], hi[wanted], index[wanted]
         # the blocks first..last of each key (both non-decreasing, as the keys are sorted)
         first = np.maximum(np.searchsorted(meta.first_keys, lo, side="left") - 1, 0)
         last = np.maximum(np.searchsorted(meta.first_keys, hi, side="left") - 1, 0)
     else:
         first = last = np.zeros(len(lo), dtype=np.int64)
+    partial = np.zeros(0, dtype=np.int64)
+    if edge is not None:  # still non-decreasing after the cut
+        count, from_end = edge
+        if from_end:
+            cut = np.maximum(first, last - count + 1)
+            partial, first = index[cut > first], cut
+        else:
+            cut = np.minimum(last, first + count - 1)
+            partial, last = index[cut < last], cut
     spans = last - first + 1
     needed = np.unique(ranges_to_indices(first, spans))
     blocks = reader.blocks(desc, sst.path, meta, needed.tolist())
@@ -220,5 +234,75 @@ def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, key
         if len(rows):
             pieces.append(block.rows.take(pa.array(rows)))
     if not pieces:
-        return None
-    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        return None, partial
+    return (pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]), partial
+
+
+@dataclass(frozen=True)
+class EdgeRows:
+    """The rows at one end of each key prefix's range (`edge_rows`).
+
+    Attributes:
+        rows: every version of every key on the exact side of its prefix's bound (`file_schema`, not
+            merged), sorted by key.
+        bounds: per prefix (in `LookupKeys` order), None when its whole range was read, else the
+            bound (a key's true bytes, not zero-padded): from the end, the keys above it are exact (all
+            their versions were read); from the start, the keys below it.
+    """
+
+    rows: pa.Table
+    bounds: list[bytes | None]
+
+
+def edge_rows(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+              keys: LookupKeys, blocks: int, from_end: bool) -> EdgeRows:
+    """The keys nearest one end of each prefix's range, reading at most `blocks` blocks per prefix
+    and SST — a bounded scan, as RisingWave's TopN and min/max caches load the top of a group.
+
+    Each SST whose read of a prefix stopped short gives a bound: from the end, its smallest key read
+    (the versions of that key may continue in the block before, which was not read: only the keys
+    above it are whole); from the start, its greatest key read. A prefix's bound is the tightest of
+    its SSTs' (the greatest from the end, the least from the start); only keys strictly on the read
+    side of it are kept, so every version of every kept key is among the rows, whichever SST holds
+    it, and the MVCC merge of the rows gives their exact values."""
+    schema_rows: list[pa.Table] = []
+    bounds: list[bytes | None] = [None] * len(keys)
+    for sst in ssts:
+        if epoch is not None and sst.min_epoch > epoch:
+            continue
+        part, partial = _lookup_sst(reader, desc, sst, keys, (blocks, from_end))
+        if part is not None and part.num_rows and epoch is not None and sst.max_epoch > epoch:
+            part = part.filter(pa.array(part.column(EPOCH).to_numpy() <= epoch))
+        if part is not None and part.num_rows:
+            schema_rows.append(part)
+        if not len(partial):
+            continue
+        if part is not None and part.num_rows:
+            row_keys = key_matrix(part.column(KEY), keys.lo.itemsize)
+            owner = np.searchsorted(keys.lo, row_keys, side="right") - 1
+        else:
+            row_keys, owner = np.zeros(0, dtype=keys.lo.dtype), np.zeros(0, dtype=np.int64)
+        for i in partial.tolist():
+            mine = np.flatnonzero(owner == i)
+            if len(mine) and part is not None:  # an SST's rows come sorted by key; the bound keeps its true bytes
+                b = part.column(KEY)[int(mine[0] if from_end else mine[-1])].as_py()
+            else:  # read short without reaching the range: no key of the prefix is known whole
+                b = keys.encoded[i].as_py() + b"\xff" if from_end else keys.encoded[i].as_py()
+            old = bounds[i]
+            if old is None or (b > old if from_end else b < old):
+                bounds[i] = b
+    if not schema_rows:
+        return EdgeRows(file_schema(desc).empty_table(), bounds)
+    rows = pa.concat_tables(schema_rows)
+    rows = rows.take(pc.sort_indices(rows, sort_keys=[(KEY, "ascending"), (EPOCH, "descending")]))
+    if any(b is not None for b in bounds):
+        row_keys = key_matrix(rows.column(KEY), keys.lo.itemsize)
+        owner = np.searchsorted(keys.lo, row_keys, side="right") - 1
+        limit = np.array([b if b is not None else b"" for b in bounds], dtype=object)
+        has = np.array([b is not None for b in bounds])
+        keep = np.ones(rows.num_rows, dtype=bool)
+        for i in np.flatnonzero(has).tolist():
+            mine = owner == i
+            keep[mine] = (row_keys[mine] > limit[i]) if from_end else (row_keys[mine] < limit[i])
+        rows = rows.filter(pa.array(keep))
+    return EdgeRows(rows, bounds)

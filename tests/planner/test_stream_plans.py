@@ -71,7 +71,8 @@ def test_plan(case: str) -> None:
 
 def test_materialized_input_states_have_their_own_tables():
     """min/max/DISTINCT/string_agg calls each get a state table keyed by (group key, value[, order
-    columns]) and distributed by the group key; count/sum/bool_or keep partials in the agg's table."""
+    columns]) and distributed by the group key — min and max one row per input row, keyed by the
+    input's stream key too, with no count; count/sum/bool_or keep partials in the agg's table."""
     sql = ("CREATE MATERIALIZED VIEW m AS SELECT customer_id, min(amount), count(DISTINCT status), "
            "string_agg(status, ',' ORDER BY created_at DESC), sum(amount), bool_or(status = 'paid') "
            "FROM orders GROUP BY customer_id")
@@ -82,7 +83,7 @@ def test_materialized_input_states_have_their_own_tables():
     assert [d.table_id for d in (mv, agg, *inputs)] == [100, 101, 102, 103, 104]
     assert [f.name for f in agg.fields] == ["_g0", "_row_count", "_a3_count", "_a3_sum", "_a4_count", "_a4_true"]
     layouts = [([f.name for f in d.fields], d.pk, d.dist_key) for d in inputs]
-    assert layouts == [(["_g0", "_arg0", "_count"], (0, 1), (0,)),
+    assert layouts == [(["_g0", "_arg0", "_sk0"], (0, 1, 2), (0,)),
                        (["_g0", "_arg1", "_count"], (0, 1), (0,)),
                        (["_g0", "_arg2", "_ord2_0", "_count"], (0, 1, 2), (0,))]
     # validating a query plans it with placeholder ids

@@ -17,13 +17,24 @@ def l0(n: int, size: int = 10, ranges=((0, 9),)) -> tuple[SubLevel, ...]:
 
 
 L1 = (sst("a", 0, 3, 1000, 1), sst("b", 4, 9, 1000, 1), sst("c", 10, 19, 1000, 1), sst("d", 20, 255, 1000, 1))
-CONFIG = CompactionConfig(l0_trigger_sub_levels=4, l0_max_sub_levels=10, l0_to_l1_size_ratio=0.1)
+CONFIG = CompactionConfig(l0_trigger_sub_levels=4, l0_max_sub_levels=10, l0_to_l1_size_ratio=0.1,
+                          l0_keep_sub_levels=0)
 
 
 def test_defaults():
     c = CompactionConfig()
-    assert (c.l0_trigger_sub_levels, c.l0_max_sub_levels, c.l0_to_l1_size_ratio, c.target_file_rows) == (
-        8, 64, 0.1, 262144)
+    assert (c.l0_trigger_sub_levels, c.l0_max_sub_levels, c.l0_to_l1_size_ratio, c.target_file_rows,
+            c.l0_keep_sub_levels) == (8, 64, 0.1, 262144, 3)
+
+
+def test_the_newest_sub_levels_stay_in_l0():
+    config = CompactionConfig(l0_trigger_sub_levels=4, l0_max_sub_levels=10, l0_keep_sub_levels=3)
+    levels = TableLevels(1, l0(4, size=1000, ranges=((2, 5),)) + (SubLevel(200, (sst("new", 12, 12, 1000),)),),
+                         L1)
+    task = pick_compaction(levels, config)
+    assert task is not None and task.l0_sub_levels == (100, 101)
+    # only L1 SSTs overlapping the picked sub-levels are rewritten (c, 10..19, overlaps only "new")
+    assert [s.path for s in task.input_ssts] == ["s0-0", "s1-0", "a", "b"]
 
 
 def test_not_enough_sub_levels():

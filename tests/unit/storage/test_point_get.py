@@ -10,8 +10,10 @@ import pytest
 
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import StateTableDesc
+from risingspark.storage.memcmp import encode_keys
+from risingspark.storage.mvcc import merge_versions
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.point_get import BlockReader, LookupKeys, lookup_rows
+from risingspark.storage.point_get import BlockReader, LookupKeys, edge_rows, lookup_rows
 from risingspark.storage.reader import StateTableReader
 from risingspark.storage.sst import bloom_prefix, write_sst
 from risingspark.storage.sst_meta import SstMeta
@@ -141,3 +143,40 @@ def test_index_lives_in_the_footer(store):
     assert len(keys) == 1  # deduplicated
     parts = lookup_rows(BlockReader(store, None, None), SIDE, [sst], 1, keys)
     assert [p.num_rows for p in parts] == [1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_edge_rows_are_exact_past_their_bound(store, seed):
+    """A bounded read at one end of each group: past the bound it returns exactly the full read."""
+    rng = random.Random(seed)
+    ssts = []
+    for epoch in range(1, 9):
+        rows = {}
+        for _ in range(rng.randrange(5, 80)):
+            k, i = rng.randrange(6), rng.randrange(40)
+            dead = rng.random() < 0.3
+            rows[(k, i)] = (k % 3, k, i, None if dead else f"e{epoch}", epoch, dead)
+        ssts.append(write_sst(store, SIDE, side_rows(list(rows.values())), f"e/{epoch}.parquet",
+                              level=1 if epoch == 1 else 0, sub_level=0 if epoch == 1 else epoch,
+                              row_group_size=rng.choice([1, 2, 3, 5])))
+    reader = StateTableReader(store, BlockCache(1 << 26), metas=BlockCache(1 << 20))
+    groups = pa.table({"_vnode": pa.array([k % 3 for k in range(7)], pa.int16()), "k": list(range(7))})
+    keys = LookupKeys.of(SIDE, groups, 1)
+    for epoch in (4, 8):
+        full = reader.lookup(SIDE, ssts, epoch, groups, columns=["k"])
+        full_keys = encode_keys(full.column("_vnode"), [full.column("k"), full.column("id")]).to_pylist()
+        for blocks, from_end in [(1, True), (2, True), (1, False), (3, False)]:
+            edge = edge_rows(reader.blocks, SIDE, ssts, epoch, keys, blocks, from_end)
+            merged = merge_versions([edge.rows], SIDE, epoch)
+            got = set(zip(merged.column("k").to_pylist(), merged.column("id").to_pylist(),
+                          merged.column("s").to_pylist(), strict=True))
+            want = set()
+            for key, k, i, s in zip(full_keys, full.column("k").to_pylist(), full.column("id").to_pylist(),
+                                    full.column("s").to_pylist(), strict=True):
+                bound = dict(zip(keys.rows.column("k").to_pylist(), edge.bounds, strict=True))[k]
+                if bound is None or (key > bound if from_end else key < bound):
+                    want.add((k, i, s))
+            assert got == want, (epoch, blocks, from_end)
+            assert any(b is not None for b in edge.bounds) or got == set(
+                zip(full.column("k").to_pylist(), full.column("id").to_pylist(), full.column("s").to_pylist(),
+                    strict=True))
