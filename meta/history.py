@@ -45,13 +45,16 @@ class RingBuffer(Generic[T]):
 @dataclass(frozen=True)
 class BarrierSample:
     """One committed barrier: when it committed (unix seconds), its epoch, the time from injection to
-    commit, the part of it spent committing to the meta store, and the Spark jobs its round ran."""
+    commit, the part of it spent committing to the meta store, the Spark jobs its round ran, and the
+    keys its stateful executors found in their state caches and read from storage."""
 
     at: float
     epoch: int
     duration_s: float
     commit_s: float
     spark_jobs: int
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 @dataclass(frozen=True)

@@ -168,3 +168,5 @@ class EpochResult:
     consumed_dml: tuple[int, ...] = ()
     spark_jobs: int = 0
     rows_in: dict[int, int] = field(default_factory=dict)
+    cache_hits: int = 0  # keys the stateful executors found in their state caches ...
+    cache_misses: int = 0  # ... and read from storage

@@ -126,7 +126,7 @@ class Dataflow:
         task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.overwrite)
         rows = map_in_arrow(df, task, META_SCHEMA).collect()
         job = self.rt.job
-        self.rnd.out.spark_jobs += 1
+        self.rnd.count_spark_job()
         SPARK_JOBS.labels(job=job.name).inc()
         JOB_DURATION.labels(job=job.name).observe(time.monotonic() - started)
         for r in rows:

@@ -1,9 +1,15 @@
 """One epoch round on Spark: DML → tables → every streaming job in topological order.
 
 Each job whose inputs changed in the epoch (or that is backfilling) runs as one Spark job (see
-`compute.stream.pipeline`); a job with no input runs nothing, so an idle epoch costs no Spark job.
+`compute.stream.dataflow`); a job with no input runs nothing, so an idle epoch costs no Spark job.
 Jobs read their upstreams' change logs of this epoch, which the upstream's job wrote earlier in the
 same round; nothing is visible to readers until meta commits the epoch.
+
+Jobs run in **waves** (`job_waves`): a job waits for the jobs whose tables it reads, and the jobs of
+one wave — the materialized views of one table, say — run their Spark jobs at the same time, from
+threads of the driver (Spark schedules concurrent jobs from threads). A Spark job of an epoch spends
+most of its time on fixed costs (planning, scheduling, shuffles of a few thousand rows), which
+overlap; measured with four MVs on one table, an epoch took the sum of its jobs' times before.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -100,6 +108,8 @@ class RoundOutput:
     backfill: list[BackfillReport] = field(default_factory=list)
     finished: list[int] = field(default_factory=list)
     spark_jobs: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 class EpochRound:
@@ -117,11 +127,19 @@ class EpochRound:
         for b in barrier.dml:
             self.dml[b.table_id].append(b.path)
         self.log_batches = {b.job_id: b for b in barrier.log_batches}
+        self._lock = threading.Lock()  # jobs of a wave record their results from threads of their own
 
     def run(self, jobs: list[JobRuntime]) -> EpochResult:
         EPOCH_ROUNDS.inc()
-        for rt in jobs:
-            self._run_job(rt)
+        for wave in job_waves(jobs):
+            if len(wave) == 1:
+                self._run_job(wave[0])
+                continue
+            with ThreadPoolExecutor(min(len(wave), MAX_CONCURRENT_JOBS), thread_name_prefix="epoch-job") as pool:
+                futures = [pool.submit(self._run_job, rt) for rt in wave]
+                wait(futures)
+            for f in futures:  # the round fails with the first job that failed
+                f.result()
         # Only batches of tables whose job ran: a batch can arrive in the same barrier as, or before,
         # the mutation that adds its table's job (an INSERT right after CREATE TABLE); it stays
         # pending until a round runs the job.
@@ -129,7 +147,8 @@ class EpochRound:
         consumed = tuple(b.batch_id for b in self.barrier.dml if b.table_id in running)
         o = self.out
         return EpochResult(self.env.epoch, tuple(o.ssts), tuple(o.change_logs), dict(o.row_deltas),
-                           tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in))
+                           tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in),
+                           o.cache_hits, o.cache_misses)
 
     # ---- one job ------------------------------------------------------------------------------
     def _run_job(self, rt: JobRuntime) -> None:
@@ -201,7 +220,15 @@ class EpochRound:
         return self.spark.range(0, n, 1, numPartitions=n).mapInArrow(task, ddl)
 
     # ---- results ------------------------------------------------------------------------------
+    def count_spark_job(self) -> None:
+        with self._lock:
+            self.out.spark_jobs += 1
+
     def record(self, kind: str, payload: dict, job_id: int) -> None:
+        with self._lock:
+            self._record(kind, payload, job_id)
+
+    def _record(self, kind: str, payload: dict, job_id: int) -> None:
         if kind == "sst":
             self.out.ssts.append(SstableInfo.from_json(payload))
         elif kind == "changelog":
@@ -212,6 +239,8 @@ class EpochRound:
             self.out.row_deltas[payload["table_id"]] += payload["delta"]
             self.out.rows_in[job_id] += payload["input"]
         elif kind == "cache":
+            self.out.cache_hits += payload["hits"]
+            self.out.cache_misses += payload["misses"]
             STATE_CACHE_HITS.labels(executor=payload["executor"]).inc(payload["hits"])
             STATE_CACHE_MISSES.labels(executor=payload["executor"]).inc(payload["misses"])
 
@@ -260,6 +289,34 @@ class EpochRound:
         self.out.backfill.append(BackfillReport(rt.job.job_id, upstream.table_id, tuple(changed), snapshot_rows,
                                                 forwarded, scan_id=scan_id))
         return snapshot_rows
+
+
+MAX_CONCURRENT_JOBS = 4
+
+
+def job_output(rt: JobRuntime) -> int | None:
+    """The table a job writes (and whose change log it produces)."""
+    table = getattr(rt.job.plan, "table", None)
+    return table.table_id if table is not None else None
+
+
+def job_waves(jobs: list[JobRuntime]) -> list[list[JobRuntime]]:
+    """`jobs` (upstreams first, as their ids grow) in waves: every job of a wave reads only tables
+    written by jobs of earlier waves (or by nobody this round)."""
+    produced: dict[int, int] = {}
+    level: dict[int, int] = {}
+    waves: list[list[JobRuntime]] = []
+    for rt in jobs:
+        reads = {s.upstream_desc.table_id for s in scans(rt.job.plan) if s.upstream_desc is not None}
+        lvl = 1 + max((level[produced[t]] for t in reads if t in produced), default=-1)
+        level[rt.job.job_id] = lvl
+        out = job_output(rt)
+        if out is not None:
+            produced[out] = rt.job.job_id
+        while len(waves) <= lvl:
+            waves.append([])
+        waves[lvl].append(rt)
+    return waves
 
 
 def _walk_window(actor: tuple[VnodeProgress, ...], window: int) -> tuple[VnodeProgress, ...]:

@@ -249,7 +249,8 @@ class BarrierManager:
         METRICS.barrier_latency.observe(elapsed)
         METRICS.epoch_commit_latency.observe(commit_s)
         METRICS.committed_epoch.set(epoch)
-        self.history.append(BarrierSample(time.time(), epoch, elapsed, commit_s, result.spark_jobs))
+        self.history.append(BarrierSample(time.time(), epoch, elapsed, commit_s, result.spark_jobs,
+                                          result.cache_hits, result.cache_misses))
         if result.spark_jobs:
             logger.info("epoch %d committed in %.0f ms (%d Spark jobs, %d DML batches)", epoch, elapsed * 1000,
                         result.spark_jobs, len(dml))
@@ -385,7 +386,8 @@ def merge_results(a: EpochResult, b: EpochResult) -> EpochResult:
         rows_in[job_id] = rows_in.get(job_id, 0) + n
     return EpochResult(a.epoch, a.ssts + b.ssts, a.change_logs + b.change_logs, deltas, a.backfill + b.backfill,
                        a.finished_jobs + b.finished_jobs, a.consumed_dml + b.consumed_dml,
-                       a.spark_jobs + b.spark_jobs, rows_in)
+                       a.spark_jobs + b.spark_jobs, rows_in, a.cache_hits + b.cache_hits,
+                       a.cache_misses + b.cache_misses)
 
 
 def topological(rels: list[RelationCatalog]) -> list[RelationCatalog]:

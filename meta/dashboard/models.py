@@ -116,6 +116,8 @@ class BarrierSampleModel(BaseModel):
     duration_s: float
     commit_s: float
     spark_jobs: int
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 class LatencyBucketModel(BaseModel):
@@ -137,6 +139,9 @@ class BarriersModel(BaseModel):
     p99: float
     series: list[LatencyBucketModel]
     recent: list[BarrierSampleModel] = Field(description="the newest barriers, oldest first")
+    state_cache_hit_rate: float | None = Field(
+        description="in the window, the share of keys stateful executors found in their state caches (None: no "
+                    "lookups)")
     last_error: str | None
 
 

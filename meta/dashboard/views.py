@@ -215,8 +215,9 @@ class DashboardViews:
             series=[LatencyBucketModel(start=b.start, count=b.count, p50=b.p50, p99=b.p99, max=b.max)
                     for b in latency_buckets(samples, now=now, window_s=BARRIER_WINDOW_S, width_s=BARRIER_BUCKET_S)],
             recent=[BarrierSampleModel(at=s.at, epoch=s.epoch, duration_s=s.duration_s, commit_s=s.commit_s,
-                                       spark_jobs=s.spark_jobs) for s in samples[-RECENT_BARRIERS:]],
-            last_error=self.meta.barriers.last_error)
+                                       spark_jobs=s.spark_jobs, cache_hits=s.cache_hits, cache_misses=s.cache_misses)
+                    for s in samples[-RECENT_BARRIERS:]],
+            last_error=self.meta.barriers.last_error, state_cache_hit_rate=_hit_rate(samples))
 
     def storage(self) -> StorageModel:
         snap = self.meta.catalog.snapshot
@@ -235,3 +236,10 @@ class DashboardViews:
         tasks, written = self.monitor.compaction_totals()
         return StorageModel(committed_epoch=version.committed_epoch, version_id=version.id, tables=tables,
                             compaction_tasks_total=tasks, compaction_bytes_total=written, samples=samples)
+
+
+def _hit_rate(samples: list) -> float | None:
+    """The state caches' hit rate over barrier samples (None without lookups)."""
+    hits = sum(s.cache_hits for s in samples)
+    total = hits + sum(s.cache_misses for s in samples)
+    return round(hits / total, 4) if total else None

@@ -136,6 +136,7 @@
       <span>barrier interval <b>${b.barrier_interval_ms} ms</b></span>
       <span>last ${Math.round(b.window_s / 60)} min: <b>${b.count}</b> barriers, p50 <b>${RS.fmtSeconds(b.p50)}</b>, p99 <b>${RS.fmtSeconds(b.p99)}</b></span>
       <span>last commit <b>${last ? RS.fmtSeconds(last.commit_s) : "–"}</b></span>
+      <span>state cache hits <b>${b.state_cache_hit_rate === null ? "–" : (100 * b.state_cache_hit_rate).toFixed(1) + " %"}</b></span>
       ${b.last_error ? `<span class="error">last error: ${RS.escape(b.last_error)}</span>` : ""}`;
     RS.lineChart($("barrier-chart"), [
       { name: "p50", color: RS.COLORS[0], points: b.series.map((s) => [s.start + b.bucket_s / 2, s.p50]) },

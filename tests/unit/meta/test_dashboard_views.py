@@ -29,10 +29,11 @@ def test_barrier_view_reports_percentiles_of_the_recent_window() -> None:
     meta = cluster()
     now = time.time()
     for i in range(20):
-        meta.barriers.history.append(BarrierSample(now - 20 + i, i + 1, 0.1 if i < 18 else 2.0, 0.01, 1))
-    meta.barriers.history.append(BarrierSample(now - 3600, 0, 99.0, 0.01, 1))  # outside the window
+        meta.barriers.history.append(BarrierSample(now - 20 + i, i + 1, 0.1 if i < 18 else 2.0, 0.01, 1, 3, 1))
+    meta.barriers.history.append(BarrierSample(now - 3600, 0, 99.0, 0.01, 1, 0, 50))  # outside the window
     b = DashboardViews(meta, ClusterMonitor(meta)).barriers()
     assert (b.count, b.p50, b.p99) == (20, 0.1, 2.0)
+    assert b.state_cache_hit_rate == 0.75 and b.recent[-1].cache_hits == 3
     assert sum(s.count for s in b.series) == 20 and max(s.p99 for s in b.series) == 2.0
     assert b.recent[-1].epoch == 20 and b.committed_epoch == meta.committed_epoch
     assert b.committed_at_ms is not None and b.barrier_interval_ms == 1000
