@@ -103,7 +103,8 @@ class ExtremeCache(TableCache):
 
     def _apply(self, rows: pa.Table) -> None:
         """Apply row versions (inserts and tombstones, SST shape) to the runs held."""
-        if not self.manager._held(self.name) or rows.num_rows == 0:
+        rows = self.held_rows(rows)
+        if rows.num_rows == 0:
             return
         rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
         assert self.prefix is not None

@@ -54,6 +54,7 @@ from risingspark.storage.sst import read_sst
 logger = logging.getLogger(__name__)
 
 DEFAULT_STATE_CACHE_BYTES = 256 << 20
+MIN_ENTRY_BYTES = 128  # about the smallest entry: a bulk read of more keys than fit is not cached
 _ABSENT = object()
 
 
@@ -239,10 +240,23 @@ class TableCache:
                 self._apply(sst_rows)
             self.writing = epoch
 
+    def held_rows(self, rows: pa.Table) -> pa.Table:
+        """The rows whose entry (key, or prefix) the cache holds. Many more rows than entries (a bulk
+        epoch) are filtered in Arrow, so only the held ones become Python objects."""
+        held = self.manager._keys.get(self.name)
+        if not held or rows.num_rows == 0:
+            return rows.slice(0, 0)
+        if rows.num_rows <= 4 * len(held):
+            return rows
+        n = len(self.desc.pk) if self.prefix is None else self.prefix
+        keys = encode_keys(rows.column(VNODE), [rows.column(c) for c in self.desc.pk_names[:n]])
+        return rows.filter(pc.is_in(keys, value_set=pa.array(list(held), pa.binary())))
+
     def _apply(self, rows: pa.Table) -> None:
         """Apply row versions (SST shape) to the entries held; keys not held stay uncached. Within
         `rows`, a key's newest version wins."""
-        if not self.manager._held(self.name):
+        rows = self.held_rows(rows)
+        if rows.num_rows == 0:
             return
         rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
         full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
@@ -307,8 +321,10 @@ class TableCache:
         return pa.concat_tables([cached, found.cast(schema)]) if found.num_rows else cached
 
     def _fill(self, keys: list[bytes], found: pa.Table) -> None:
-        """Cache what a storage read of `keys` found (and, for point keys, what it did not)."""
-        if not keys:
+        """Cache what a storage read of `keys` found (and, for point keys, what it did not). A read of
+        more keys than the budget could hold (a bulk epoch) fills nothing: it would only push out
+        every other entry."""
+        if not keys or len(keys) * MIN_ENTRY_BYTES > self.manager.capacity_bytes:
             return
         values = list(zip(*(found.column(n).to_pylist() for n in self._names), strict=True))
         full = encode_keys(found.column(VNODE), [found.column(n) for n in self.desc.pk_names]).to_pylist()

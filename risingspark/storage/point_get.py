@@ -21,7 +21,7 @@ the rows of the blocks read, whatever the table holds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,22 +191,38 @@ def ranges_to_indices(start: np.ndarray, length: np.ndarray) -> np.ndarray:
 
 def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, keys: LookupKeys,
                 edge: tuple[int, bool] | None = None) -> tuple[pa.Table | None, np.ndarray]:
-    """The rows of one SST with a key starting with one of `keys`, and the indices of the keys whose
-    rows it did not read whole: with `edge` ``(blocks, from_end)``, at most that many blocks per key
-    are read, from the end of its range (or its start)."""
+    """The rows of one SST with a key starting with one of `keys` (see `read_ranges`), the keys its
+    bloom filter rules out skipped."""
     meta = reader.meta(sst.path)
-    lo, hi = keys.lo, keys.hi
+
+    def bloom(wanted: np.ndarray) -> np.ndarray:
+        if meta.bloom is None or meta.bloom_prefix > keys.columns:
+            return wanted
+        idx = np.flatnonzero(wanted)
+        wanted[idx] &= meta.bloom.may_contain(keys.prefix(desc, meta.bloom_prefix).take(pa.array(idx)))
+        return wanted
+
+    return read_ranges(reader, desc, sst, keys.lo, keys.hi, edge, bloom)
+
+
+def read_ranges(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, lo: np.ndarray, hi: np.ndarray,
+                edge: tuple[int, bool] | None = None,
+                probe: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[pa.Table | None, np.ndarray]:
+    """The rows of one SST with a key in one of the ranges ``[lo[i], hi[i])`` (sorted, disjoint,
+    S-dtype), in `file_schema`, sorted by key; and the indices of the ranges it did not read whole:
+    with `edge` ``(blocks, from_end)``, at most that many blocks per range are read, from its end
+    (or its start). `probe` may rule ranges out (a bloom filter) given a mask of the candidates."""
+    meta = reader.meta(sst.path)
     index = np.arange(len(lo))
     if meta.indexed:
         wanted = (lo <= np.array([meta.last_key])) & (hi > meta.first_keys[:1])
-        if meta.bloom is not None and meta.bloom_prefix <= keys.columns and wanted.any():
-            idx = np.flatnonzero(wanted)
-            wanted[idx] &= meta.bloom.may_contain(keys.prefix(desc, meta.bloom_prefix).take(pa.array(idx)))
+        if probe is not None and wanted.any():
+            wanted = probe(wanted)
         if not wanted.all():
             if not wanted.any():
                 return None, np.zeros(0, dtype=np.int64)
             lo, hi, index = lo[wanted], hi[wanted], index[wanted]
-        # the blocks first..last of each key (both non-decreasing, as the keys are sorted)
+        # the blocks first..last of each range (both non-decreasing, as the ranges are sorted)
         first = np.maximum(np.searchsorted(meta.first_keys, lo, side="left") - 1, 0)
         last = np.maximum(np.searchsorted(meta.first_keys, hi, side="left") - 1, 0)
     else:
@@ -226,7 +242,7 @@ def _lookup_sst(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, key
     pieces = []
     for b in needed.tolist():
         block = blocks[b]
-        # the keys whose block range holds b: a contiguous run of the sorted keys
+        # the ranges whose block span holds b: a contiguous run of the sorted ranges
         run = slice(int(np.searchsorted(last, b, side="left")), int(np.searchsorted(first, b, side="right")))
         starts = np.searchsorted(block.keys, lo[run], side="left")
         ends = np.searchsorted(block.keys, hi[run], side="left")

@@ -19,9 +19,11 @@ from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
 from risingspark.errors import InvalidParameterValue
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
 from risingspark.storage.mvcc import (
     compare_rows,
     compare_to_positions,
+    concat_sst_tables,
     key_names,
     merge_versions,
     positions_table,
@@ -31,7 +33,7 @@ from risingspark.storage.mvcc import (
     vnode_array,
 )
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.point_get import BlockReader, LookupKeys, lookup_rows, ranges_to_indices
+from risingspark.storage.point_get import BlockReader, LookupKeys, lookup_rows, ranges_to_indices, read_ranges
 from risingspark.storage.sst import read_sst
 
 logger = logging.getLogger(__name__)
@@ -160,22 +162,21 @@ class StateTableReader:
         """The live rows at `epoch` of one vnode whose leading key column, as int64 (a timestamp in
         microseconds, an integer), lies in ``[lo, hi]``, in read shape.
 
-        Within a vnode an SST is sorted by the key, its leading column first (NULLs last): a binary
-        search in each SST finds the range, and only its rows are merged. Every version of a key
-        has the same leading column, so the merge sees all versions of the keys in range."""
-        wanted = _sorted_vnodes([vnode])
-        files = self._select(ssts, epoch, wanted)
-        column = desc.pk_names[0]
+        The range is one key range, ``[(vnode, lo), (vnode, hi) + 0xFF)``, read by blocks
+        (`risingspark.storage.point_get.read_ranges`): only the blocks that can hold it. Every version
+        of a key has the same leading column, so the merge sees all versions of the keys in range."""
+        files = self._select(ssts, epoch, _sorted_vnodes([vnode]))
+        leading = desc.sst_schema().field(desc.pk_names[0]).type
+        bounds = encode_keys(pa.array([vnode, vnode], pa.int16()),
+                             [pa.array([lo, hi], pa.int64()).cast(leading)]).to_pylist()
+        width = len(bounds[1]) + 1
+        low = key_matrix(pa.array(bounds[:1], pa.binary()), width)
+        high = upper_bounds(key_matrix(pa.array(bounds[1:], pa.binary()), width - 1))
         parts = []
-        for table in self._load(desc, files, wanted):
-            values = table.column(column)
-            n = table.num_rows - values.null_count
-            if n <= 0:
-                continue
-            keys = pc.cast(values.slice(0, n), pa.int64()).to_numpy(zero_copy_only=False)
-            start, end = np.searchsorted(keys, lo, side="left"), np.searchsorted(keys, hi, side="right")
-            if end > start:
-                parts.append(table.slice(int(start), int(end - start)))
+        for sst in files:
+            part, _ = read_ranges(self.blocks, desc, sst, low, high)
+            if part is not None:
+                parts.append(part)
         rows = merge_versions(parts, desc, epoch)
         logger.debug("table %d: read %d rows of vnode %d in [%d, %d] at epoch %s from %d SSTs", desc.table_id,
                      rows.num_rows, vnode, lo, hi, epoch, len(files))
@@ -201,7 +202,11 @@ class StateTableReader:
            which case the vnode is finished). A bound is a key after the old position, so every call
            advances every unfinished vnode; a vnode with nothing after its position is finished.
 
-        Work per SST is one vectorized pass: ``O(vnodes * log rows)`` comparisons plus the rows taken.
+        Each SST is read by blocks (`risingspark.storage.point_get.read_ranges`): for each vnode, from
+        the block holding its position, as many blocks as `limit_per_vnode` rows need and one more; a
+        vnode whose rows continue past those blocks is *truncated* there, which makes its last key
+        taken a bound as in step 2. Work per SST is one vectorized pass: ``O(vnodes * log rows)``
+        comparisons plus the blocks read, whatever the table holds.
         """
         if limit_per_vnode < 1:
             raise InvalidParameterValue(f"limit_per_vnode must be at least 1, got {limit_per_vnode}")
@@ -209,11 +214,23 @@ class StateTableReader:
         if len(scanned) == 0:
             return ScanResult(read_schema(desc).empty_table())
         started = positions_table(desc, positions)
+        lo, hi = _scan_ranges(desc, scanned, started)
         files = self._select(ssts, epoch, scanned)
         taken_parts, bound_parts = [], []
-        for sst, table in zip(files, self._load(desc, files, scanned), strict=True):
+        for sst in files:
             file_epoch = epoch if epoch is not None and sst.max_epoch > epoch else None
-            taken, bounds = _scan_file(desc, table, file_epoch, scanned, started, limit_per_vnode)
+            meta = self.blocks.meta(sst.path)
+            blocks = -(-limit_per_vnode // max(1, meta.block_rows)) + 1
+            while True:
+                part, partial = read_ranges(self.blocks, desc, sst, lo, hi, (blocks, False))
+                table = concat_sst_tables([part] if part is not None else [], desc)
+                truncated = np.zeros(len(scanned), dtype=bool)
+                truncated[partial] = True
+                taken, bounds, stuck = _scan_file(desc, table, file_epoch, scanned, started, limit_per_vnode,
+                                                  truncated)
+                if not stuck or blocks >= meta.num_blocks:
+                    break
+                blocks *= 4  # a truncated vnode left nothing visible in its blocks: read further
             taken_parts.append(taken)
             bound_parts.append(bounds)
 
@@ -241,9 +258,31 @@ class StateTableReader:
         return ScanResult(to_read_shape(desc, live), new_positions, finished, rows_per_vnode)
 
 
+def _scan_ranges(desc: StateTableDesc, scanned: np.ndarray, started: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The key ranges `scan_after` reads: from each vnode's position (its start when it has none) to
+    the end of the vnode, as sorted S-dtype bounds ``[lo, hi)``."""
+    vnodes = pa.array(scanned, pa.int16())
+    prefix = encode_keys(vnodes, [])
+    width = max(3, 1 + max((len(k) for k in encode_keys(started.column(VNODE),
+                                                        [started.column(n) for n in desc.pk_names]).to_pylist()),
+                           default=0))
+    lo_keys = prefix.to_pylist()
+    if started.num_rows:
+        at = {int(v): k for v, k in zip(vnode_array(started).tolist(),
+                                        encode_keys(started.column(VNODE),
+                                                    [started.column(n) for n in desc.pk_names]).to_pylist(),
+                                        strict=True)}
+        lo_keys = [at.get(int(v), k) for v, k in zip(scanned.tolist(), lo_keys, strict=True)]
+    lo = key_matrix(pa.array(lo_keys, pa.binary()), width)
+    hi = upper_bounds(key_matrix(prefix, 2))
+    return lo, hi
+
+
 def _scan_file(desc: StateTableDesc, table: pa.Table, epoch: int | None, scanned: np.ndarray,
-               started: pa.Table, limit: int) -> tuple[pa.Table, pa.Table]:
-    """Step 1 and 2 of `scan_after` for one SST: the rows taken and the bound candidates."""
+               started: pa.Table, limit: int, truncated: np.ndarray | None = None
+               ) -> tuple[pa.Table, pa.Table, bool]:
+    """Step 1 and 2 of `scan_after` for one SST: the rows taken, the bound candidates, and whether a
+    truncated vnode (its rows continue past `table`) took nothing (the caller reads further)."""
     names = key_names(desc)
     valid = None
     vn = vnode_array(table)
@@ -277,10 +316,14 @@ def _scan_file(desc: StateTableDesc, table: pa.Table, epoch: int | None, scanned
 
     end = np.minimum(hi, start + limit)
     more = end < hi
+    stuck = False
+    if truncated is not None and truncated.any():
+        more |= truncated & (end > start)
+        stuck = bool((truncated & (end == start)).any())
     idx = ranges_to_indices(start, end - start)
     cand = end[more] - 1
     if valid is not None:
         idx, cand = valid[idx], valid[cand]
     taken = table.take(pa.array(idx))
     bounds = table.select(names).take(pa.array(cand))
-    return taken, bounds
+    return taken, bounds, stuck

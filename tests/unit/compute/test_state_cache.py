@@ -150,9 +150,25 @@ def test_the_budget_bounds_memory(tmp_path):
     w.commit([(i % 4, i, i, "x" * 50, 2, False) for i in range(2000)])
     cache = w.cache(0, None)
     probe = pa.table({"_vnode": pa.array([i % 4 for i in range(2000)], pa.int16()), "id": list(range(2000))})
-    assert cache.lookup(w.reader, tuple(w.ssts), 2, probe).num_rows == 2000
     manager = w.workers[0]
+    # a read of more keys than the budget holds (a bulk epoch) caches nothing
+    assert cache.lookup(w.reader, tuple(w.ssts), 2, probe).num_rows == 2000 and len(manager) == 0
+    for start in range(0, 2000, 100):
+        assert cache.lookup(w.reader, tuple(w.ssts), 2, probe.slice(start, 100)).num_rows == 100
     assert 0 < manager.used_bytes <= 20_000 and manager.evictions > 0
     # what is left still answers correctly
     assert as_set(cache.lookup(w.reader, tuple(w.ssts), 2, probe.slice(1990))) == \
         {(i % 4, i, i, "x" * 50) for i in range(1990, 2000)}
+
+
+def test_a_bulk_write_updates_only_the_entries_held(tmp_path):
+    w = World(tmp_path, POINT, 0)
+    w.commit([(i % 4, i, 0, "old", 2, False) for i in range(10)])
+    cache = w.cache(0, None)
+    held = pa.table({"_vnode": pa.array([1, 2], pa.int16()), "id": [1, 2]})
+    cache.lookup(w.reader, tuple(w.ssts), w.epoch, held)
+    bulk = [(i % 4, i, 1, "new", 3, i == 2) for i in range(500)]  # many more rows than entries
+    cache.write(sst_rows(POINT, bulk), 3)
+    assert len(w.workers[0]) == 2
+    got = cache.lookup(w.reader, tuple(w.ssts), w.epoch, held)
+    assert as_set(got) == {(1, 1, 1, "new")} and cache.counters.take() == (2, 2)

@@ -34,7 +34,7 @@ class History:
     """A random history of writes to DESC stored as L0 sub-levels and L1 SSTs, and its model."""
 
     def __init__(self, store: ObjectStore, seed: int, *, epochs: int = 12, keys: int = 300,
-                 vnodes: int = 16) -> None:
+                 vnodes: int = 16, block_rows: int = 64) -> None:
         rng = random.Random(seed)
         self.versions: list[tuple] = []  # every version written: (vnode, k1, v, k2, epoch, tomb)
         key_space = [(rng.randrange(vnodes), rng.randrange(50), rng.choice("abcdefg") * rng.randrange(1, 4))
@@ -61,7 +61,7 @@ class History:
                 if part:
                     self.ssts.append(write_sst(store, DESC, sst_rows(part), f"h/5/{epoch}-{j}.parquet",
                                                level=level, sub_level=epoch if level == 0 else 0,
-                                               row_group_size=64))
+                                               row_group_size=block_rows))
             if level == 1:
                 self.versions = [r for r in self.versions if r not in pending] + parts[0]
             pending = []
@@ -193,7 +193,8 @@ def scan_all(reader: StateTableReader, ssts, epoch, vnodes, limit, desc=DESC):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_scan_after_reads_every_live_row_once(store, seed):
-    h = History(store, seed, keys=400)
+    # blocks of 1..64 rows: a vnode's scan stops short of its rows at the end of the blocks it read
+    h = History(store, seed, keys=400, block_rows=[1, 2, 3, 5, 64, 64][seed])
     reader = StateTableReader(store, BlockCache(1 << 30))
     rng = random.Random(seed)
     epoch = rng.choice([h.epochs[len(h.epochs) // 2], h.epochs[-1]])
@@ -279,3 +280,18 @@ def test_singleton_table_without_pk(store):
     assert res.rows.column("total").to_pylist() == [8] and res.positions == {0: ()} and res.finished == {0}
     res = reader.scan_after(desc, [a, b], 25, {0: ()}, 1)
     assert res.rows.num_rows == 0 and res.finished == {0}
+
+
+def test_scan_after_reads_the_blocks_it_needs(store):
+    """A step of a backfill scan of a big SST costs its rows, not the file: a few blocks per vnode."""
+    n = 200_000
+    vn = (np.arange(n) * 4 // n).astype(np.int16)  # 4 vnodes, 50K rows each
+    rows = pa.table({"_vnode": vn, "k1": np.arange(n), "v": np.arange(n), "k2": pa.array(["x"] * n),
+                     "_epoch": np.full(n, 1), "_tombstone": np.zeros(n, bool)})
+    sst = write_sst(store, DESC, rows, "big.parquet", level=1, sub_level=0, row_group_size=1000)
+    cache = BlockCache(1 << 30)
+    reader = StateTableReader(store, cache)
+    res = reader.scan_after(DESC, [sst], 1, {0: None, 1: (60_000, "x"), 2: (149_999, "x"), 3: None}, 5)
+    assert res.positions == {0: (4, "x"), 1: (60_005, "x"), 3: (150_004, "x")}
+    assert res.finished == {2}  # its position was its last row
+    assert cache.stats().misses <= 4 * 2  # of the file's 200 blocks
