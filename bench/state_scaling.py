@@ -65,7 +65,7 @@ def start_playground(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     log = open(data_dir.parent / "playground.log", "wb")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen([sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(data_dir),
-                             "--port", str(port), "--meta-port", str(meta_port), "--spark-driver-memory", "6g",
+                             "--port", str(port), "--meta-port", str(meta_port), "--spark-driver-memory", "4g",
                              *extra],
                             stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             start_new_session=True)

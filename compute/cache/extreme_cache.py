@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from compute.cache.state_cache import _ABSENT, CacheManager, TableCache, _size_of
+from compute.cache.state_cache import _ABSENT, APPLY_CHUNK_ROWS, CacheManager, TableCache, _size_of
 from risingspark.chunk import EPOCH, KEY, TOMBSTONE, VNODE
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.memcmp import encode_keys, key_matrix
@@ -101,19 +101,28 @@ class ExtremeCache(TableCache):
         self.descending = descending
         self.value_index = (prefix or 0) + 1  # in (_vnode, group key..., value, stream key...)
 
-    def _apply(self, rows: pa.Table) -> None:
-        """Apply row versions (inserts and tombstones, SST shape) to the runs held."""
+    def _apply(self, rows: pa.Table, *, settle_each_chunk: bool = True) -> None:
+        """Apply row versions (inserts and tombstones, SST shape) to the runs held, a chunk of rows
+        at a time; after each chunk (after all of them, without `settle_each_chunk`) an emptied run
+        with a bound is dropped and a long one trimmed, so a bulk epoch keeps the runs short."""
         rows = self.held_rows(rows)
         if rows.num_rows == 0:
             return
         rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
+        touched: dict[bytes, tuple[Run, int]] = {}
+        for start in range(0, rows.num_rows, APPLY_CHUNK_ROWS):
+            self._apply_runs(rows.slice(start, APPLY_CHUNK_ROWS), touched)
+            if settle_each_chunk:
+                self._settle(touched)
+        self._settle(touched)
+
+    def _apply_runs(self, rows: pa.Table, touched: dict[bytes, tuple[Run, int]]) -> None:
         assert self.prefix is not None
         full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
         prefixes = encode_keys(rows.column(VNODE),
                                [rows.column(n) for n in self.desc.pk_names[:self.prefix]]).to_pylist()
         tomb = rows.column(TOMBSTONE).to_pylist()
         values = rows.column(self.desc.names[self.value_index - 1]).to_pylist()
-        touched: dict[bytes, tuple[Run, int]] = {}
         for p, key, dead, value in zip(prefixes, full, tomb, values, strict=True):
             run = self.manager._get(self.name, p)
             if run is _ABSENT or not run.holds(key, self.descending):
@@ -123,13 +132,15 @@ class ExtremeCache(TableCache):
                 run.delete(key, value)
             else:
                 run.put(key, value)
-        # settle once every row is in: a run trimmed midway could lose keys a later row needs
+
+    def _settle(self, touched: dict[bytes, tuple[Run, int]]) -> None:
         for p, (run, size) in touched.items():
             if not run.keys and run.bound is not None:
                 self.manager._drop(self.name, p)  # emptied: load again when needed
                 continue
             run.trim(self.descending)
             self.manager._resize(self.name, p, run.size - size)
+        touched.clear()
 
     def runs(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int,
              groups: pa.Table) -> dict[bytes, Run]:
@@ -169,7 +180,8 @@ class ExtremeCache(TableCache):
         with self.manager.lock:
             for p, run in runs.items():
                 self.manager._put(self.name, p, run, run.size + len(p))
-            self._apply(rows)
+            # settled once at the end: a whole group must not be cut before all its deletes apply
+            self._apply(rows, settle_each_chunk=False)
 
     def load(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int,
              groups: pa.Table, *, whole: bool = False) -> dict[bytes, Run]:

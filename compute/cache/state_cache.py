@@ -55,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STATE_CACHE_BYTES = 256 << 20
 MIN_ENTRY_BYTES = 128  # about the smallest entry: a bulk read of more keys than fit is not cached
+MAX_GROUP_SHARE = 8  # a prefix entry may take at most this share (1/n) of the budget
+APPLY_CHUNK_ROWS = 65536  # rows made Python objects at a time when writes apply to the entries
 _ABSENT = object()
 
 
@@ -259,6 +261,10 @@ class TableCache:
         if rows.num_rows == 0:
             return
         rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
+        for start in range(0, rows.num_rows, APPLY_CHUNK_ROWS):  # bounded Python objects at a time
+            self._apply_chunk(rows.slice(start, APPLY_CHUNK_ROWS))
+
+    def _apply_chunk(self, rows: pa.Table) -> None:
         full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
         tomb = rows.column(TOMBSTONE).to_pylist()
         values = list(zip(*(rows.column(n).to_pylist() for n in self._names), strict=True))
@@ -279,7 +285,10 @@ class TableCache:
                 group[key] = row
                 delta += _row_size(key, row)
             group.size += delta
-            self.manager._resize(self.name, p, delta)
+            if group.size > self.manager.capacity_bytes // MAX_GROUP_SHARE:
+                self.manager._drop(self.name, p)  # a group grown too big for the cache: read it when needed
+            else:
+                self.manager._resize(self.name, p, delta)
 
     # ---- lookups ------------------------------------------------------------------------------
     def lookup(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int, keys: pa.Table) -> pa.Table:
@@ -343,7 +352,8 @@ class TableCache:
                 group[key] = row
                 group.size += _row_size(key, row)
             for p, group in groups.items():
-                self.manager._put(self.name, p, group, 64 + len(p) + group.size)
+                if group.size <= self.manager.capacity_bytes // MAX_GROUP_SHARE:
+                    self.manager._put(self.name, p, group, 64 + len(p) + group.size)
 
 
 def _row_size(key: bytes, row: tuple) -> int:

@@ -13,8 +13,10 @@ epoch's images, ranks the old and the new rows of each group (ties broken by the
 answer is deterministic) and diffs the two selections per stream key: only rows entering, leaving or
 changing rank are emitted. Groups the epoch did not touch are never read.
 
-A touched group costs a read of all its rows; RisingWave keeps a cache of each group's top rows to
-avoid most of that read, which this executor does not yet do.
+A touched group costs its rows: the worker's state cache holds groups whole (`compute.cache`), so a
+hot group is read from storage once; a group too big for the cache is read every epoch it changes.
+RisingWave caches only each group's top rows, which needs the state key ordered by the TopN's
+ORDER BY, descending columns included; here the state key orders every column ascending.
 """
 
 from __future__ import annotations

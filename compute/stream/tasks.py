@@ -310,10 +310,14 @@ def top_n_task(env: TaskEnv, spec: TopNSpec, ssts: tuple[SstableInfo, ...], job_
         if rows is None:
             return
         groups = touched_groups(spec, rows)
-        state = env.reader().lookup(spec.state, ssts, env.prev_epoch, groups, columns=list(spec.group_key))
+        reader = env.reader()
+        cache = env.cache(reader, spec.state, ssts, prefix=len(spec.group_key))  # groups held whole
+        state = cache.lookup(reader, ssts, env.prev_epoch, groups)
         out = top_n_epoch(spec, rows, state, env.epoch)
         items: list[tuple[str, dict]] = []
         _write_outputs(env, spec.state, out.state_rows, None, items)
+        cache.write(out.state_rows, env.epoch)
+        items.append(_cache_report("top_n", cache))
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from out.changes.to_batches(max_chunksize=65536)

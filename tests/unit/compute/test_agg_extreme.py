@@ -40,6 +40,7 @@ def vnode(g: int) -> int:
 def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed):
     monkeypatch.setattr(extreme_cache, "RUN_CAPACITY", 3)
     monkeypatch.setattr(extreme_cache, "LOAD_BLOCKS", 1)
+    monkeypatch.setattr(extreme_cache, "APPLY_CHUNK_ROWS", 3)  # writes apply (and settle) a few rows at a time
     rng = random.Random(seed)
     store = ObjectStore(str(tmp_path))
     reader = StateTableReader(store, BlockCache(1 << 26), metas=BlockCache(1 << 22))

@@ -8,6 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from compute.cache import state_cache
 from compute.cache.state_cache import CacheManager
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
@@ -105,7 +106,8 @@ def test_point_cache_equals_storage(tmp_path, seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_prefix_cache_equals_storage(tmp_path, seed):
+def test_prefix_cache_equals_storage(tmp_path, monkeypatch, seed):
+    monkeypatch.setattr(state_cache, "APPLY_CHUNK_ROWS", 2)
     w = World(tmp_path, SIDE, seed)
     state: dict[tuple, tuple] = {}
     for _ in range(30):
@@ -172,3 +174,15 @@ def test_a_bulk_write_updates_only_the_entries_held(tmp_path):
     assert len(w.workers[0]) == 2
     got = cache.lookup(w.reader, tuple(w.ssts), w.epoch, held)
     assert as_set(got) == {(1, 1, 1, "new")} and cache.counters.take() == (2, 2)
+
+
+def test_a_group_too_big_for_its_share_is_not_cached(tmp_path):
+    w = World(tmp_path, SIDE, 0, capacity=16_000)  # a prefix entry may take 2,000 bytes
+    w.commit([(0, 1, i, "x" * 20, 2, False) for i in range(100)] + [(1, 2, 0, "y", 2, False)])
+    cache = w.cache(0, 1)
+    probe = pa.table({"_vnode": pa.array([0, 1], pa.int16()), "g": [1, 2]})
+    assert cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe).num_rows == 101
+    assert len(w.workers[0]) == 1  # only the small group
+    # a held group that grows past its share is dropped, and still read right
+    cache.write(sst_rows(SIDE, [(1, 2, i, "z" * 20, 3, False) for i in range(1, 100)]), 3)
+    assert len(w.workers[0]) == 0
