@@ -101,22 +101,39 @@ class ExtremeCache(TableCache):
         self.descending = descending
         self.value_index = (prefix or 0) + 1  # in (_vnode, group key..., value, stream key...)
 
-    def _apply(self, rows: pa.Table, *, settle_each_chunk: bool = True) -> None:
-        """Apply row versions (inserts and tombstones, SST shape) to the runs held, a chunk of rows
-        at a time; after each chunk (after all of them, without `settle_each_chunk`) an emptied run
-        with a bound is dropped and a long one trimmed, so a bulk epoch keeps the runs short."""
+    def _apply(self, rows: pa.Table) -> None:
+        """Apply row versions (inserts and tombstones, SST shape) to the runs held (a sync's
+        catch-up): as `apply_to`, then the emptied runs go and the others' sizes are recounted."""
         rows = self.held_rows(rows)
         if rows.num_rows == 0:
             return
-        rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
-        touched: dict[bytes, tuple[Run, int]] = {}
-        for start in range(0, rows.num_rows, APPLY_CHUNK_ROWS):
-            self._apply_runs(rows.slice(start, APPLY_CHUNK_ROWS), touched)
-            if settle_each_chunk:
-                self._settle(touched)
-        self._settle(touched)
+        assert self.prefix is not None
+        prefixes = set(encode_keys(rows.column(VNODE),
+                                   [rows.column(n) for n in self.desc.pk_names[:self.prefix]]).to_pylist())
+        held = self.held(list(prefixes))
+        emptied = self.apply_to(held, rows)
+        for p in emptied:
+            self.manager._drop(self.name, p)  # load again when needed
+        for p, run in held.items():
+            self.manager._put(self.name, p, run, run.size + len(p))
 
-    def _apply_runs(self, rows: pa.Table, touched: dict[bytes, tuple[Run, int]]) -> None:
+    def apply_to(self, runs: dict[bytes, Run], rows: pa.Table, *, settle_each_chunk: bool = True) -> list[bytes]:
+        """Apply row versions (SST shape) to `runs` (a task's own, by encoded group), a chunk of rows
+        at a time; after each chunk (after all of them, without `settle_each_chunk`: a whole group
+        must not be cut before all its deletes apply) a long run is trimmed and an emptied one (every
+        key it held went, its bound still set) removed from `runs`. Returns the emptied groups."""
+        if rows.num_rows == 0 or not runs:
+            return []
+        rows = rows.sort_by([(EPOCH, "ascending")]) if rows.num_rows > 1 else rows
+        emptied: list[bytes] = []
+        touched: set[bytes] = set()
+        for start in range(0, rows.num_rows, APPLY_CHUNK_ROWS):
+            self._apply_runs(rows.slice(start, APPLY_CHUNK_ROWS), runs, touched)
+            if settle_each_chunk:
+                emptied += self._settle(runs, touched)
+        return emptied + self._settle(runs, touched)
+
+    def _apply_runs(self, rows: pa.Table, runs: dict[bytes, Run], touched: set[bytes]) -> None:
         assert self.prefix is not None
         full = encode_keys(rows.column(VNODE), [rows.column(n) for n in self.desc.pk_names]).to_pylist()
         prefixes = encode_keys(rows.column(VNODE),
@@ -124,64 +141,66 @@ class ExtremeCache(TableCache):
         tomb = rows.column(TOMBSTONE).to_pylist()
         values = rows.column(self.desc.names[self.value_index - 1]).to_pylist()
         for p, key, dead, value in zip(prefixes, full, tomb, values, strict=True):
-            run = self.manager._get(self.name, p)
-            if run is _ABSENT or not run.holds(key, self.descending):
+            run = runs.get(p)
+            if run is None or not run.holds(key, self.descending):
                 continue
-            touched.setdefault(p, (run, run.size))
+            touched.add(p)
             if dead:
                 run.delete(key, value)
             else:
                 run.put(key, value)
 
-    def _settle(self, touched: dict[bytes, tuple[Run, int]]) -> None:
-        for p, (run, size) in touched.items():
+    def _settle(self, runs: dict[bytes, Run], touched: set[bytes]) -> list[bytes]:
+        emptied = []
+        for p in touched:
+            run = runs[p]
             if not run.keys and run.bound is not None:
-                self.manager._drop(self.name, p)  # emptied: load again when needed
-                continue
-            run.trim(self.descending)
-            self.manager._resize(self.name, p, run.size - size)
+                del runs[p]
+                emptied.append(p)
+            else:
+                run.trim(self.descending)
         touched.clear()
+        return emptied
 
     def runs(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int,
              groups: pa.Table) -> dict[bytes, Run]:
-        """The runs of `groups` (``_vnode`` + group key), loading the missing ones. Call `sync` first."""
+        """The runs of `groups` (``_vnode`` + group key) as of `epoch`, the held ones and the others
+        read from storage — the task's own from here on (`keep` offers them back to the cache).
+        Call `sync` first."""
         assert self.prefix is not None
         names = self.desc.pk_names[:self.prefix]
         encoded = encode_keys(groups.column(VNODE), [groups.column(n) for n in names]).to_pylist()
         out: dict[bytes, Run] = {}
         missing: list[int] = []
+        seen: set[bytes] = set()
         with self.manager.lock:
             for i, p in enumerate(encoded):
-                if p in out:
+                if p in seen:
                     continue
+                seen.add(p)
                 run = self.manager._get(self.name, p)
                 if run is _ABSENT:
                     missing.append(i)
-                    out[p] = _ABSENT  # type: ignore[assignment]
                 else:
                     out[p] = run
-            self.counters.hits += len(out) - len(missing)
+            self.counters.hits += len(out)
             self.counters.misses += len(missing)
         if missing:
-            loaded = self.load(reader, ssts, epoch, groups.take(pa.array(missing, pa.int64())))
-            with self.manager.lock:
-                for p, run in loaded.items():
-                    out[p] = run
-                    self.manager._put(self.name, p, run, run.size + len(p))
+            out.update(self.load(reader, ssts, epoch, groups.take(pa.array(missing, pa.int64()))))
         return out
+
+    def keep(self, runs: dict[bytes, Run], epoch: int) -> None:
+        """Offer a task's runs, with its writes of `epoch` applied, to the cache (each replaces the
+        held one; one too big for the budget is not kept)."""
+        with self.manager.lock:
+            for p, run in runs.items():
+                self.manager._put(self.name, p, run, run.size + len(p))
+            self._wrote(epoch, self.task_partition)
 
     def held(self, prefixes: Sequence[bytes]) -> dict[bytes, Run]:
         """The runs held of these groups (encoded ``_vnode`` + group key)."""
         with self.manager.lock:
             return {p: run for p in prefixes if (run := self.manager._get(self.name, p)) is not _ABSENT}
-
-    def adopt(self, runs: dict[bytes, Run], rows: pa.Table) -> None:
-        """Hold `runs` (read at the previous epoch) and apply a task's `rows` to them."""
-        with self.manager.lock:
-            for p, run in runs.items():
-                self.manager._put(self.name, p, run, run.size + len(p))
-            # settled once at the end: a whole group must not be cut before all its deletes apply
-            self._apply(rows, settle_each_chunk=False)
 
     def load(self, reader: StateTableReader, ssts: Sequence[SstableInfo], epoch: int,
              groups: pa.Table, *, whole: bool = False) -> dict[bytes, Run]:
@@ -215,7 +234,7 @@ class ExtremeCache(TableCache):
                 run = Run(bound)
                 for k, v in found:
                     run.put(k, v)
-                if not whole:  # a whole group is trimmed once the epoch's rows apply (`adopt`)
+                if not whole:  # a whole group is trimmed once the epoch's rows apply (`apply_to`)
                     run.trim(self.descending)
                 out[prefixes[i]] = run
             pending = retry

@@ -183,6 +183,9 @@ class TableCache:
         self.prefix = prefix
         self.epoch: int | None = None  # exact as of this epoch for every key held, but ...
         self.writing: int | None = None  # ... those this worker wrote since, at this epoch
+        self.partitions: set[int] = set()  # the partitions whose tasks wrote at `writing`
+        self.task_partition: int | None = None  # the partition of the task that synced last
+        self.seen_sst_id = 0  # the newest SST id of the version the cache last synced with
         self.generation: str | None = None
         self.counters = CacheCounters()
         self._names = [VNODE, *desc.names]
@@ -191,38 +194,43 @@ class TableCache:
         with self.manager.lock:
             self.manager._drop_table(self.name)
             self.epoch = self.writing = None
+            self.partitions = set()
 
     # ---- validity -----------------------------------------------------------------------------
     def sync(self, reader: StateTableReader, ssts: Sequence[SstableInfo], prev_epoch: int, epoch: int,
-             generation: str) -> None:
-        """Make the cache exact as of `prev_epoch`, for a task of epoch `epoch` (see the module doc).
-        A task of the same epoch that ran here before (another partition: other keys) leaves its
-        writes in place."""
+             generation: str, partition: int | None = None, retry: bool = False) -> None:
+        """Make the cache exact as of `prev_epoch`, for a task of epoch `epoch` on `partition` (see
+        the module doc). A task of the same epoch that ran here before on another partition (other
+        keys) leaves its writes in place; a retried task (`retry`, or a partition that already ran
+        here this epoch) starts from an empty cache, as its failed attempt may have written to it."""
         with self.manager.lock:
-            if self.generation != generation:
-                self._reset(generation, prev_epoch)
+            self.task_partition = partition
+            if self.generation != generation or retry:
+                self._reset(generation, prev_epoch, ssts)
                 return
             if self.writing is not None:
                 if self.writing == epoch:
+                    if partition is not None and partition in self.partitions:
+                        self._reset(generation, prev_epoch, ssts)
                     return
                 if self.writing > prev_epoch:  # an epoch that did not commit
-                    self._reset(generation, prev_epoch)
+                    self._reset(generation, prev_epoch, ssts)
                     return
                 # Other workers may have written other keys in the same epoch: catch up from the
                 # epoch the whole cache is exact at (own writes apply again, to the same values).
                 self.writing = None
             since = self.epoch
             if since is None or since > prev_epoch:
-                self._reset(generation, prev_epoch)
+                self._reset(generation, prev_epoch, ssts)
                 return
             if since == prev_epoch:
                 return
-            newer = [s for s in ssts if s.max_epoch > since and s.min_epoch <= prev_epoch]
-            if any(s.level != 0 for s in newer):
-                logger.debug("table %d: a compaction holds writes after epoch %d; cache cleared",
+            if self._compacted_since(ssts, since):
+                logger.debug("table %d: a compaction may hold writes after epoch %d; cache cleared",
                              self.desc.table_id, since)
-                self._reset(generation, prev_epoch)
+                self._reset(generation, prev_epoch, ssts)
                 return
+            newer = [s for s in ssts if s.level == 0 and s.max_epoch > since and s.min_epoch <= prev_epoch]
             for sst in newer:
                 rows = read_sst(reader.store, sst.path, self.desc, cache=reader.cache)
                 epochs = rows.column(EPOCH)
@@ -230,17 +238,40 @@ class TableCache:
                 if rows.num_rows:
                     self._apply(rows)
             self.epoch = prev_epoch
+            self.seen_sst_id = max((s.sst_id for s in ssts), default=0)
 
-    def _reset(self, generation: str, epoch: int) -> None:
+    def _compacted_since(self, ssts: Sequence[SstableInfo], since: int) -> bool:
+        """Whether a compaction may have moved writes of epochs after `since` out of L0, where the
+        catch-up would not find them. A compaction's output is an SST of another level with a newer
+        id than any the cache has seen (or, unnumbered, newer rows); it consumed the oldest L0
+        sub-levels (`meta.compaction.picker`), so when the oldest sub-level left is at or below
+        `since`, everything it consumed was too. (Its epochs alone cannot tell: a write that only
+        deleted leaves no row in the output.)"""
+        compacted = any(s.level != 0 and (s.sst_id > self.seen_sst_id if s.sst_id else s.max_epoch > since)
+                        for s in ssts)
+        if not compacted:
+            return False
+        oldest = min((s.sub_level for s in ssts if s.level == 0), default=None)
+        return oldest is None or oldest > since
+
+    def _reset(self, generation: str, epoch: int, ssts: Sequence[SstableInfo] = ()) -> None:
         self.clear()
         self.generation, self.epoch, self.writing = generation, epoch, None
+        self.seen_sst_id = max((s.sst_id for s in ssts), default=0)
 
     def write(self, sst_rows: pa.Table, epoch: int) -> None:
-        """Apply a task's own writes at `epoch` (SST rows: upserts and tombstones)."""
+        """Apply a task's own writes at `epoch` (SST rows: upserts and tombstones; the task is the
+        one that synced last)."""
         with self.manager.lock:
             if sst_rows.num_rows:
                 self._apply(sst_rows)
-            self.writing = epoch
+            self._wrote(epoch, self.task_partition)
+
+    def _wrote(self, epoch: int, partition: int | None) -> None:
+        if self.writing != epoch:
+            self.writing, self.partitions = epoch, set()
+        if partition is not None:
+            self.partitions.add(partition)
 
     def held_rows(self, rows: pa.Table) -> pa.Table:
         """The rows whose entry (key, or prefix) the cache holds. Many more rows than entries (a bulk

@@ -54,17 +54,19 @@ def fold_extreme(group_key: tuple[str, ...], call: AggCallSpec, groups: pa.Table
     groups = groups.select([VNODE, *group_key]).cast(
         pa.schema([desc.sst_schema().field(n) for n in [VNODE, *group_key]]))
     prefixes = encode_keys(groups.column(VNODE), [groups.column(n) for n in group_key]).to_pylist()
-    runs = cache.runs(reader, ssts, prev_epoch, groups)
+    runs = cache.runs(reader, ssts, prev_epoch, groups)  # the task's own: held or not, they stay here
     before = [runs[p].extreme(cache.descending) for p in prefixes]
     state_rows = extreme_state_rows(call, delta, epoch)
-    cache.write(state_rows, epoch)
-    after_runs = cache.held(prefixes)
-    emptied = sorted({i for i, p in enumerate(prefixes) if p not in after_runs})
+    emptied = cache.apply_to(runs, state_rows)
     if emptied:
         # every key the run held went this epoch: read the whole group as it was, apply the epoch
-        reloaded = cache.load(reader, ssts, prev_epoch, groups.take(pa.array(emptied, pa.int64())), whole=True)
-        cache.adopt(reloaded, state_rows)
-        after_runs = cache.held(prefixes)
-    after = [after_runs[p].extreme(cache.descending) for p in prefixes]
+        gone = set(emptied)
+        reloaded = cache.load(reader, ssts, prev_epoch,
+                              groups.take(pa.array([i for i, p in enumerate(prefixes) if p in gone], pa.int64())),
+                              whole=True)
+        cache.apply_to(reloaded, state_rows, settle_each_chunk=False)  # whole runs: nothing empties
+        runs.update(reloaded)
+    after = [runs[p].extreme(cache.descending) for p in prefixes]
+    cache.keep(runs, epoch)
     arrow = call.return_type.to_arrow()
     return InputFold(state_rows, pa.array(before, arrow), pa.array(after, arrow))

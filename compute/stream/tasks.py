@@ -71,7 +71,7 @@ class TaskEnv:
               prefix: int | None = None) -> TableCache:
         """The executor cache of a state table in this worker, exact as of the previous epoch."""
         cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix)
-        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation)
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt())
         return cache
 
     def extreme_cache(self, reader: StateTableReader, desc: StateTableDesc, ssts: tuple[SstableInfo, ...],
@@ -81,8 +81,20 @@ class TaskEnv:
         cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix,
                                                             kind=ExtremeCache, descending=descending)
         assert isinstance(cache, ExtremeCache)
-        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation)
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt())
         return cache
+
+
+def _task_attempt() -> tuple[int | None, bool]:
+    """The running Spark task's partition, and whether it is a retry: a failed attempt may have
+    written its epoch's rows to this worker's caches. (A resubmitted stage starts its attempts at 0
+    again; its task is caught as a partition that already ran here this epoch.)"""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return None, False
+    return ctx.partitionId(), ctx.attemptNumber() > 0
 
 
 def _cache_report(executor: str, *caches: TableCache) -> tuple[str, dict]:

@@ -37,14 +37,15 @@ def vnode(g: int) -> int:
 
 @pytest.mark.parametrize("kind", ["min", "max"])
 @pytest.mark.parametrize("seed", range(5))
-def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed):
+@pytest.mark.parametrize("budget", [1 << 26, 1500])  # a tiny budget refuses and evicts runs mid-task
+def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed, budget):
     monkeypatch.setattr(extreme_cache, "RUN_CAPACITY", 3)
     monkeypatch.setattr(extreme_cache, "LOAD_BLOCKS", 1)
     monkeypatch.setattr(extreme_cache, "APPLY_CHUNK_ROWS", 3)  # writes apply (and settle) a few rows at a time
     rng = random.Random(seed)
     store = ObjectStore(str(tmp_path))
     reader = StateTableReader(store, BlockCache(1 << 26), metas=BlockCache(1 << 22))
-    workers = [CacheManager(1 << 26), CacheManager(1 << 26)]
+    workers = [CacheManager(budget), CacheManager(budget)]
     spec = call(kind)
     rows: dict[int, tuple[int, int]] = {}  # input row id -> (group, value)
     ssts = []

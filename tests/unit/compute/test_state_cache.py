@@ -3,6 +3,7 @@ across compactions and recoveries."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pyarrow as pa
@@ -55,21 +56,25 @@ class World:
         return cache
 
     def write(self, rows: list[tuple]) -> SstableInfo:
-        self.files += 1
-        return write_sst(self.store, self.desc, sst_rows(self.desc, rows), f"t/{self.files}.parquet", level=0,
+        self.files += 1  # meta numbers SSTs in the order it commits them, compactions' too
+        info = write_sst(self.store, self.desc, sst_rows(self.desc, rows), f"t/{self.files}.parquet", level=0,
                          sub_level=self.next)
+        return dataclasses.replace(info, sst_id=self.files)
 
     def commit(self, rows: list[tuple]) -> None:
         if rows:
             self.ssts.append(self.write(rows))
         self.epoch, self.next = self.next, self.next + 1
 
-    def compact(self) -> None:
-        inputs = [read_sst(self.store, s.path, self.desc) for s in self.ssts]
+    def compact(self, keep: int = 0) -> None:
+        """Merge every SST but the newest `keep` L0 sub-levels into one L1 SST, as the picker does."""
+        old, kept = (self.ssts[:-keep], self.ssts[-keep:]) if keep else (self.ssts, [])
+        inputs = [read_sst(self.store, s.path, self.desc) for s in old]
         merged = retain_versions(inputs, self.desc, None, drop_tombstones=True)
         self.files += 1
-        self.ssts = [write_sst(self.store, self.desc, merged, f"t/{self.files}.parquet", level=1, sub_level=0)] \
-            if merged.num_rows else []
+        out = write_sst(self.store, self.desc, merged, f"t/{self.files}.parquet", level=1, sub_level=0) \
+            if merged.num_rows else None
+        self.ssts = ([dataclasses.replace(out, sst_id=self.files)] if out else []) + kept
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -100,7 +105,7 @@ def test_point_cache_equals_storage(tmp_path, seed):
             continue
         w.commit(rows)
         if roll > 0.85:
-            w.compact()
+            w.compact(keep=w.rng.choice([0, 3]))
     hits = sum(c.counters.hits for m in w.workers for c in m._tables.values())
     assert hits > 0
 
@@ -132,7 +137,7 @@ def test_prefix_cache_equals_storage(tmp_path, monkeypatch, seed):
         cache.write(sst_rows(SIDE, rows), w.next)
         w.commit(rows)
         if w.rng.random() < 0.15:
-            w.compact()
+            w.compact(keep=w.rng.choice([0, 3]))
 
 
 def test_a_sibling_task_of_the_same_epoch_keeps_the_cache(tmp_path):
@@ -186,3 +191,35 @@ def test_a_group_too_big_for_its_share_is_not_cached(tmp_path):
     # a held group that grows past its share is dropped, and still read right
     cache.write(sst_rows(SIDE, [(1, 2, i, "z" * 20, 3, False) for i in range(1, 100)]), 3)
     assert len(w.workers[0]) == 0
+
+
+def test_a_compaction_that_drops_a_tombstone_clears_a_lagging_cache(tmp_path):
+    """A write that only deleted leaves no row in a compaction's output: the cache cannot catch up
+    on it from the output's epochs, and must start over."""
+    w = World(tmp_path, POINT, 0)
+    probe = pa.table({"_vnode": pa.array([1], pa.int16()), "id": [1]})
+    w.commit([(1, 1, 10, "a", w.next, False)])
+    for _ in range(3):
+        w.commit([(2, 100 + w.next, 0, "b", w.next, False)])
+    cache = w.cache(0, None)
+    assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}
+    w.commit([(1, 1, None, None, w.next, True)])  # another worker deletes the key
+    for _ in range(3):
+        w.commit([(2, 100 + w.next, 0, "b", w.next, False)])
+    w.compact(keep=3)  # the delete leaves L0, and with it every trace of the key
+    cache = w.cache(0, None)
+    assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == set()
+
+
+def test_a_retried_task_does_not_read_its_failed_attempts_writes(tmp_path):
+    w = World(tmp_path, POINT, 0)
+    w.commit([(1, 1, 10, "a", w.next, False)])
+    probe = pa.table({"_vnode": pa.array([1], pa.int16()), "id": [1]})
+    cache = w.workers[0].table("t3", POINT)
+    for retry in (False, True):
+        cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0, retry=retry)
+        assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}
+        cache.write(sst_rows(POINT, [(1, 1, 99, "attempt", w.next, False)]), w.next)  # then the task fails
+    # a resubmitted stage's task (attempt 0 again) of a partition that already ran here this epoch
+    cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0)
+    assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}
