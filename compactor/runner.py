@@ -71,7 +71,9 @@ def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTas
         for start, end in ranges:
             path = f"{path_prefix}/{desc.table_id}/l{task.target_level}-{uuid.uuid4().hex}.parquet"
             outputs.append(write_sst(store, desc, merged.slice(start, end - start), path,
-                                     level=task.target_level, sub_level=0, presorted=True))
+                                     level=task.target_level,
+                                     sub_level=task.output_sub_level if task.target_level == 0 else 0,
+                                     presorted=True))
     except BaseException:
         store.delete(o.path for o in outputs)
         raise

@@ -110,8 +110,9 @@ class HummockManager:
 
     def commit_compaction(self, tx: Txn, table_id: int, inputs: list[SstableInfo],
                           outputs: list[SstableInfo]) -> HummockVersion | None:
-        """Replace `inputs` by `outputs` (level 1). Returns None, changing nothing, when an input is
-        no longer live (its table was dropped meanwhile)."""
+        """Replace `inputs` by `outputs` (L1 SSTs, or one L0 sub-level of an intra-L0 compaction, as
+        the outputs say). Returns None, changing nothing, when an input is no longer live (its table
+        was dropped meanwhile)."""
         base = self._base(tx)
         conn = tx.conn
         levels = base.tables.get(table_id)
@@ -125,15 +126,17 @@ class HummockManager:
         assigned: list[SstableInfo] = []
         if outputs:
             first = next_ids(conn, "sst", len(outputs))
-            assigned = [SstableInfo(**{**s.to_json(), "sst_id": first + i, "level": 1, "sub_level": 0})
+            assigned = [SstableInfo(**{**s.to_json(), "sst_id": first + i, "level": s.level,
+                                       "sub_level": s.sub_level if s.level == 0 else 0})
                         for i, s in enumerate(outputs)]
             conn.execute(sstables.insert(), [_sst_to_row(s) for s in assigned])
         conn.execute(hummock_version.update().where(hummock_version.c.id == 1).values(version_id=version_id))
         removed = set(input_paths)
-        l0 = tuple(SubLevel(sub.sub_level_id, tuple(s for s in sub.ssts if s.path not in removed))
-                   for sub in levels.l0)
-        l0 = tuple(sub for sub in l0 if sub.ssts)
-        l1 = sorted([s for s in levels.l1 if s.path not in removed] + assigned, key=lambda s: s.min_vnode)
+        l0_ssts = [s for sub in levels.l0 for s in sub.ssts if s.path not in removed]
+        l1 = sorted([s for s in levels.l1 if s.path not in removed] + [s for s in assigned if s.level != 0],
+                    key=lambda s: s.min_vnode)
+        rebuilt = _build_levels(table_id, l0_ssts + [s for s in assigned if s.level == 0])
+        l0 = rebuilt.l0
         tables = dict(base.tables)
         tables[table_id] = TableLevels(table_id, l0, tuple(l1))
         return self._stage(tx, HummockVersion(version_id, base.committed_epoch, tables))

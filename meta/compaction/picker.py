@@ -5,6 +5,13 @@ The rule (L0 -> L1, L1 being the bottom level):
 - Trigger when L0 has at least `l0_trigger_sub_levels` sub-levels and either L0 holds at least
   ``l0_to_l1_size_ratio`` times L1's bytes (compacting then costs little rewriting of L1) or L0 has
   reached `l0_max_sub_levels` (reads merge too many files: compact whatever the cost).
+- Short of that, once L0 has `l0_intra_sub_levels` sub-levels, merge sub-levels of L0 among
+  themselves (**intra-L0**, as RisingWave's intra-L0 picker): the newest candidates, and older ones
+  while each is at most twice the bytes gathered so far, into one sub-level in their place (its id
+  the newest merged one's, so L0 stays ordered by age). Its cost is the sub-levels it merges, not
+  L1: a big table no longer rewrites all of L1 every `l0_max_sub_levels` epochs, only once L0 has
+  grown to its share of L1, and the merges form tiers of doubling sizes (each write is merged again
+  about log2(L0 / one epoch's bytes) times). Tombstones stay (older versions live below).
 - Pick the L0 sub-levels oldest to newest, all but the newest `l0_keep_sub_levels`, and every L1 SST
   whose vnode range overlaps a picked L0 SST. The output replaces them as L1 SSTs that share no vnode.
   The newest sub-levels stay in L0 (as RisingWave's L0 keeps recent sub-levels while older ones
@@ -41,6 +48,8 @@ class CompactionConfig:
         l0_to_l1_size_ratio: compact when L0 bytes >= this ratio times L1 bytes.
         target_file_rows: rows per output SST (an SST holding one huge vnode may exceed it).
         l0_keep_sub_levels: the newest sub-levels a compaction leaves in L0.
+        l0_intra_sub_levels: merge L0 sub-levels among themselves from this depth (while L0 is small
+            next to L1).
     """
 
     l0_trigger_sub_levels: int = 8
@@ -48,6 +57,7 @@ class CompactionConfig:
     l0_to_l1_size_ratio: float = 0.1
     target_file_rows: int = 262144
     l0_keep_sub_levels: int = 3
+    l0_intra_sub_levels: int = 16
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,8 @@ class CompactionTask:
         drop_tombstones: the inputs hold every older version of their keys (see the module doc).
         l0_sub_levels: ids of the L0 sub-levels the task consumes entirely.
         safe_epoch: keep every version newer than this epoch (None: keep only the newest version).
+        output_sub_level: for an intra-L0 task (`target_level` 0), the id of the sub-level its
+            output forms.
     """
 
     table_id: int
@@ -67,6 +79,7 @@ class CompactionTask:
     drop_tombstones: bool = True
     l0_sub_levels: tuple[int, ...] = ()
     safe_epoch: int | None = None
+    output_sub_level: int = 0
 
     @property
     def input_bytes(self) -> int:
@@ -90,6 +103,8 @@ def pick_compaction(levels: TableLevels, config: CompactionConfig, *,
     l0_bytes = sum(s.size_bytes for sub in levels.l0 for s in sub.ssts)
     l1_bytes = sum(s.size_bytes for s in levels.l1)
     if l0_bytes < config.l0_to_l1_size_ratio * l1_bytes and depth < config.l0_max_sub_levels:
+        if depth >= config.l0_intra_sub_levels:
+            return _pick_intra_l0(levels, config, safe_epoch)
         logger.debug("table %d: %d L0 sub-levels, %d bytes vs %d in L1: not compacting yet",
                      levels.table_id, depth, l0_bytes, l1_bytes)
         return None
@@ -104,6 +119,29 @@ def pick_compaction(levels: TableLevels, config: CompactionConfig, *,
                 "SSTs (%d bytes)", levels.table_id, len(picked), depth, len(l0_ssts),
                 sum(s.size_bytes for s in l0_ssts), len(l1_ssts), len(levels.l1),
                 sum(s.size_bytes for s in l1_ssts))
+    return task
+
+
+def _pick_intra_l0(levels: TableLevels, config: CompactionConfig, safe_epoch: int | None) -> CompactionTask | None:
+    """The intra-L0 task (see the module doc), or None when fewer than two sub-levels qualify."""
+    candidates = levels.l0[:max(0, len(levels.l0) - config.l0_keep_sub_levels)]
+    picked: list = []
+    gathered = 0
+    for sub in reversed(candidates):  # newest first
+        size = sum(s.size_bytes for s in sub.ssts)
+        if picked and size > 2 * gathered:
+            break
+        picked.append(sub)
+        gathered += size
+    if len(picked) < 2:
+        return None
+    picked.reverse()  # oldest first, as the task lists its inputs
+    task = CompactionTask(table_id=levels.table_id, input_ssts=tuple(s for sub in picked for s in sub.ssts),
+                          target_level=0, drop_tombstones=False,
+                          l0_sub_levels=tuple(sub.sub_level_id for sub in picked), safe_epoch=safe_epoch,
+                          output_sub_level=picked[-1].sub_level_id)
+    logger.info("table %d: picked intra-L0 compaction of %d of %d L0 sub-levels (%d bytes)", levels.table_id,
+                len(picked), len(levels.l0), gathered)
     return task
 
 

@@ -53,8 +53,8 @@ class CompactionScheduler:
                 return False
             METRICS.compaction_tasks.inc()
             METRICS.compaction_bytes.inc(sum(s.size_bytes for s in outputs))
-            logger.info("compacted table %d: %d SSTs (%d L0 sub-levels) -> %d L1 SSTs", task.table_id,
-                        len(task.input_ssts), len(task.l0_sub_levels), len(outputs))
+            logger.info("compacted table %d: %d SSTs (%d L0 sub-levels) -> %d L%d SSTs", task.table_id,
+                        len(task.input_ssts), len(task.l0_sub_levels), len(outputs), task.target_level)
             return True
         finally:
             with self._lock:
