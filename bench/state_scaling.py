@@ -12,8 +12,10 @@ KEY, g INT, payload VARCHAR)`` with ``INSERT ... SELECT ... FROM generate_series
 ``join_mv`` exists before the load, which flows through it; the others are created over the loaded
 table (snapshot backfill). A join over two tables backfills by arrangement backfill, whose rounds
 cost about a second each whatever their size here, so 30M rows would take most of an hour to
-backfill — a matter of backfill speed, not of the steady state this measures. Then it offers upserts with random primary keys (``COPY ... FROM STDIN`` ten times a second; a key that
-exists is overwritten, as RisingWave) at each rate of ``--rates`` (default 2,000 and 10,000 rows/s)
+backfill — a matter of backfill speed, not of the steady state this measures. It waits until
+compaction has worked off the load (no compaction task for 30 s), warms up, then offers upserts with
+random primary keys (``COPY ... FROM STDIN`` ten times a second; a key that exists is overwritten, as
+RisingWave) at each rate of ``--rates`` (default 2,000 and 10,000 rows/s)
 for ``--seconds`` each, and records every barrier's latency from meta's ``/api/barriers``: p50, p99
 and mean per step, the rate the writer achieved, and the peak RSS of the playground's whole process
 tree (driver, JVM, Python workers) over the run. State cache hits and misses come from ``/metrics``.
@@ -180,6 +182,18 @@ class Writer:
         self.elapsed = time.perf_counter() - self.started
 
 
+def wait_for_compaction(meta_port: int, quiet_s: float = 30.0, max_s: float = 1800.0) -> float:
+    """Seconds until no compaction task has committed for `quiet_s` (at most `max_s`)."""
+    started = last_change = time.perf_counter()
+    tasks = metric_sum(meta_port, "risingspark_compaction_tasks_total")
+    while time.perf_counter() - last_change < quiet_s and time.perf_counter() - started < max_s:
+        time.sleep(5)
+        now = metric_sum(meta_port, "risingspark_compaction_tasks_total")
+        if now != tasks:
+            tasks, last_change = now, time.perf_counter()
+    return round(last_change - started, 1)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
@@ -210,8 +224,10 @@ def run_size(rows: int, rates: list[int], seconds: float, work: Path, extra: lis
                 if name != "join_mv":
                     c.execute(f"CREATE MATERIALIZED VIEW {name} AS {query}")
             out["create_mvs_s"] = round(time.perf_counter() - started, 1)
-        print(json.dumps({"rows": rows, "load_s": out["load_s"], "create_mvs_s": out["create_mvs_s"]}),
-              file=sys.stderr)
+        # The load leaves L0 deep with big sub-levels; measure once compaction has worked it off.
+        out["compaction_settle_s"] = wait_for_compaction(meta_port)
+        print(json.dumps({"rows": rows, "load_s": out["load_s"], "create_mvs_s": out["create_mvs_s"],
+                          "compaction_settle_s": out["compaction_settle_s"]}), file=sys.stderr)
         with Writer(dsn, rates[0], rows, seed=0):  # warm-up: caches, Spark's JIT
             time.sleep(min(30.0, seconds / 2))
         time.sleep(5)
