@@ -1,10 +1,11 @@
-"""The compaction runner: executes a `CompactionTask` picked by meta and writes the new L1 SSTs.
+"""The compaction runner: executes a `CompactionTask` picked by meta and writes the SSTs of its
+target level.
 
 The inputs are merged by key (`retain_versions`: the newest version of each key, or every version
 newer than the task's safe epoch), tombstones are dropped when the task allows it, and the sorted
-result is cut into L1 SSTs at vnode boundaries only, so no two L1 SSTs share a vnode. Rows keep
-their original ``_epoch``. Meta then swaps inputs for outputs in one version delta; the inputs are
-deleted once no reader pins them.
+result is cut into SSTs of about the target size, only between keys (all versions of a key stay in
+one SST, so the SSTs of a level have disjoint key ranges). Rows keep their original ``_epoch``. Meta
+then swaps inputs for outputs in one version delta; the inputs are deleted once no reader pins them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pyarrow as pa
 from meta.compaction.picker import CompactionTask
 from risingspark.errors import InternalError
 from risingspark.storage.desc import SstableInfo, StateTableDesc
-from risingspark.storage.mvcc import retain_versions, vnode_array
+from risingspark.storage.mvcc import key_names, retain_versions, same_key_as_previous
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.sst import read_sst, write_sst
 
@@ -29,32 +30,39 @@ logger = logging.getLogger(__name__)
 DEFAULT_TARGET_FILE_ROWS = 262144
 
 
-def split_at_vnodes(vnodes: np.ndarray, target_rows: int) -> list[tuple[int, int]]:
-    """Cut sorted `vnodes` into ``[start, end)`` row ranges of at most `target_rows` rows each,
-    cutting only between vnodes (a range holding one vnode may be longer).
+def split_at_keys(same_as_previous: np.ndarray, target_rows: int) -> list[tuple[int, int]]:
+    """Cut sorted rows into ``[start, end)`` ranges of about `target_rows` rows, cutting only where
+    a new key starts (`same_as_previous` is False), so a key's versions stay in one range.
 
-    >>> split_at_vnodes(np.array([0, 0, 1, 2, 2, 2, 3]), 3)
-    [(0, 3), (3, 6), (6, 7)]
+    >>> split_at_keys(np.array([False, True, False, False, True, True, False]), 2)
+    [(0, 2), (2, 6), (6, 7)]
     """
-    n = len(vnodes)
+    n = len(same_as_previous)
     if n == 0:
         return []
-    bounds = np.flatnonzero(vnodes[1:] != vnodes[:-1]) + 1
-    group_ends = [*bounds.tolist(), n]
-    ranges, start, prev_end = [], 0, 0
-    for end in group_ends:  # one iteration per vnode (at most 256)
-        if end - start > target_rows and prev_end > start:
-            ranges.append((start, prev_end))
-            start = prev_end
-        prev_end = end
-    ranges.append((start, n))
+    starts = np.flatnonzero(~same_as_previous)  # rows where a key starts (row 0 among them)
+    ranges, start = [], 0
+    while start < n:
+        i = int(np.searchsorted(starts, start + max(1, target_rows), side="left"))
+        end = int(starts[i]) if i < len(starts) else n
+        ranges.append((start, end))
+        start = end
     return ranges
 
 
+def file_rows(task: CompactionTask, target_file_bytes: int | None, target_file_rows: int) -> int:
+    """Rows per output SST: `target_file_bytes` at the inputs' bytes per row, at most `target_file_rows`."""
+    if not target_file_bytes or not task.input_rows:
+        return target_file_rows
+    per_row = max(1.0, task.input_bytes / task.input_rows)
+    return max(1, min(target_file_rows, int(target_file_bytes / per_row)))
+
+
 def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTask, *,
-                   target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, path_prefix: str = "hummock",
-                   io_threads: int = 8) -> list[SstableInfo]:
-    """Merge the task's input SSTs into new L1 SSTs and return their infos, by ``min_vnode``.
+                   target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, target_file_bytes: int | None = None,
+                   path_prefix: str = "hummock", io_threads: int = 8) -> list[SstableInfo]:
+    """Merge the task's input SSTs into new SSTs of its target level and return their infos, in key
+    order.
 
     An input whose every key is deleted yields no SST. If writing fails, the SSTs already written are
     deleted (best effort) and the error propagates; the inputs are untouched either way.
@@ -65,7 +73,8 @@ def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTas
         raise InternalError(f"target_file_rows must be positive, got {target_file_rows}")
     inputs = _read_inputs(store, desc, task.input_ssts, io_threads)
     merged = retain_versions(inputs, desc, task.safe_epoch, drop_tombstones=task.drop_tombstones)
-    ranges = split_at_vnodes(vnode_array(merged), target_file_rows)
+    same = same_key_as_previous(merged, key_names(desc))
+    ranges = split_at_keys(same, file_rows(task, target_file_bytes, target_file_rows))
     outputs: list[SstableInfo] = []
     try:
         for start, end in ranges:
@@ -77,8 +86,8 @@ def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTas
     except BaseException:
         store.delete(o.path for o in outputs)
         raise
-    logger.info("table %d: compacted %d SSTs (%d rows, sub-levels %s) into %d L%d SSTs (%d rows)",
-                desc.table_id, len(task.input_ssts), task.input_rows, list(task.l0_sub_levels),
+    logger.info("table %d: compacted %d SSTs (%d rows, %d bytes, sub-levels %s) into %d L%d SSTs (%d rows)",
+                desc.table_id, len(task.input_ssts), task.input_rows, task.input_bytes, list(task.l0_sub_levels),
                 len(outputs), task.target_level, merged.num_rows)
     return outputs
 

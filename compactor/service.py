@@ -38,7 +38,8 @@ class CompactorService:
         outputs = None
         try:
             outputs = run_compaction(self._store, desc, task,
-                                     target_file_rows=self._scheduler.config.target_file_rows)
+                                     target_file_rows=self._scheduler.config.target_file_rows,
+                                     target_file_bytes=self._scheduler.config.target_file_bytes)
         except Exception:
             logger.exception("compaction of table %d failed", task.table_id)
         finally:

@@ -11,7 +11,9 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
+from meta.dashboard.models import LevelModel
 from meta.dashboard.routes import mount_dashboard
+from meta.dashboard.views import level_models
 from meta.service import DdlProgress, MetaService
 from risingspark.errors import RisingSparkError
 
@@ -28,7 +30,8 @@ class TableLevelsModel(BaseModel):
     table_id: int
     l0_sub_levels: int
     l0_ssts: int
-    l1_ssts: int
+    sorted_ssts: int  # SSTs of the levels below L0
+    levels: list[LevelModel]  # the non-empty levels, L0 first
     rows: int
 
 
@@ -73,11 +76,12 @@ def create_app(meta: MetaService) -> FastAPI:
 
     @app.get("/api/tables/{table_id}/levels", response_model=TableLevelsModel)
     def table_levels(table_id: int) -> TableLevelsModel:
-        """The LSM shape of one state table: L0 sub-levels (one per checkpoint that wrote it) and L1."""
+        """The LSM shape of one state table: L0 sub-levels (one per checkpoint that wrote it, or merged)
+        and the SSTs and bytes of every level."""
         levels = meta.hummock.version.levels(table_id)
         return TableLevelsModel(table_id=table_id, l0_sub_levels=len(levels.l0),
-                                l0_ssts=sum(len(s.ssts) for s in levels.l0), l1_ssts=len(levels.l1),
-                                rows=meta.row_count(table_id))
+                                l0_ssts=sum(len(s.ssts) for s in levels.l0), sorted_ssts=len(levels.sorted_ssts),
+                                levels=level_models(levels), rows=meta.row_count(table_id))
 
     @app.get("/metrics")
     def metrics() -> Response:

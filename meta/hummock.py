@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -88,7 +89,7 @@ class HummockManager:
         if new_ssts:
             first = next_ids(conn, "sst", len(new_ssts))
             for i, s in enumerate(new_ssts):
-                s = SstableInfo(**{**s.to_json(), "sst_id": first + i, "level": 0, "sub_level": epoch})
+                s = replace(s, sst_id=first + i, level=0, sub_level=epoch)
                 assigned.append(s)
             conn.execute(sstables.insert(), [_sst_to_row(s) for s in assigned])
         if new_change_logs:
@@ -105,14 +106,14 @@ class HummockManager:
             by_table[s.table_id].append(s)
         for tid, ssts in by_table.items():
             old = tables.get(tid) or TableLevels(tid)
-            tables[tid] = TableLevels(tid, old.l0 + (SubLevel(epoch, tuple(ssts)),), old.l1)
+            tables[tid] = TableLevels(tid, old.l0 + (SubLevel(epoch, tuple(ssts)),), old.levels)
         return self._stage(tx, HummockVersion(version_id, epoch, tables))
 
     def commit_compaction(self, tx: Txn, table_id: int, inputs: list[SstableInfo],
                           outputs: list[SstableInfo]) -> HummockVersion | None:
-        """Replace `inputs` by `outputs` (L1 SSTs, or one L0 sub-level of an intra-L0 compaction, as
-        the outputs say). Returns None, changing nothing, when an input is no longer live (its table
-        was dropped meanwhile)."""
+        """Replace `inputs` by `outputs` (SSTs of the task's target level, or one L0 sub-level of an
+        intra-L0 compaction, as the outputs say). Returns None, changing nothing, when an input is no
+        longer live (its table was dropped meanwhile)."""
         base = self._base(tx)
         conn = tx.conn
         levels = base.tables.get(table_id)
@@ -126,19 +127,12 @@ class HummockManager:
         assigned: list[SstableInfo] = []
         if outputs:
             first = next_ids(conn, "sst", len(outputs))
-            assigned = [SstableInfo(**{**s.to_json(), "sst_id": first + i, "level": s.level,
-                                       "sub_level": s.sub_level if s.level == 0 else 0})
+            assigned = [replace(s, sst_id=first + i, sub_level=s.sub_level if s.level == 0 else 0)
                         for i, s in enumerate(outputs)]
             conn.execute(sstables.insert(), [_sst_to_row(s) for s in assigned])
         conn.execute(hummock_version.update().where(hummock_version.c.id == 1).values(version_id=version_id))
-        removed = set(input_paths)
-        l0_ssts = [s for sub in levels.l0 for s in sub.ssts if s.path not in removed]
-        l1 = sorted([s for s in levels.l1 if s.path not in removed] + [s for s in assigned if s.level != 0],
-                    key=lambda s: s.min_vnode)
-        rebuilt = _build_levels(table_id, l0_ssts + [s for s in assigned if s.level == 0])
-        l0 = rebuilt.l0
         tables = dict(base.tables)
-        tables[table_id] = TableLevels(table_id, l0, tuple(l1))
+        tables[table_id] = replace_ssts(levels, input_paths, assigned)
         return self._stage(tx, HummockVersion(version_id, base.committed_epoch, tables))
 
     def drop_tables(self, tx: Txn, table_ids: list[int]) -> HummockVersion:
@@ -195,27 +189,37 @@ class HummockManager:
         return paths
 
 
+def replace_ssts(levels: TableLevels, removed: list[str], added: list[SstableInfo]) -> TableLevels:
+    """`levels` with the SSTs at paths `removed` replaced by `added` (each in the level and L0
+    sub-level it names)."""
+    gone = set(removed)
+    return _build_levels(levels.table_id, [s for s in levels.all_ssts() if s.path not in gone] + added)
+
+
 def _build_levels(table_id: int, ssts: list[SstableInfo]) -> TableLevels:
     l0: dict[int, list[SstableInfo]] = defaultdict(list)
-    l1: list[SstableInfo] = []
+    below: dict[int, list[SstableInfo]] = defaultdict(list)
     for s in ssts:
         if s.level == 0:
             l0[s.sub_level].append(s)
         else:
-            l1.append(s)
+            below[s.level].append(s)
     sub_levels = tuple(SubLevel(k, tuple(sorted(v, key=lambda s: s.sst_id))) for k, v in sorted(l0.items()))
-    return TableLevels(table_id, sub_levels, tuple(sorted(l1, key=lambda s: s.min_vnode)))
+    depth = max(below, default=0)
+    levels = tuple(tuple(sorted(below.get(n, ()), key=lambda s: s.key_range)) for n in range(1, depth + 1))
+    return TableLevels(table_id, sub_levels, levels)
 
 
 def _sst_to_row(s: SstableInfo) -> dict:
     return {"id": s.sst_id, "table_id": s.table_id, "path": s.path, "level": s.level, "sub_level": s.sub_level,
             "min_vnode": s.min_vnode, "max_vnode": s.max_vnode, "min_epoch": s.min_epoch,
             "max_epoch": s.max_epoch, "row_count": s.row_count, "tombstone_count": s.tombstone_count,
-            "size_bytes": s.size_bytes}
+            "size_bytes": s.size_bytes, "min_key": s.min_key, "max_key": s.max_key}
 
 
 def _sst_from_row(r) -> SstableInfo:
     return SstableInfo(path=r.path, table_id=r.table_id, level=r.level, sub_level=r.sub_level,
                        min_vnode=r.min_vnode, max_vnode=r.max_vnode, min_epoch=r.min_epoch,
                        max_epoch=r.max_epoch, row_count=r.row_count, tombstone_count=r.tombstone_count,
-                       size_bytes=r.size_bytes, sst_id=r.id)
+                       size_bytes=r.size_bytes, sst_id=r.id, min_key=bytes(r.min_key or b""),
+                       max_key=bytes(r.max_key or b""))

@@ -34,7 +34,7 @@ class MetaRpc:
         self.incarnation = uuid.uuid4().hex
         self._lock = threading.Lock()
         self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
-        self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> table -> task
+        self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> task id -> task
         cluster.on_leave(self._release)
 
     def methods(self) -> dict[str, Any]:
@@ -120,12 +120,12 @@ class MetaRpc:
         picked = self.meta.compaction.next_task()
         if picked is not None:
             with self._lock:
-                self._tasks[node_id][picked[0].table_id] = picked[0]
+                self._tasks[node_id][picked[0].task_id] = picked[0]
         return picked
 
     def compaction_report(self, node_id: int, task: CompactionTask, outputs: list[SstableInfo] | None) -> bool:
         with self._lock:
-            owned = self._tasks.get(node_id, {}).pop(task.table_id, None)
+            owned = self._tasks.get(node_id, {}).pop(task.task_id, None)
         if owned is None:  # declared dead meanwhile: the task was given up and may run elsewhere
             return False
         return self.meta.compaction.report(task, outputs)

@@ -1,10 +1,18 @@
-"""Compaction scheduling: asks the picker for a task per state table, hands tasks to compactors,
-and commits their results as version deltas."""
+"""Compaction scheduling: asks the picker for tasks, hands them to compactors, and commits their
+results as version deltas.
+
+The SSTs of every task in flight are busy: the picker never hands them out again, so a table can
+have several tasks at once on disjoint key ranges (a level task and an L0 task, or level tasks of
+different ranges) and every idle compactor finds work. A task given up (its compactor failed or
+died) frees its SSTs; its inputs are still live, and a later pick may take them again.
+"""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+from dataclasses import replace
 
 from meta.catalog import CatalogManager
 from meta.compaction.picker import CompactionConfig, CompactionTask, pick_compaction
@@ -24,21 +32,29 @@ class CompactionScheduler:
         self._hummock = hummock
         self.config = config or CompactionConfig()
         self._lock = threading.Lock()
-        self._running: set[int] = set()  # tables with a task in flight
+        self._ids = itertools.count(1)
+        self._running: dict[int, CompactionTask] = {}  # task id -> task in flight
+
+    @property
+    def running(self) -> list[CompactionTask]:
+        with self._lock:
+            return list(self._running.values())
 
     def next_task(self) -> tuple[CompactionTask, StateTableDesc] | None:
         """The next compaction task, with the layout of its table; None when nothing needs it."""
         descs = {d.table_id: d for r in self._catalog.snapshot.relations.values() for d in r.state_tables}
         version = self._hummock.version
-        for table_id, levels in sorted(version.tables.items()):
-            with self._lock:
-                if table_id in self._running or table_id not in descs:
+        with self._lock:
+            busy = frozenset(s.path for t in self._running.values() for s in t.input_ssts)
+            for table_id, levels in sorted(version.tables.items()):
+                if table_id not in descs:
                     continue
-                task = pick_compaction(levels, self.config)
+                task = pick_compaction(levels, self.config, busy=busy)
                 if task is None:
                     continue
-                self._running.add(table_id)
-            return task, descs[table_id]
+                task = replace(task, task_id=next(self._ids))
+                self._running[task.task_id] = task
+                return task, descs[table_id]
         return None
 
     def report(self, task: CompactionTask, outputs: list[SstableInfo] | None) -> bool:
@@ -53,9 +69,10 @@ class CompactionScheduler:
                 return False
             METRICS.compaction_tasks.inc()
             METRICS.compaction_bytes.inc(sum(s.size_bytes for s in outputs))
-            logger.info("compacted table %d: %d SSTs (%d L0 sub-levels) -> %d L%d SSTs", task.table_id,
-                        len(task.input_ssts), len(task.l0_sub_levels), len(outputs), task.target_level)
+            logger.info("compacted table %d (%s task %d): %d SSTs (%d L0 sub-levels) -> %d L%d SSTs", task.table_id,
+                        task.kind, task.task_id, len(task.input_ssts), len(task.l0_sub_levels), len(outputs),
+                        task.target_level)
             return True
         finally:
             with self._lock:
-                self._running.discard(task.table_id)
+                self._running.pop(task.task_id, None)

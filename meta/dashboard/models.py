@@ -145,13 +145,21 @@ class BarriersModel(BaseModel):
     last_error: str | None
 
 
+class LevelModel(BaseModel):
+    """One level of a state table's LSM tree (0 is L0)."""
+
+    level: int
+    ssts: int
+    size_bytes: int
+
+
 class TableStorageModel(BaseModel):
     table_id: int
     job_id: int
     job: str
     l0_sub_levels: int
     l0_ssts: int
-    l1_ssts: int
+    levels: list[LevelModel]  # the non-empty levels, L0 first
     size_bytes: int
     rows: int
 

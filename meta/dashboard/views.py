@@ -23,6 +23,7 @@ from meta.dashboard.models import (
     JobLinkModel,
     JobModel,
     LatencyBucketModel,
+    LevelModel,
     NodeModel,
     NodesModel,
     ProcessModel,
@@ -37,6 +38,7 @@ from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatal
 from risingspark.epoch import Epoch
 from risingspark.errors import UndefinedTable
 from risingspark.fragment import FragmentGraph, executor_detail, executor_name, plan_fragments
+from risingspark.storage.desc import TableLevels
 from risingspark.stream_plan import node_from_json
 
 if TYPE_CHECKING:
@@ -228,7 +230,7 @@ class DashboardViews:
                 levels = version.levels(desc.table_id)
                 tables.append(TableStorageModel(
                     table_id=desc.table_id, job_id=rel.id, job=rel.name, l0_sub_levels=len(levels.l0),
-                    l0_ssts=sum(len(s.ssts) for s in levels.l0), l1_ssts=len(levels.l1),
+                    l0_ssts=sum(len(s.ssts) for s in levels.l0), levels=level_models(levels),
                     size_bytes=sum(s.size_bytes for s in levels.all_ssts()), rows=self.meta.row_count(desc.table_id)))
         samples = [StorageSampleModel(at=s.at, max_l0_sub_levels=s.max_l0_sub_levels,
                                       total_l0_sub_levels=s.total_l0_sub_levels, compaction_tasks=s.compaction_tasks,
@@ -236,6 +238,13 @@ class DashboardViews:
         tasks, written = self.monitor.compaction_totals()
         return StorageModel(committed_epoch=version.committed_epoch, version_id=version.id, tables=tables,
                             compaction_tasks_total=tasks, compaction_bytes_total=written, samples=samples)
+
+
+def level_models(levels: TableLevels) -> list[LevelModel]:
+    """The non-empty levels of a table, L0 first: SSTs and bytes of each."""
+    by_level = [[s for sub in levels.l0 for s in sub.ssts], *levels.levels]
+    return [LevelModel(level=n, ssts=len(ssts), size_bytes=sum(s.size_bytes for s in ssts))
+            for n, ssts in enumerate(by_level) if ssts]
 
 
 def _hit_rate(samples: list) -> float | None:

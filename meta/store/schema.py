@@ -11,11 +11,13 @@ from sqlalchemy import (
     Boolean,
     Column,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -94,6 +96,8 @@ sstables = Table(
     Column("row_count", BigInteger, nullable=False),
     Column("tombstone_count", BigInteger, nullable=False),
     Column("size_bytes", BigInteger, nullable=False),
+    Column("min_key", LargeBinary, nullable=False, server_default=text("''")),
+    Column("max_key", LargeBinary, nullable=False, server_default=text("''")),
 )
 
 objects_to_delete = Table(

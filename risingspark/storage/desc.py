@@ -62,9 +62,19 @@ class StateTableDesc:
                    tuple(d["pk"]), tuple(d.get("dist_key", ())))
 
 
+def vnode_key(vnode: int) -> bytes:
+    """The memcomparable encoding of `vnode` (`risingspark.storage.memcmp`): every key of the vnode
+    starts with it and lies in ``[vnode_key(v), vnode_key(v) + b"\\xff")``."""
+    return ((vnode ^ 0x8000) & 0xFFFF).to_bytes(2, "big")
+
+
 @dataclass(frozen=True)
 class SstableInfo:
-    """What the meta store records of one SST. `sst_id` is 0 until meta assigns one at commit."""
+    """What the meta store records of one SST. `sst_id` is 0 until meta assigns one at commit.
+
+    `min_key` and `max_key` are the memcomparable keys (``_vnode`` + pk) of its first and last row;
+    empty for an SST written before SSTs carried keys, whose key range is then its vnodes' (`key_range`).
+    """
 
     path: str
     table_id: int
@@ -78,19 +88,39 @@ class SstableInfo:
     tombstone_count: int
     size_bytes: int
     sst_id: int = 0
+    min_key: bytes = b""
+    max_key: bytes = b""
+
+    @property
+    def key_range(self) -> tuple[bytes, bytes]:
+        """``(lo, hi)``: every key of the SST lies in ``[lo, hi]`` (byte order)."""
+        lo = self.min_key or vnode_key(self.min_vnode)
+        hi = self.max_key or vnode_key(self.max_vnode) + b"\xff"
+        return lo, hi
+
+    def overlaps(self, lo: bytes, hi: bytes) -> bool:
+        """Whether the SST's key range meets ``[lo, hi]``."""
+        my_lo, my_hi = self.key_range
+        return my_lo <= hi and lo <= my_hi
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["min_key"], d["max_key"] = self.min_key.hex(), self.max_key.hex()
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> SstableInfo:
+        d = dict(d)
+        for k in ("min_key", "max_key"):
+            if isinstance(d.get(k), str):
+                d[k] = bytes.fromhex(d[k])
         return cls(**d)
 
 
 @dataclass(frozen=True)
 class SubLevel:
     """One L0 sub-level: the SSTs one checkpoint added to a table (they may overlap each other's
-    vnode ranges; they never hold the same key twice)."""
+    key ranges; they never hold the same key twice), or the merge of adjacent sub-levels (intra-L0)."""
 
     sub_level_id: int
     ssts: tuple[SstableInfo, ...]
@@ -98,15 +128,28 @@ class SubLevel:
 
 @dataclass(frozen=True)
 class TableLevels:
-    """The levels of one state table. L0 sub-levels are ordered oldest first; L1 SSTs are a sorted
-    run ordered by `min_vnode` whose vnode ranges do not overlap."""
+    """The levels of one state table (an LSM tree, as RisingWave's Hummock).
+
+    L0 sub-levels are ordered oldest first. ``levels[i]`` is level ``i + 1``: a sorted run, its SSTs
+    ordered by key and their key ranges disjoint. Every version of a key in a level is older than its
+    versions in the levels above and in L0.
+    """
 
     table_id: int
     l0: tuple[SubLevel, ...] = ()
-    l1: tuple[SstableInfo, ...] = ()
+    levels: tuple[tuple[SstableInfo, ...], ...] = ()
+
+    def level(self, n: int) -> tuple[SstableInfo, ...]:
+        """The SSTs of level `n` (n >= 1), by key."""
+        return self.levels[n - 1] if 0 < n <= len(self.levels) else ()
+
+    @property
+    def sorted_ssts(self) -> list[SstableInfo]:
+        """The SSTs of every level below L0."""
+        return [s for lv in self.levels for s in lv]
 
     def all_ssts(self) -> list[SstableInfo]:
-        return [s for sub in self.l0 for s in sub.ssts] + list(self.l1)
+        return [s for sub in self.l0 for s in sub.ssts] + self.sorted_ssts
 
 
 @dataclass(frozen=True)

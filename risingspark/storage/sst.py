@@ -92,10 +92,12 @@ def sst_info(desc: StateTableDesc, rows: pa.Table, path: str, size_bytes: int, *
     vnodes = pc.min_max(rows.column(VNODE))
     epochs = pc.min_max(rows.column(EPOCH))
     tombstones = pc.sum(rows.column(TOMBSTONE).cast(pa.int64())).as_py() or 0
+    keys = rows.column(KEY) if KEY in rows.schema.names else None
+    bounds = {} if keys is None else {"min_key": keys[0].as_py(), "max_key": keys[rows.num_rows - 1].as_py()}
     return SstableInfo(path=path, table_id=desc.table_id, level=level, sub_level=sub_level,
                        min_vnode=vnodes["min"].as_py(), max_vnode=vnodes["max"].as_py(),
                        min_epoch=epochs["min"].as_py(), max_epoch=epochs["max"].as_py(),
-                       row_count=rows.num_rows, tombstone_count=int(tombstones), size_bytes=size_bytes)
+                       row_count=rows.num_rows, tombstone_count=int(tombstones), size_bytes=size_bytes, **bounds)
 
 
 def write_sst(store: ObjectStore, desc: StateTableDesc, rows: pa.Table, path: str, *, level: int,

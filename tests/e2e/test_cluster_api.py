@@ -57,7 +57,7 @@ def test_idle_epochs_run_no_spark_job(playground: PlaygroundProcess) -> None:
         before, "risingspark_compute_spark_jobs_total")
 
 
-def test_l0_is_compacted_into_l1(playground: PlaygroundProcess) -> None:
+def test_l0_is_compacted_into_the_levels(playground: PlaygroundProcess) -> None:
     base = f"http://127.0.0.1:{playground.meta_port}"
     t = unique_name("compact")
     with playground.connect() as conn:
@@ -71,10 +71,10 @@ def test_l0_is_compacted_into_l1(playground: PlaygroundProcess) -> None:
         deadline = time.monotonic() + 60
         levels = httpx.get(f"{base}/api/tables/{table_id}/levels").json()
         # (the compactor may be one task behind the last inserts: wait until it has caught up)
-        while (levels["l1_ssts"] == 0 or levels["l0_sub_levels"] >= 8) and time.monotonic() < deadline:
+        while (levels["sorted_ssts"] == 0 or levels["l0_sub_levels"] >= 8) and time.monotonic() < deadline:
             time.sleep(0.5)
             levels = httpx.get(f"{base}/api/tables/{table_id}/levels").json()
-        assert levels["l1_ssts"] > 0 and levels["l0_sub_levels"] < 8, levels
+        assert levels["sorted_ssts"] > 0 and levels["l0_sub_levels"] < 8, levels
         # the merged data reads the same as the history that produced it
         rows = conn.execute(f"SELECT k, v FROM {t} ORDER BY k").fetchall()
         expected = {}

@@ -193,7 +193,7 @@ def test_kill_compactor_while_writing(cluster: LocalCluster, oracle_dsn: str) ->
     while True:
         levels = httpx.get(f"http://127.0.0.1:{cluster.active_meta_port()}/api/tables/{table_id}/levels",
                            timeout=10).json()
-        if levels["l1_ssts"] > 0:
+        if levels["sorted_ssts"] > 0:
             break
         assert time.monotonic() < deadline, f"no compaction after the compactor restart: {levels}"
         time.sleep(1)

@@ -144,12 +144,18 @@
     ], { windowS: b.window_s, fmt: RS.fmtSeconds, yMin: b.barrier_interval_ms / 1000 });
   }
 
+  // "L3 2 · 12 MB  L6 40 · 1.2 GB": SSTs and bytes of each level below L0 that holds any
+  function levelCells(levels) {
+    return levels.filter((l) => l.level > 0)
+      .map((l) => `<span class="level">L${l.level} <b>${l.ssts}</b> · ${RS.fmtBytes(l.size_bytes)}</span>`).join(" ");
+  }
+
   function renderStorage(s) {
     const maxL0 = Math.max(1, ...s.tables.map((t) => t.l0_sub_levels));
     document.querySelector("#storage tbody").innerHTML = s.tables.map((t) => `<tr data-table-id="${t.table_id}">
       <td>${t.table_id}</td><td>${RS.escape(t.job)}</td>
       <td><span class="l0-bar" style="width:${(60 * t.l0_sub_levels) / maxL0}px"></span> ${t.l0_sub_levels}</td>
-      <td>${t.l0_ssts}</td><td>${t.l1_ssts}</td><td>${RS.fmtBytes(t.size_bytes)}</td><td>${RS.fmtCount(t.rows)}</td></tr>`).join("");
+      <td>${t.l0_ssts}</td><td>${levelCells(t.levels)}</td><td>${RS.fmtBytes(t.size_bytes)}</td><td>${RS.fmtCount(t.rows)}</td></tr>`).join("");
     $("storage-stats").innerHTML = `
       <span>version <b>${s.version_id}</b></span>
       <span>compaction: <b>${s.compaction_tasks_total}</b> tasks, <b>${RS.fmtBytes(s.compaction_bytes_total)}</b> written</span>`;

@@ -1,4 +1,4 @@
-"""The compaction runner: merging L0 and L1 into vnode-aligned L1 SSTs."""
+"""The compaction runner: merging L0 and a level into SSTs of the target level, cut between keys."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from compactor.runner import run_compaction, split_at_vnodes
+from compactor.runner import file_rows, run_compaction, split_at_keys
 from meta.compaction.picker import CompactionConfig, CompactionTask, pick_compaction
 from risingspark.storage.desc import StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.object_store import ObjectStore
@@ -45,7 +45,7 @@ def build_levels(store: ObjectStore, seed: int, sub_levels: int = 9) -> TableLev
         data += [(lo, 1000 + s, "new", s, epoch, False)]  # a fresh key
         subs.append(SubLevel(epoch, (write_sst(store, DESC, rows(data), f"hummock/8/l0-{epoch}.parquet",
                                                level=0, sub_level=epoch),)))
-    return TableLevels(8, tuple(subs), tuple(l1))
+    return TableLevels(8, tuple(subs), (tuple(l1),))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -70,9 +70,11 @@ def test_compaction_preserves_reads_and_drops_tombstones(tmp_path, seed):
         t = read_sst(store, info.path, DESC)
         assert not any(t.column("_tombstone").to_pylist())
         assert info.row_count == t.num_rows
-        assert info.row_count <= 150 or info.min_vnode == info.max_vnode
-    # a sorted run: vnode ranges ordered and disjoint, so no vnode is shared
-    spans = [(s.min_vnode, s.max_vnode) for s in sorted(new_ssts, key=lambda s: s.min_vnode) if s.level == 1]
+        assert info.row_count <= 150
+        keys = read_sst(store, info.path, DESC, with_key=True).column("_key").to_pylist()
+        assert (info.min_key, info.max_key) == (keys[0], keys[-1])
+    # a sorted run: key ranges ordered and disjoint (the unpicked L1 SSTs among them)
+    spans = sorted(s.key_range for s in new_ssts if s.level == 1)
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
     # rows keep the epoch of the version they came from
     epochs = set()
@@ -108,17 +110,30 @@ def test_safe_epoch_keeps_versions_readers_may_still_need(tmp_path):
         assert reader.read(DESC, new_ssts, epoch).equals(reader.read(DESC, levels.all_ssts(), epoch))
 
 
-def test_one_huge_vnode_gets_its_own_oversized_file(tmp_path):
+def test_a_keys_versions_stay_in_one_file(tmp_path):
     store = ObjectStore(str(tmp_path))
-    data = [(0, i, "a", i, 1, False) for i in range(5)] + [(3, i, "a", i, 1, False) for i in range(50)]
-    data += [(7, i, "a", i, 1, False) for i in range(5)]
+    data = [(3, i, "a", i * 10 + e, e, False) for i in range(20) for e in (1, 2, 3)]  # three versions per key
     sst = write_sst(store, DESC, rows(data), "x.parquet", level=0, sub_level=1)
-    out = run_compaction(store, DESC, CompactionTask(8, (sst,)), target_file_rows=10)
-    assert [(s.min_vnode, s.max_vnode, s.row_count) for s in out] == [(0, 0, 5), (3, 3, 50), (7, 7, 5)]
+    out = run_compaction(store, DESC, CompactionTask(8, (sst,), safe_epoch=0), target_file_rows=10)
+    assert [s.row_count for s in out] == [12, 12, 12, 12, 12]  # 4 keys of 3 versions: the cut waits for a new key
+    assert all(a.max_key < b.min_key for a, b in zip(out, out[1:], strict=False))
 
 
-def test_split_at_vnodes():
-    assert split_at_vnodes(np.array([], dtype=np.int64), 3) == []
-    assert split_at_vnodes(np.array([1, 1, 1, 1]), 2) == [(0, 4)]
-    assert split_at_vnodes(np.array([0, 1, 2, 3, 4]), 2) == [(0, 2), (2, 4), (4, 5)]
-    assert split_at_vnodes(np.array([0, 1, 1, 1, 2]), 2) == [(0, 1), (1, 4), (4, 5)]
+def test_split_at_keys():
+    assert split_at_keys(np.array([], dtype=bool), 3) == []
+    assert split_at_keys(np.array([False, True, True, True]), 2) == [(0, 4)]
+    assert split_at_keys(np.array([False] * 5), 2) == [(0, 2), (2, 4), (4, 5)]
+    assert split_at_keys(np.array([False, False, True, True, False]), 2) == [(0, 4), (4, 5)]
+
+
+def test_file_rows_follow_the_target_bytes():
+    task = CompactionTask(8, (write_sst_info(1000, 100_000),))
+    assert file_rows(task, 10_000, 1 << 20) == 100  # 100 bytes a row
+    assert file_rows(task, 10_000, 50) == 50
+    assert file_rows(task, None, 77) == 77
+
+
+def write_sst_info(rows: int, size: int):
+    from risingspark.storage.desc import SstableInfo
+
+    return SstableInfo("p", 8, 0, 1, 0, 0, 1, 1, rows, 0, size)

@@ -1,5 +1,5 @@
-"""Compactions committed to the meta store: L0 → L1, and intra-L0 (sub-levels merged into one in their
-place), read back the same, in memory and after a restart of meta."""
+"""Compactions committed to the meta store: L0 → the base level, a level into the next, and intra-L0
+(sub-levels merged into one in their place), read back the same, in memory and after a restart of meta."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from risingspark.storage.sst import write_sst
 from risingspark.types import INT8, Field
 
 DESC = StateTableDesc(5, (Field("id", INT8), Field("v", INT8)), pk=(0,), dist_key=(0,))
-# (files this small are mostly footer: L0's bytes stand below L1's only with a high ratio)
-CONFIG = CompactionConfig(l0_trigger_sub_levels=4, l0_max_sub_levels=64, l0_to_l1_size_ratio=100,
-                          l0_keep_sub_levels=3, l0_intra_sub_levels=8)
+# (files this small are mostly footer: L0's bytes stand below the base's only with a high ratio)
+CONFIG = CompactionConfig(l0_trigger_sub_levels=4, l0_max_sub_levels=64, l0_to_base_size_ratio=100,
+                          l0_keep_sub_levels=3, l0_intra_sub_levels=8, max_level=3)
 
 
 def rows(rng: random.Random, epoch: int, n: int) -> pa.Table:
@@ -58,8 +58,8 @@ def test_intra_l0_merges_sub_levels_in_place(tmp_path):
     for _ in range(5):
         commit(hm, store, objects, rng, epoch, 300)
         epoch += 10
-    first = compact(hm, store, objects, replace(CONFIG, l0_keep_sub_levels=0, l0_to_l1_size_ratio=0))  # all of L0 into an empty L1
-    assert first.target_level == 1
+    first = compact(hm, store, objects, replace(CONFIG, l0_keep_sub_levels=0, l0_to_base_size_ratio=0))
+    assert first.target_level == 3  # all of L0 into the bottom level of an empty table
     for _ in range(9):  # small sub-levels next to L1
         commit(hm, store, objects, rng, epoch, 10)
         epoch += 10
@@ -71,7 +71,7 @@ def test_intra_l0_merges_sub_levels_in_place(tmp_path):
     after = hm.version.levels(DESC.table_id)
     ids = [sub.sub_level_id for sub in after.l0]
     assert ids == sorted(ids) and ids[0] == task.output_sub_level and len(ids) == 1 + 3
-    assert after.l1 == levels.l1
+    assert after.levels == levels.levels
     for e, want in before.items():
         if e >= task.output_sub_level:  # reads at or after the merged epochs see the same rows
             assert reader.read(DESC, after.all_ssts(), e).equals(want), e
@@ -79,19 +79,34 @@ def test_intra_l0_merges_sub_levels_in_place(tmp_path):
     assert HummockManager(store, objects).version.levels(DESC.table_id) == after
 
 
-def test_intra_l0_tiers():
-    """Older sub-levels join a merge while each is at most twice what the merge holds so far."""
-    from risingspark.storage.desc import SstableInfo, SubLevel, TableLevels
-
-    def sub(i: int, size: int) -> SubLevel:
-        return SubLevel(i, (SstableInfo(f"s{i}", 5, 0, i, 0, 255, i, i, 10, 0, size),))
-
-    l1 = (SstableInfo("l1", 5, 1, 0, 0, 255, 1, 1, 10, 0, 10**9),)
-    sizes = [4000, 2000, 10, 10, 10, 10, 10, 10, 10, 10, 10]
-    task = pick_compaction(TableLevels(5, tuple(sub(i, s) for i, s in enumerate(sizes)), l1), CONFIG)
-    assert task is not None and task.target_level == 0
-    assert task.l0_sub_levels == (2, 3, 4, 5, 6, 7)  # not the big ones, nor the newest three
-    sizes = [60, 30, 10, 10, 10, 10, 10, 10, 10, 10]
-    task = pick_compaction(TableLevels(5, tuple(sub(i, s) for i, s in enumerate(sizes)), l1), CONFIG)
-    assert task is not None and task.l0_sub_levels == (0, 1, 2, 3, 4, 5, 6)
-    assert pick_compaction(TableLevels(5, tuple(sub(i, 10) for i in range(7)), l1), CONFIG) is None  # too shallow
+def test_a_level_compacts_into_the_next_by_key_range(tmp_path):
+    rng = random.Random(2)
+    store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    store.upgrade()
+    objects = ObjectStore(str(tmp_path / "objects"))
+    hm = HummockManager(store, objects)
+    reader = StateTableReader(objects)
+    config = replace(CONFIG, l0_keep_sub_levels=0, l0_to_base_size_ratio=0, max_bytes_for_level_base=1)
+    for epoch in range(10, 50, 10):
+        commit(hm, store, objects, rng, epoch, 300)
+    task = compact(hm, store, objects, config)
+    assert task.kind == "l0" and task.target_level == 3
+    bottom = sum(s.size_bytes for s in hm.version.levels(DESC.table_id).level(3))
+    config = replace(config, max_bytes_for_level_base=bottom // 5, target_file_bytes=bottom // 20)
+    for epoch in range(50, 90, 10):
+        commit(hm, store, objects, rng, epoch, 300)
+    task = compact(hm, store, objects, config)  # L3 is past the base bytes: L2 becomes the base
+    assert task.kind == "l0" and task.target_level == 2 and not task.drop_tombstones  # L3 lies below
+    before = reader.read(DESC, hm.version.levels(DESC.table_id).all_ssts(), None)
+    seen = set()
+    while (task := pick_compaction(hm.version.levels(DESC.table_id), config)) is not None and task.kind == "level":
+        assert task.target_level == 3 and task.drop_tombstones
+        seen.add(task.input_ssts[0].path)
+        compact(hm, store, objects, config)
+    assert seen  # L2 went down to L3 a file at a time
+    after = hm.version.levels(DESC.table_id)
+    for level in after.levels:
+        assert all(a.max_key < b.min_key for a, b in zip(level, level[1:], strict=False))
+    assert reader.read(DESC, after.all_ssts(), None).equals(before)
+    # the levels and key ranges survive a restart of meta
+    assert HummockManager(store, objects).version.levels(DESC.table_id) == after
