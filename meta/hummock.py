@@ -16,6 +16,7 @@ from dataclasses import replace
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from meta.metrics import METRICS
 from meta.store.schema import change_logs, hummock_version, objects_to_delete, sstables
 from meta.store.store import MetaStore, Txn, next_ids
 from risingspark.barrier import ChangeLogInfo
@@ -92,6 +93,8 @@ class HummockManager:
                 s = replace(s, sst_id=first + i, level=0, sub_level=epoch)
                 assigned.append(s)
             conn.execute(sstables.insert(), [_sst_to_row(s) for s in assigned])
+            flushed = sum(s.size_bytes for s in assigned)
+            tx.on_commit(lambda: METRICS.flush_bytes.inc(flushed))
         if new_change_logs:
             first = next_ids(conn, "change_log", len(new_change_logs))
             conn.execute(change_logs.insert(), [

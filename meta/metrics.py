@@ -32,6 +32,10 @@ class MetaMetrics:
     l0_sub_levels: Gauge
     compaction_tasks: Counter
     compaction_bytes: Counter
+    flush_bytes: Counter
+    compaction_pending_bytes: Gauge
+    compaction_running_tasks: Gauge
+    write_amplification: Gauge
     process_cpu: Gauge
     process_memory: Gauge
 
@@ -59,6 +63,13 @@ METRICS = MetaMetrics(
                         ["job", "table_id"]),
     compaction_tasks=Counter("risingspark_compaction_tasks_total", "Compaction tasks committed"),
     compaction_bytes=Counter("risingspark_compaction_write_bytes_total", "Bytes written by compaction"),
+    flush_bytes=Counter("risingspark_storage_flush_bytes_total", "Bytes of SSTs committed by checkpoints (into L0)"),
+    compaction_pending_bytes=Gauge("risingspark_compaction_pending_bytes",
+                                   "Bytes compaction must still move for a state table's levels to be in shape",
+                                   ["job", "table_id"]),
+    compaction_running_tasks=Gauge("risingspark_compaction_running_tasks", "Compaction tasks in flight"),
+    write_amplification=Gauge("risingspark_storage_write_amplification",
+                              "Bytes written by compaction per byte flushed, since meta started"),
     process_cpu=Gauge("risingspark_process_cpu_usage_cores",
                       "CPU used by a node's processes over the last sample, in cores",
                       ["node", "component"]),

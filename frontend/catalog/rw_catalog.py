@@ -155,6 +155,23 @@ def _table_stats(ctx: SystemContext) -> list[tuple]:
     return [(d.table_id, ctx.row_count(d.table_id), 0, 0) for r in ctx.relations() for d in r.state_tables]
 
 
+def _hummock_sstables(ctx: SystemContext) -> list[tuple]:
+    """Every live SST of the database's state tables (RisingWave's `rw_hummock_sstables`, with the
+    table id in place of the compaction group): L0 sub-levels overlap, the levels below do not. Key
+    ranges are the memcomparable keys in hex (RisingWave's are bytea; hex keeps their order)."""
+    if ctx.version is None:
+        return []
+    out = []
+    for r in ctx.relations():
+        for d in r.state_tables:
+            for s in ctx.version.levels(d.table_id).all_ssts():
+                lo, hi = s.key_range
+                out.append((s.sst_id, s.path, d.table_id, s.level, s.sub_level if s.level == 0 else 0,
+                            "OVERLAPPING" if s.level == 0 else "NONOVERLAPPING", lo.hex(), hi.hex(), s.size_bytes,
+                            s.row_count, s.tombstone_count, s.min_epoch, s.max_epoch))
+    return out
+
+
 def _description(ctx: SystemContext) -> list[tuple]:
     out = []
     for r in user_relations(ctx):
@@ -208,6 +225,10 @@ TABLES = [
     SystemTable("rw_catalog", "rw_sources", 517, f"{_RELATION}, connector text"),
     SystemTable("rw_catalog", "rw_sinks", 518, f"{_RELATION}, connector text"),
     SystemTable("rw_catalog", "rw_subscriptions", 519, _RELATION),
+    SystemTable("rw_catalog", "rw_hummock_sstables", 521,
+                "sstable_id int8, object_path text, table_id int4, level_id int4, sub_level_id int8, level_type text, "
+                "key_range_left text, key_range_right text, file_size int8, total_key_count int8, "
+                "stale_key_count int8, min_epoch int8, max_epoch int8", _hummock_sstables, cached=False),
     SystemTable("rw_catalog", "rw_description", 520, "objoid int4, classoid int4, objsubid int4, description text",
                 _description),
 ]

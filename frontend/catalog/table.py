@@ -65,6 +65,7 @@ class SystemContext:
     roles: tuple[Role, ...] = DEFAULT_ROLES
     sessions: Callable[[], list[SessionInfo]] = field(default=lambda: [])
     row_count: Callable[[int], int] = field(default=lambda table_id: 0)
+    version: Any = None  # the storage version the statement pinned (risingspark.storage.desc.HummockVersion)
 
     def relations(self) -> list[RelationCatalog]:
         """The database's relations, by id."""

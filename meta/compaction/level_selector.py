@@ -68,3 +68,17 @@ def level_scores(levels: TableLevels, config: CompactionConfig, targets: LevelTa
         target = targets.target_bytes.get(n)
         scores.append((float("inf") if target is None else idle / target, n))
     return sorted(scores, key=lambda sl: (-sl[0], sl[1]))
+
+
+def pending_compaction_bytes(levels: TableLevels, config: CompactionConfig) -> int:
+    """About how many bytes compaction must still move for the table to be in shape (RisingWave's
+    ``compact_pending_bytes``): L0 when it is due, plus every level's bytes over its target."""
+    targets = level_targets(levels, config)
+    pending = 0
+    l0_bytes = total_bytes(s for sub in levels.l0 for s in sub.ssts)
+    if len(levels.l0) >= config.l0_trigger_sub_levels or l0_bytes >= config.max_bytes_for_level_base:
+        pending += l0_bytes
+    for n in range(1, config.max_level):
+        size = total_bytes(levels.level(n))
+        pending += max(0, size - targets.target_bytes.get(n, 0))
+    return pending

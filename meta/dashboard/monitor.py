@@ -3,8 +3,9 @@ over time and what Prometheus reads as gauges.
 
 Each sample records the process tree's CPU and memory, the L0 depth of every state table and the
 compaction counters into ring buffers covering the last minutes, and sets the sampled gauges:
-``risingspark_process_*``, ``risingspark_storage_l0_sub_levels`` and
-``risingspark_backfill_rows_per_second``. (Barrier latencies are recorded by the barrier manager
+``risingspark_process_*``, ``risingspark_storage_l0_sub_levels``,
+``risingspark_compaction_pending_bytes``, ``risingspark_compaction_running_tasks``,
+``risingspark_storage_write_amplification`` and ``risingspark_backfill_rows_per_second``. (Barrier latencies are recorded by the barrier manager
 itself, one sample per barrier.)
 """
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY
 
+from meta.compaction.level_selector import pending_compaction_bytes
 from meta.dashboard.process import ProcessTreeSampler, ResourceSample, set_resource_gauges
 from meta.history import RingBuffer
 from meta.metrics import METRICS, backfill_labels
@@ -102,16 +104,23 @@ class ClusterMonitor:
         version = self.meta.hummock.version
         seen: set[tuple[str, str]] = set()
         depths = []
+        config = self.meta.compaction.config
         for table_id, levels in version.tables.items():
             if table_id not in owners:
                 continue
             labels = (owners[table_id], str(table_id))
             METRICS.l0_sub_levels.labels(*labels).set(len(levels.l0))
+            METRICS.compaction_pending_bytes.labels(*labels).set(pending_compaction_bytes(levels, config))
             seen.add(labels)
             depths.append(len(levels.l0))
-        _remove_stale(METRICS.l0_sub_levels, self._l0_labels - seen)
+        for gauge in (METRICS.l0_sub_levels, METRICS.compaction_pending_bytes):
+            _remove_stale(gauge, self._l0_labels - seen)
         self._l0_labels = seen
+        METRICS.compaction_running_tasks.set(len(self.meta.compaction.running))
+        flushed = REGISTRY.get_sample_value("risingspark_storage_flush_bytes_total") or 0
         tasks, written = self.compaction_totals()
+        if flushed:
+            METRICS.write_amplification.set(round(written / flushed, 3))
         prev_tasks, prev_written = self._compaction
         self._compaction = (tasks, written)
         return StorageSample(at, max(depths, default=0), sum(depths), tasks - prev_tasks, written - prev_written)

@@ -84,6 +84,24 @@ def test_l0_is_compacted_into_the_levels(playground: PlaygroundProcess) -> None:
             expected.pop(i * 100, None)
         assert rows == sorted(expected.items())
         assert levels["rows"] == len(expected)
+        # rw_catalog.rw_hummock_sstables lists the same SSTs: L0 overlapping, the levels below as
+        # sorted runs of disjoint key ranges
+        ssts = conn.execute("SELECT level_id, level_type, key_range_left, key_range_right, file_size "
+                            f"FROM rw_catalog.rw_hummock_sstables WHERE table_id = {table_id} "
+                            "ORDER BY level_id, key_range_left").fetchall()
+        now = httpx.get(f"{base}/api/tables/{table_id}/levels").json()
+        by_level = {lv["level"]: (lv["ssts"], lv["size_bytes"]) for lv in now["levels"]}
+        assert {lv: (sum(1 for r in ssts if r[0] == lv), sum(r[4] for r in ssts if r[0] == lv))
+                for lv in {r[0] for r in ssts}} == by_level
+        assert all(r[1] == ("OVERLAPPING" if r[0] == 0 else "NONOVERLAPPING") for r in ssts)
+        for lv in by_level:
+            run = [r for r in ssts if r[0] == lv and lv > 0]
+            assert all(a[3] < b[2] for a, b in zip(run, run[1:], strict=False)), run
+        assert all(bytes.fromhex(r[2]) <= bytes.fromhex(r[3]) for r in ssts)  # hex of the memcomparable keys
+    metrics = httpx.get(f"{base}/metrics").text
+    for series in ("risingspark_storage_flush_bytes_total", "risingspark_compaction_pending_bytes{",
+                   "risingspark_storage_write_amplification", "risingspark_compaction_running_tasks"):
+        assert series in metrics, series
 
 
 def test_every_type_through_an_mv(playground: PlaygroundProcess, oracle_dsn: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from meta.catalog import CatalogSnapshot
+from meta.compaction.task import CompactionConfig
 from meta.history import BarrierSample, RingBuffer
 from meta.service import DdlProgress
 from risingspark.catalog import BackfillType, CreateType, JobStatus, RelationCatalog, RelationKind
@@ -89,6 +90,7 @@ class FakeMeta:
     def __post_init__(self) -> None:
         self.barriers = SimpleNamespace(history=RingBuffer[BarrierSample](100), last_error=None)
         self.params = SimpleNamespace(barrier_interval_ms=1000)
+        self.compaction = SimpleNamespace(config=CompactionConfig(), running=[])
         self.refresh()
 
     def refresh(self) -> None:

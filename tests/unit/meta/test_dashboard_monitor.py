@@ -46,6 +46,8 @@ def test_a_sample_sets_gauges_and_removes_those_of_finished_work() -> None:
     monitor = ClusterMonitor(meta, process="unit-test")
     monitor.sample_once()
     assert gauge("risingspark_storage_l0_sub_levels", job="t", table_id=str(TABLE_ID)) == 3
+    assert gauge("risingspark_compaction_pending_bytes", job="t", table_id=str(TABLE_ID)) == 0  # 3 < 8 sub-levels
+    assert gauge("risingspark_compaction_running_tasks") == 0
     assert gauge("risingspark_backfill_rows_per_second", job="mv", fragment=str(MV_ID * 100 + 1)) == 1000.0
     assert gauge("risingspark_process_resident_memory_bytes", node="unit-test", component="main") > 0
     (storage,) = monitor.recent_storage()
@@ -58,4 +60,5 @@ def test_a_sample_sets_gauges_and_removes_those_of_finished_work() -> None:
     monitor.sample_once()
     assert gauge("risingspark_backfill_rows_per_second", job="mv", fragment=str(MV_ID * 100 + 1)) is None
     assert gauge("risingspark_storage_l0_sub_levels", job="mv", table_id=str(MV_ID)) is None
+    assert gauge("risingspark_compaction_pending_bytes", job="mv", table_id=str(MV_ID)) is None
     assert gauge("risingspark_storage_l0_sub_levels", job="t", table_id=str(TABLE_ID)) == 3

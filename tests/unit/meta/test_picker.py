@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from meta.compaction.level_selector import level_scores, level_targets
+from meta.compaction.level_selector import level_scores, level_targets, pending_compaction_bytes
 from meta.compaction.picker import CompactionConfig, pick_compaction, pick_compactions
 from risingspark.storage.desc import HummockVersion, SstableInfo, SubLevel, TableLevels
 
@@ -165,3 +165,11 @@ def test_pick_compactions_over_a_version():
                                      3: with_levels(l0(6, size=MB, prefix="c"), table_id=3)})
     tasks = pick_compactions(version, CONFIG, safe_epoch=40)
     assert [(t.table_id, t.safe_epoch, len(t.input_ssts)) for t in tasks] == [(1, 40, 4), (3, 40, 6)]
+
+
+def test_pending_bytes_count_l0_when_due_and_levels_past_their_targets():
+    l3 = (sst("a", 0, 499, 40 * MB, 3), sst("b", 500, 999, 40 * MB, 3))  # 80 MB, target 50 MB
+    l4 = run(4, [0, 1000], 500 * MB)
+    assert pending_compaction_bytes(with_levels(l0(3, size=MB), L3=l3, L4=l4), CONFIG) == 30 * MB
+    assert pending_compaction_bytes(with_levels(l0(4, size=MB), L3=l3, L4=l4), CONFIG) == 34 * MB
+    assert pending_compaction_bytes(with_levels(L4=l4), CONFIG) == 0  # the bottom never compacts down
