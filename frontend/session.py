@@ -311,7 +311,8 @@ class Session:
         try:
             sys_ctx = SystemContext(reader.snapshot, reader.database.id, self.database, meta.ddl_progress,
                                     self.user, tuple(reader.search_path), tuple(self.vars.all()),
-                                    self.frontend.roles, self.frontend.session_infos, meta.row_count, version)
+                                    self.frontend.roles, self.frontend.session_infos, meta.row_count, version,
+                                    meta.write_stalls)
 
             def system_rows(schema: str, name: str) -> pa.Table:
                 t = system_table(schema, name)

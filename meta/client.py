@@ -206,6 +206,9 @@ class MetaClient:
     def ddl_progress(self) -> list[Any]:
         return self.rpc.call("ddl_progress")
 
+    def write_stalls(self) -> list[Any]:
+        return self.rpc.call("write_stalls")
+
 
 class RemoteCompactionScheduler:
     """A compactor process's view of meta's `CompactionScheduler`: the same three calls."""

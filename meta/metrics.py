@@ -36,6 +36,8 @@ class MetaMetrics:
     compaction_pending_bytes: Gauge
     compaction_running_tasks: Gauge
     write_amplification: Gauge
+    write_stall: Gauge
+    write_stalls: Counter
     process_cpu: Gauge
     process_memory: Gauge
 
@@ -70,6 +72,10 @@ METRICS = MetaMetrics(
     compaction_running_tasks=Gauge("risingspark_compaction_running_tasks", "Compaction tasks in flight"),
     write_amplification=Gauge("risingspark_storage_write_amplification",
                               "Bytes written by compaction per byte flushed, since meta started"),
+    write_stall=Gauge("risingspark_storage_write_stall",
+                      "1 while a table's writes are held because a state table it feeds has too deep an L0",
+                      ["job"]),
+    write_stalls=Counter("risingspark_storage_write_stalls_total", "Write stalls engaged, by table", ["job"]),
     process_cpu=Gauge("risingspark_process_cpu_usage_cores",
                       "CPU used by a node's processes over the last sample, in cores",
                       ["node", "component"]),

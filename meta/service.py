@@ -22,6 +22,8 @@ from meta.barrier.manager import BarrierManager
 from meta.catalog import CatalogManager, CatalogSnapshot, post_order
 from meta.cluster import ClusterManager
 from meta.compaction.scheduler import CompactionScheduler
+from meta.compaction.write_stall import PARAM as WRITE_STALL_PARAM
+from meta.compaction.write_stall import WriteStall
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
 from meta.progress import ProgressRate, format_progress
@@ -105,7 +107,9 @@ class MetaService:
         self.barriers = BarrierManager(store, self.catalog, self.hummock, objects, compute, self.snapshots,
                                        interval_ms=self._round_interval_ms,
                                        on_commit=self._after_commit)
-        self.compaction = CompactionScheduler(store, self.catalog, self.hummock)
+        self.barriers.stall_threshold = lambda: self.params.get(WRITE_STALL_PARAM)
+        self.compaction = CompactionScheduler(store, self.catalog, self.hummock,
+                                              stall_threshold=self.barriers.stall_threshold)
         self._lock = threading.Lock()
         self._start_lock = threading.RLock()
         self._row_counts: dict[int, int] = {}
@@ -454,7 +458,14 @@ class MetaService:
         name = rel.name if rel else str(table_id)
         METRICS.dml_rows.labels(job=name).inc(row_count)
         METRICS.dml_batches.labels(job=name).inc()
+        # a stalled table's writer waits (its rows are durable already): writers slow down to what
+        # compaction absorbs (meta.compaction.write_stall)
+        self.barriers.write_stalls.wait_released(table_id)
         return batch_id
+
+    def write_stalls(self) -> list[WriteStall]:
+        """The tables whose writes are held now (`meta.compaction.write_stall`)."""
+        return self.barriers.write_stalls.stalls
 
     def flush(self, timeout: float | None = None) -> int:
         return self.barriers.flush(timeout)

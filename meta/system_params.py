@@ -27,6 +27,9 @@ SPECS: dict[str, ParamSpec] = {p.name: p for p in (
               minimum=1),
     ParamSpec("max_concurrent_creating_streaming_jobs", 1,
               "Streaming jobs allowed to backfill at once (0: unlimited)"),
+    ParamSpec("level0_stop_write_threshold_sub_level_number", 128,
+              "L0 sub-levels of a state table at which the writes of the tables feeding it stall until "
+              "compaction catches up (0: never)"),
 )}
 
 

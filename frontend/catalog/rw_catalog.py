@@ -9,6 +9,8 @@ fragment id is the job id, as in `rw_fragment_backfill_progress`.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
 from frontend.catalog.relations import relation_type, system_relation, user_relations
 from frontend.catalog.table import SystemContext, SystemTable
@@ -172,6 +174,13 @@ def _hummock_sstables(ctx: SystemContext) -> list[tuple]:
     return out
 
 
+def _write_stalls(ctx: SystemContext) -> list[tuple]:
+    """Tables whose writes are held because a state table they feed has too deep an L0."""
+    live = {r.id for r in ctx.relations()}
+    return [(s.table_id, s.name, s.state_table_id, s.l0_sub_levels, datetime.fromtimestamp(s.since, UTC))
+            for s in ctx.write_stalls() if s.table_id in live]
+
+
 def _description(ctx: SystemContext) -> list[tuple]:
     out = []
     for r in user_relations(ctx):
@@ -229,6 +238,9 @@ TABLES = [
                 "sstable_id int8, object_path text, table_id int4, level_id int4, sub_level_id int8, level_type text, "
                 "key_range_left text, key_range_right text, file_size int8, total_key_count int8, "
                 "stale_key_count int8, min_epoch int8, max_epoch int8", _hummock_sstables, cached=False),
+    SystemTable("rw_catalog", "rw_write_stalls", 522,
+                "table_id int4, table_name text, state_table_id int4, l0_sub_levels int4, stalled_since timestamptz",
+                _write_stalls, cached=False),
     SystemTable("rw_catalog", "rw_description", 520, "objoid int4, classoid int4, objsubid int4, description text",
                 _description),
 ]

@@ -66,6 +66,7 @@ class SystemContext:
     sessions: Callable[[], list[SessionInfo]] = field(default=lambda: [])
     row_count: Callable[[int], int] = field(default=lambda table_id: 0)
     version: Any = None  # the storage version the statement pinned (risingspark.storage.desc.HummockVersion)
+    write_stalls: Callable[[], list] = field(default=lambda: [])  # meta.compaction.write_stall.WriteStall rows
 
     def relations(self) -> list[RelationCatalog]:
         """The database's relations, by id."""

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from meta.barrier.command import ComputeClient
 from meta.catalog import CatalogManager, post_order
+from meta.compaction.write_stall import WriteStallController
 from meta.history import BarrierSample, RingBuffer
 from meta.hummock import HummockManager
 from meta.metrics import METRICS
@@ -85,6 +86,9 @@ class BarrierManager:
         # the compute node of another resource group (`meta.resource_groups`) — not in the default
         # group's rounds; their results arrive through `submit_external` and commit with the next
         # checkpoint of the default group.
+        # Write stalls (`meta.compaction.write_stall`): recomputed before each round picks its DML.
+        self.write_stalls = WriteStallController()
+        self.stall_threshold: Callable[[], int] = lambda: 0
         self.jobs_elsewhere: Callable[[], set[int]] = set
         self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
 
@@ -323,9 +327,11 @@ class BarrierManager:
 
     # ---- inputs of a barrier --------------------------------------------------------------------
     def _pending_dml(self, elsewhere: set[int]) -> list[DmlBatch]:
-        """DML batches of the default group's tables not committed yet."""
+        """DML batches of the default group's tables not committed yet, but those of stalled tables."""
         live = self._catalog.snapshot.relations
-        out, self._dml_budget_hit = pending_dml(self._store, lambda t: t in live and t not in elsewhere)
+        stalled = self.write_stalls.update(self._hummock.version, live.values(), self.stall_threshold())
+        out, self._dml_budget_hit = pending_dml(
+            self._store, lambda t: t in live and t not in elsewhere and t not in stalled)
         return out
 
     def _all_jobs(self, elsewhere: set[int]) -> AddJobs:

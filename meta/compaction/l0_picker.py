@@ -5,7 +5,8 @@
 key range. Writes of random keys touch the whole key space, so the overlap is usually the whole base
 level — which the level selector keeps near `max_bytes_for_level_base` whatever the table's size.
 To bound the rewriting, the task goes ahead only when the picked L0 bytes are at least
-`l0_to_base_size_ratio` of the base bytes it rewrites, or L0 has reached `l0_max_sub_levels`.
+`l0_to_base_size_ratio` of the base bytes it rewrites, or L0 has reached `l0_max_sub_levels` or the
+write-stall threshold (`meta.compaction.write_stall`: writers wait on it).
 
 **Intra-L0** (RisingWave's intra-L0 picker), when L0 -> base cannot go ahead (the ratio, or its
 base files are busy with a compaction down) and L0 has `l0_intra_sub_levels` sub-levels: the newest
@@ -56,7 +57,9 @@ def pick_l0(levels: TableLevels, config: CompactionConfig, base_level: int, *,
     base_ssts = overlapping(levels.level(base_level), lo, hi)
     base_bytes = total_bytes(base_ssts)
     base_busy = any(s.path in busy for s in base_ssts)
-    worth_it = gathered >= config.l0_to_base_size_ratio * base_bytes or depth >= config.l0_max_sub_levels
+    stalling = bool(config.l0_stop_write_sub_levels) and depth >= config.l0_stop_write_sub_levels
+    worth_it = (gathered >= config.l0_to_base_size_ratio * base_bytes or depth >= config.l0_max_sub_levels
+                or stalling)
     if base_busy or not worth_it:
         if depth >= config.l0_intra_sub_levels:
             return pick_intra_l0(levels, config, safe_epoch=safe_epoch)

@@ -15,7 +15,7 @@ the base up one level and divide ``size`` by R. The base's target is ``min(size,
 and each level below multiplies it by R; no level's target is below B.
 
 Scores (a level is due at 1.0 or more): L0's is the larger of ``sub-levels / l0_trigger_sub_levels``
-and ``L0 bytes / B``; level n's (base <= n < max_level) is ``bytes not being compacted / target``.
+and ``L0 bytes / B`` (infinite at the write-stall threshold: its writers wait on it); level n's (base <= n < max_level) is ``bytes not being compacted / target``.
 The bottom level never compacts down.
 """
 
@@ -57,8 +57,10 @@ def level_scores(levels: TableLevels, config: CompactionConfig, targets: LevelTa
                  busy: frozenset[str] = frozenset()) -> list[tuple[float, int]]:
     """``(score, level)`` of every level that may compact (0 for L0), highest score first."""
     l0_ssts = [s for sub in levels.l0 for s in sub.ssts]
-    scores = [(max(len(levels.l0) / config.l0_trigger_sub_levels,
-                   total_bytes(l0_ssts) / config.max_bytes_for_level_base), 0)]
+    depth = len(levels.l0)
+    stalling = config.l0_stop_write_sub_levels and depth >= config.l0_stop_write_sub_levels
+    scores = [(max(depth / config.l0_trigger_sub_levels, total_bytes(l0_ssts) / config.max_bytes_for_level_base,
+                   float("inf") if stalling else 0.0), 0)]
     for n in range(1, config.max_level):
         ssts = levels.level(n)
         if not ssts:

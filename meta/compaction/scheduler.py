@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 from meta.catalog import CatalogManager
@@ -26,8 +27,9 @@ logger = logging.getLogger(__name__)
 
 class CompactionScheduler:
     def __init__(self, store: MetaStore, catalog: CatalogManager, hummock: HummockManager,
-                 config: CompactionConfig | None = None) -> None:
+                 config: CompactionConfig | None = None, *, stall_threshold: Callable[[], int] | None = None) -> None:
         self._store = store
+        self._stall_threshold = stall_threshold
         self._catalog = catalog
         self._hummock = hummock
         self.config = config or CompactionConfig()
@@ -44,12 +46,15 @@ class CompactionScheduler:
         """The next compaction task, with the layout of its table; None when nothing needs it."""
         descs = {d.table_id: d for r in self._catalog.snapshot.relations.values() for d in r.state_tables}
         version = self._hummock.version
+        config = self.config
+        if self._stall_threshold is not None:
+            config = replace(config, l0_stop_write_sub_levels=self._stall_threshold())
         with self._lock:
             busy = frozenset(s.path for t in self._running.values() for s in t.input_ssts)
             for table_id, levels in sorted(version.tables.items()):
                 if table_id not in descs:
                     continue
-                task = pick_compaction(levels, self.config, busy=busy)
+                task = pick_compaction(levels, config, busy=busy)
                 if task is None:
                     continue
                 task = replace(task, task_id=next(self._ids))

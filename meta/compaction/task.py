@@ -32,6 +32,8 @@ class CompactionConfig:
         max_compaction_bytes: a task's input stays under this, except for one L0 sub-level or one
             file with its overlap, which is taken whole.
         target_file_rows: an upper bound on rows per output SST, whatever their size.
+        l0_stop_write_sub_levels: the write-stall threshold (`meta.compaction.write_stall`; 0: none):
+            an L0 this deep is due, and compacts into the base level whatever the size ratio.
     """
 
     l0_trigger_sub_levels: int = 8
@@ -45,6 +47,7 @@ class CompactionConfig:
     target_file_bytes: int = 16 * MiB
     max_compaction_bytes: int = 256 * MiB
     target_file_rows: int = 1 << 20
+    l0_stop_write_sub_levels: int = 0
 
 
 @dataclass(frozen=True)

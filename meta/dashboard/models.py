@@ -172,6 +172,16 @@ class StorageSampleModel(BaseModel):
     compaction_bytes: int
 
 
+class WriteStallModel(BaseModel):
+    """A table whose writes are held (`meta.compaction.write_stall`)."""
+
+    table_id: int
+    name: str
+    state_table_id: int
+    l0_sub_levels: int
+    since: float
+
+
 class StorageModel(BaseModel):
     committed_epoch: int
     version_id: int
@@ -179,3 +189,4 @@ class StorageModel(BaseModel):
     compaction_tasks_total: int
     compaction_bytes_total: int
     samples: list[StorageSampleModel]
+    write_stalls: list[WriteStallModel] = []

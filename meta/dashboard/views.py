@@ -31,6 +31,7 @@ from meta.dashboard.models import (
     StorageModel,
     StorageSampleModel,
     TableStorageModel,
+    WriteStallModel,
 )
 from meta.dashboard.monitor import ClusterMonitor
 from meta.history import latency_buckets, percentile
@@ -236,8 +237,11 @@ class DashboardViews:
                                       total_l0_sub_levels=s.total_l0_sub_levels, compaction_tasks=s.compaction_tasks,
                                       compaction_bytes=s.compaction_bytes) for s in self.monitor.recent_storage()]
         tasks, written = self.monitor.compaction_totals()
+        stalls = [WriteStallModel(table_id=s.table_id, name=s.name, state_table_id=s.state_table_id,
+                                  l0_sub_levels=s.l0_sub_levels, since=s.since) for s in self.meta.write_stalls()]
         return StorageModel(committed_epoch=version.committed_epoch, version_id=version.id, tables=tables,
-                            compaction_tasks_total=tasks, compaction_bytes_total=written, samples=samples)
+                            compaction_tasks_total=tasks, compaction_bytes_total=written, samples=samples,
+                            write_stalls=stalls)
 
 
 def level_models(levels: TableLevels) -> list[LevelModel]:

@@ -102,6 +102,9 @@ class FakeMeta:
     def ddl_progress(self) -> list[DdlProgress]:
         return list(self.progress)
 
+    def write_stalls(self) -> list:
+        return []
+
     def row_count(self, table_id: int) -> int:
         return 10 * self.l0.get(table_id, 0)
 

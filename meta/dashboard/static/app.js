@@ -156,7 +156,10 @@
       <td>${t.table_id}</td><td>${RS.escape(t.job)}</td>
       <td><span class="l0-bar" style="width:${(60 * t.l0_sub_levels) / maxL0}px"></span> ${t.l0_sub_levels}</td>
       <td>${t.l0_ssts}</td><td>${levelCells(t.levels)}</td><td>${RS.fmtBytes(t.size_bytes)}</td><td>${RS.fmtCount(t.rows)}</td></tr>`).join("");
-    $("storage-stats").innerHTML = `
+    const stalls = s.write_stalls.map((w) => `<span class="badge stalled"
+      title="state table ${w.state_table_id}: ${w.l0_sub_levels} L0 sub-levels">write stall: ${RS.escape(w.name)}</span>`)
+      .join(" ");
+    $("storage-stats").innerHTML = `${stalls}
       <span>version <b>${s.version_id}</b></span>
       <span>compaction: <b>${s.compaction_tasks_total}</b> tasks, <b>${RS.fmtBytes(s.compaction_bytes_total)}</b> written</span>`;
     RS.lineChart($("storage-chart"), [

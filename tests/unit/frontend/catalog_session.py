@@ -64,6 +64,9 @@ class FakeMeta:
     def ddl_progress(self) -> list:
         return []
 
+    def write_stalls(self) -> list:
+        return []
+
     def row_count(self, table_id: int) -> int:
         return 0
 
