@@ -41,7 +41,7 @@ from risingspark.storage.changelog import read_changelog, write_changelog
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import get_object_store
 from risingspark.storage.reader import ScanResult, StateTableReader, read_schema
-from risingspark.storage.sst import write_sst
+from risingspark.storage.sst import write_ssts
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +122,7 @@ def _write_outputs(env: TaskEnv, desc: StateTableDesc, sst_rows: pa.Table, chang
                    items: list[tuple[str, dict]]) -> None:
     store = get_object_store(env.store_url)
     name = f"{env.epoch}-{uuid.uuid4().hex[:12]}.parquet"
-    if sst_rows.num_rows:
-        info = write_sst(store, desc, sst_rows, f"hummock/{desc.table_id}/{name}", level=0, sub_level=env.epoch)
+    for info in write_ssts(store, desc, sst_rows, f"hummock/{desc.table_id}/{name}", level=0, sub_level=env.epoch):
         items.append(("sst", info.to_json()))
     if changes is not None and changes.num_rows:
         path = f"changelog/{desc.table_id}/{name}"

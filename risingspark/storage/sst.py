@@ -39,6 +39,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_BLOCK_ROWS = 1024
 DEFAULT_ROW_GROUP_SIZE = DEFAULT_BLOCK_ROWS
 BLOOM_BITS_PER_KEY = 10
+# A checkpoint's SSTs are cut at about this many rows (about the size compaction cuts its outputs
+# at), so a big write — a backfill epoch, a bulk load — forms an L0 sub-level of many key-disjoint
+# SSTs that compaction can move down a few at a time (`meta.compaction.l0_picker`).
+FLUSH_FILE_ROWS = 262144
 
 
 def file_schema(desc: StateTableDesc) -> pa.Schema:
@@ -152,6 +156,30 @@ def _row_groups_for(meta: pq.FileMetaData, vnode_col: int, vnodes: np.ndarray) -
         if i < len(vnodes) and vnodes[i] <= stats.max:
             keep.append(rg)
     return None if len(keep) == meta.num_row_groups else keep
+
+
+def write_ssts(store: ObjectStore, desc: StateTableDesc, rows: pa.Table, path: str, *, level: int,
+               sub_level: int, file_rows: int = FLUSH_FILE_ROWS) -> list[SstableInfo]:
+    """Write `rows` as SSTs of at most about `file_rows` rows each (cut only between keys, so the
+    SSTs have disjoint key ranges), at `path` with ``-0``, ``-1``... before its suffix when there
+    are several. Returns their infos in key order."""
+    if rows.num_rows <= file_rows:
+        return [write_sst(store, desc, rows, path, level=level, sub_level=sub_level)] if rows.num_rows else []
+    rows = sort_sst_rows(desc, rows)
+    key = encode_row_keys(desc, rows)
+    rows = rows.append_column(file_schema(desc).field(KEY), key)
+    stem, dot, suffix = path.rpartition(".")
+    out: list[SstableInfo] = []
+    start, n = 0, rows.num_rows
+    while start < n:
+        end = min(n, start + max(1, file_rows))
+        while end < n and key[end].as_py() == key[end - 1].as_py():  # a key's versions stay together
+            end += 1
+        part = f"{stem}-{len(out)}{dot}{suffix}" if dot else f"{path}-{len(out)}"
+        out.append(write_sst(store, desc, rows.slice(start, end - start), part, level=level, sub_level=sub_level,
+                             presorted=True))
+        start = end
+    return out
 
 
 def read_sst(store: ObjectStore, path: str, desc: StateTableDesc, *, cache: BlockCache | None = None,

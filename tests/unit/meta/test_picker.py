@@ -155,8 +155,11 @@ def test_l0_waits_while_its_base_files_are_busy():
     deep = with_levels(l0(8, size=MB), L3=base, L4=run(4, [0, 1000], 100 * MB))
     task = pick_compaction(deep, CONFIG, busy=frozenset({"L3-0"}))
     assert task is not None and task.kind == "intra_l0"
-    # and an L0 task in flight keeps every other L0 task out
-    assert pick_compaction(deep, CONFIG, busy=frozenset({"s0-0"})) is None
+    # an L0 task in flight on the oldest sub-level keeps other L0 -> base tasks out, but newer
+    # sub-levels may merge among themselves beside it
+    beside = pick_compaction(deep, CONFIG, busy=frozenset({"s0-0"}))
+    assert beside is not None and beside.kind == "intra_l0" and beside.l0_sub_levels == tuple(range(101, 108))
+    assert pick_compaction(deep, CONFIG, busy=frozenset({"s7-0"})) is None  # the newest is busy: nothing to merge
 
 
 def test_pick_compactions_over_a_version():
@@ -165,6 +168,21 @@ def test_pick_compactions_over_a_version():
                                      3: with_levels(l0(6, size=MB, prefix="c"), table_id=3)})
     tasks = pick_compactions(version, CONFIG, safe_epoch=40)
     assert [(t.table_id, t.safe_epoch, len(t.input_ssts)) for t in tasks] == [(1, 40, 4), (3, 40, 6)]
+
+
+def test_a_big_sub_level_of_disjoint_ssts_goes_down_a_run_at_a_time():
+    # one checkpoint wrote 4 x 30 MB of key-disjoint SSTs; a task takes at most 64 MB
+    big = SubLevel(100, tuple(sst(f"b{i}", i * 250, i * 250 + 249, 30 * MB, 0, 100) for i in (2, 0, 3, 1)))
+    base = run(3, [0, 250, 500, 750, 1000], 2 * MB)
+    levels = with_levels((big, *l0(3, size=MB, first=101)), L3=base, L4=run(4, [0, 1000], 100 * MB))
+    task = pick_compaction(levels, replace(CONFIG, l0_keep_sub_levels=3))
+    assert task is not None and task.kind == "l0" and task.target_level == 3
+    assert [s.path for s in task.input_ssts] == ["b0", "b1", "L3-0", "L3-250"]  # a key run, and its overlap
+    assert task.l0_sub_levels == ()  # the sub-level stays in L0 with b2 and b3
+    # overlapping SSTs in one sub-level (written before SSTs were cut) go down together
+    wide = SubLevel(100, tuple(sst(f"w{i}", 0, 999, 30 * MB, 0, 100) for i in range(4)))
+    task = pick_compaction(with_levels((wide,), L3=base, L4=run(4, [0, 1000], 100 * MB)), CONFIG)
+    assert task is not None and task.l0_sub_levels == (100,) and len(task.input_ssts) == 4 + 4
 
 
 def test_pending_bytes_count_l0_when_due_and_levels_past_their_targets():

@@ -12,7 +12,7 @@ from risingspark.errors import InternalError
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import StateTableDesc
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.sst import read_sst, sort_sst_rows, write_sst
+from risingspark.storage.sst import read_sst, sort_sst_rows, write_sst, write_ssts
 from risingspark.types import INT4, VARCHAR, DataType, Field
 
 NUM = DataType.parse("numeric(8,2)")
@@ -66,6 +66,20 @@ def test_write_and_read_sst(store):
     assert back.equals(sort_sst_rows(DESC, raw_rows()))
     meta = store.parquet_metadata(info.path)
     assert [c.column_index for c in meta.row_group(0).sorting_columns] == [0, 2, 1, 4]
+
+
+def test_write_ssts_cuts_between_keys_into_disjoint_files(store):
+    rows = raw_rows()  # keys in order: (0, 3, q), (4, 1, a) x3 versions, (4, 2, x)
+    infos = write_ssts(store, DESC, rows, "hummock/12/e.parquet", level=0, sub_level=9, file_rows=2)
+    # a cut after 2 rows would split the three versions of (4, 1, a): it waits for the next key
+    assert [i.row_count for i in infos] == [4, 1]
+    assert [i.path for i in infos] == ["hummock/12/e-0.parquet", "hummock/12/e-1.parquet"]
+    assert infos[0].max_key < infos[1].min_key
+    back = pa.concat_tables([read_sst(store, i.path, DESC) for i in infos])
+    assert back.equals(sort_sst_rows(DESC, rows))
+    (one,) = write_ssts(store, DESC, rows, "hummock/12/f.parquet", level=0, sub_level=9)
+    assert one.path == "hummock/12/f.parquet" and one.row_count == 5
+    assert write_ssts(store, DESC, rows.slice(0, 0), "hummock/12/g.parquet", level=0, sub_level=9) == []
 
 
 def test_presorted_rows_are_written_as_given(store):
