@@ -209,6 +209,9 @@ class MetaClient:
     def write_stalls(self) -> list[Any]:
         return self.rpc.call("write_stalls")
 
+    def is_write_stalled(self, table_id: int) -> bool:
+        return self.rpc.call("is_write_stalled", table_id)
+
 
 class RemoteCompactionScheduler:
     """A compactor process's view of meta's `CompactionScheduler`: the same three calls."""

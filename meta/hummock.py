@@ -109,14 +109,15 @@ class HummockManager:
             by_table[s.table_id].append(s)
         for tid, ssts in by_table.items():
             old = tables.get(tid) or TableLevels(tid)
-            tables[tid] = TableLevels(tid, old.l0 + (SubLevel(epoch, tuple(ssts)),), old.levels)
+            tables[tid] = TableLevels(tid, old.l0 + (SubLevel(epoch, tuple(ssts)),), old.levels, old.l0_compacted_epoch)
         return self._stage(tx, HummockVersion(version_id, epoch, tables))
 
-    def commit_compaction(self, tx: Txn, table_id: int, inputs: list[SstableInfo],
-                          outputs: list[SstableInfo]) -> HummockVersion | None:
-        """Replace `inputs` by `outputs` (SSTs of the task's target level, or one L0 sub-level of an
+    def commit_compaction(self, tx: Txn, table_id: int, inputs: list[SstableInfo], outputs: list[SstableInfo],
+                          target_level: int | None = None) -> HummockVersion | None:
+        """Replace `inputs` by `outputs` (SSTs of the task's `target_level`, or one L0 sub-level of an
         intra-L0 compaction, as the outputs say). Returns None, changing nothing, when an input is no
-        longer live (its table was dropped meanwhile)."""
+        longer live (its table was dropped meanwhile). L0 inputs of a task that writes below L0 (or,
+        `target_level` unknown, writes nothing) advance the table's `l0_compacted_epoch`."""
         base = self._base(tx)
         conn = tx.conn
         levels = base.tables.get(table_id)
@@ -135,7 +136,11 @@ class HummockManager:
             conn.execute(sstables.insert(), [_sst_to_row(s) for s in assigned])
         conn.execute(hummock_version.update().where(hummock_version.c.id == 1).values(version_id=version_id))
         tables = dict(base.tables)
-        tables[table_id] = replace_ssts(levels, input_paths, assigned)
+        rebuilt = replace_ssts(levels, input_paths, assigned)
+        if target_level is None:
+            target_level = outputs[0].level if outputs else 1
+        moved = [s.sub_level for s in inputs if s.level == 0] if target_level != 0 else []
+        tables[table_id] = replace(rebuilt, l0_compacted_epoch=max([levels.l0_compacted_epoch, *moved]))
         return self._stage(tx, HummockVersion(version_id, base.committed_epoch, tables))
 
     def drop_tables(self, tx: Txn, table_ids: list[int]) -> HummockVersion:
@@ -196,7 +201,8 @@ def replace_ssts(levels: TableLevels, removed: list[str], added: list[SstableInf
     """`levels` with the SSTs at paths `removed` replaced by `added` (each in the level and L0
     sub-level it names)."""
     gone = set(removed)
-    return _build_levels(levels.table_id, [s for s in levels.all_ssts() if s.path not in gone] + added)
+    rebuilt = _build_levels(levels.table_id, [s for s in levels.all_ssts() if s.path not in gone] + added)
+    return replace(rebuilt, l0_compacted_epoch=levels.l0_compacted_epoch)
 
 
 def _build_levels(table_id: int, ssts: list[SstableInfo]) -> TableLevels:

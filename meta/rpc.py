@@ -48,7 +48,7 @@ class MetaRpc:
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml, "flush": m.flush,
             "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
-            "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "params_describe": m.params.describe, "params_set": m.params.set,
+            "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "compaction_config": lambda: m.compaction.config,
             "compaction_next_task": self.compaction_next_task, "compaction_report": self.compaction_report,

@@ -458,10 +458,12 @@ class MetaService:
         name = rel.name if rel else str(table_id)
         METRICS.dml_rows.labels(job=name).inc(row_count)
         METRICS.dml_batches.labels(job=name).inc()
-        # a stalled table's writer waits (its rows are durable already): writers slow down to what
-        # compaction absorbs (meta.compaction.write_stall)
-        self.barriers.write_stalls.wait_released(table_id)
         return batch_id
+
+    def is_write_stalled(self, table_id: int) -> bool:
+        """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait
+        on this (frontend.handlers.dml)."""
+        return self.barriers.write_stalls.is_stalled(table_id)
 
     def write_stalls(self) -> list[WriteStall]:
         """The tables whose writes are held now (`meta.compaction.write_stall`)."""

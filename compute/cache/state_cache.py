@@ -198,7 +198,8 @@ class TableCache:
 
     # ---- validity -----------------------------------------------------------------------------
     def sync(self, reader: StateTableReader, ssts: Sequence[SstableInfo], prev_epoch: int, epoch: int,
-             generation: str, partition: int | None = None, retry: bool = False) -> None:
+             generation: str, partition: int | None = None, retry: bool = False, *,
+             l0_compacted_epoch: int = 0) -> None:
         """Make the cache exact as of `prev_epoch`, for a task of epoch `epoch` on `partition` (see
         the module doc). A task of the same epoch that ran here before on another partition (other
         keys) leaves its writes in place; a retried task (`retry`, or a partition that already ran
@@ -225,7 +226,7 @@ class TableCache:
                 return
             if since == prev_epoch:
                 return
-            if self._compacted_since(ssts, since):
+            if l0_compacted_epoch > since or self._compacted_since(ssts, since):
                 logger.debug("table %d: a compaction may hold writes after epoch %d; cache cleared",
                              self.desc.table_id, since)
                 self._reset(generation, prev_epoch, ssts)
@@ -246,7 +247,9 @@ class TableCache:
         id than any the cache has seen (or, unnumbered, newer rows); it consumed the oldest L0
         sub-levels (`meta.compaction.picker`), so when the oldest sub-level left is at or below
         `since`, everything it consumed was too. (Its epochs alone cannot tell: a write that only
-        deleted leaves no row in the output.)"""
+        deleted leaves no row in the output.) A compaction that wrote nothing at all (its keys all
+        deleted) leaves no SST to see: meta's `TableLevels.l0_compacted_epoch`, which `sync` gets
+        with each task, tells that one."""
         compacted = any(s.level != 0 and (s.sst_id > self.seen_sst_id if s.sst_id else s.max_epoch > since)
                         for s in ssts)
         if not compacted:

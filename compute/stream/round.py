@@ -119,7 +119,10 @@ class EpochRound:
         self.store = store
         self.barrier = barrier
         state_bytes, block_bytes = cache_bytes or (DEFAULT_STATE_CACHE_BYTES, None)
-        self.env = TaskEnv(store.url, barrier.epoch.curr, barrier.epoch.prev, generation, state_bytes, block_bytes)
+        compacted = tuple((t, lv.l0_compacted_epoch) for t, lv in sorted(barrier.version.tables.items())
+                          if lv.l0_compacted_epoch)
+        self.env = TaskEnv(store.url, barrier.epoch.curr, barrier.epoch.prev, generation, state_bytes, block_bytes,
+                           compacted)
         self.target_round_s = target_round_s
         self.out = RoundOutput()
         self.changelogs: dict[int, list[str]] = defaultdict(list)

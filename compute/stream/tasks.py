@@ -62,6 +62,11 @@ class TaskEnv:
     generation: str = ""
     state_cache_bytes: int = DEFAULT_STATE_CACHE_BYTES
     block_cache_bytes: int | None = None
+    # (state table, the newest epoch whose writes a compaction moved out of L0) (`TableLevels`)
+    l0_compacted: tuple[tuple[int, int], ...] = ()
+
+    def compacted_epoch(self, table_id: int) -> int:
+        return next((e for t, e in self.l0_compacted if t == table_id), 0)
 
     def reader(self) -> StateTableReader:
         return StateTableReader(get_object_store(self.store_url), block_cache(self.block_cache_bytes),
@@ -71,7 +76,8 @@ class TaskEnv:
               prefix: int | None = None) -> TableCache:
         """The executor cache of a state table in this worker, exact as of the previous epoch."""
         cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix)
-        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt())
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt(),
+                   l0_compacted_epoch=self.compacted_epoch(desc.table_id))
         return cache
 
     def extreme_cache(self, reader: StateTableReader, desc: StateTableDesc, ssts: tuple[SstableInfo, ...],
@@ -81,7 +87,8 @@ class TaskEnv:
         cache = cache_manager(self.state_cache_bytes).table(f"{self.store_url}#{desc.table_id}", desc, prefix,
                                                             kind=ExtremeCache, descending=descending)
         assert isinstance(cache, ExtremeCache)
-        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt())
+        cache.sync(reader, ssts, self.prev_epoch, self.epoch, self.generation, *_task_attempt(),
+                   l0_compacted_epoch=self.compacted_epoch(desc.table_id))
         return cache
 
 

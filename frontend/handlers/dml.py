@@ -13,6 +13,7 @@ to it after the next checkpoint, at once after FLUSH, and always with ``SET rw_i
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from frontend.binder import ident
 from frontend.parser import FastInsert
 from frontend.pgwire.api import StatementResult
 from frontend.values import cast_column, read_values
+from meta.compaction.write_stall import MAX_WAIT_S
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import OP, SEQ, Op
 from risingspark.errors import (
@@ -160,6 +162,22 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
         path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
         session.frontend.store.write_parquet(path, part)
         session.frontend.meta.submit_dml(rel.id, path, part.num_rows)
+    _wait_while_stalled(session, rel.id)
+
+
+STALL_POLL_S = 0.2
+
+
+def _wait_while_stalled(session: Session, table_id: int) -> None:
+    """Acknowledge a write into a stalled table only once the stall is released, or after
+    `MAX_WAIT_S` (`meta.compaction.write_stall`): the rows are durable already, the writer slows down
+    to what compaction absorbs. The frontend waits, not meta, whose request threads serve heartbeats
+    and compactors; a cancel (or the session's end) stops the wait."""
+    meta = session.frontend.meta
+    deadline = time.monotonic() + MAX_WAIT_S
+    while meta.is_write_stalled(table_id) and time.monotonic() < deadline:
+        if session.cancel_event.wait(STALL_POLL_S):
+            return
 
 
 # ---- UPDATE / DELETE ----------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 **L0 -> base.** The oldest sub-levels (all but the newest `l0_keep_sub_levels`, and no more than
 `max_compaction_bytes` of them, at least one) with every SST of the base level that overlaps their
 key range. When the oldest sub-level alone is bigger than `max_compaction_bytes` (one checkpoint
-wrote a backfill's or a bulk load's rows, cut into key-disjoint SSTs by `write_ssts`), a run of its
-SSTs in key order within the limit goes down and the rest stays in L0: the sub-level never holds a
-key twice, so the keys left behind have no version in what moves, and every newer version of a key
-that moves is in a newer sub-level. (A state cache that missed the moved writes sees the oldest
+wrote a backfill's or a bulk load's rows: each task's rows cut into SSTs of 256K rows by
+`write_ssts`, the tasks' SSTs side by side in key order), its SSTs in order of their first key go
+down while they stay within the limit, and the rest stays in L0: the sub-level never holds a key
+twice, so a key left behind has no version in what moves (its older versions the task reads from the
+base are kept, under it), and every newer version of a key that moves is in a newer sub-level. (A state cache that missed the moved writes sees the oldest
 sub-level left at or after them and starts over: `compute.cache.state_cache`.) Writes of random keys touch the whole key space, so the overlap is usually the whole base
 level — which the level selector keeps near `max_bytes_for_level_base` whatever the table's size.
 To bound the rewriting, the task goes ahead only when the picked L0 bytes are at least
@@ -64,8 +65,8 @@ def pick_l0(levels: TableLevels, config: CompactionConfig, base_level: int, *,
             if depth >= config.l0_intra_sub_levels else None
     l0_ssts = [s for sub in picked for s in sub.ssts]
     oldest = picked[0]
-    if gathered > config.max_compaction_bytes and len(oldest.ssts) > 1 and _disjoint(oldest.ssts):
-        # one big sub-level (a backfill epoch, a bulk load) of key-disjoint SSTs: a run of them
+    if gathered > config.max_compaction_bytes and len(oldest.ssts) > 1:
+        # one big sub-level (a backfill epoch, a bulk load): a run of its SSTs in key order
         l0_ssts = _key_run(oldest.ssts, config.max_compaction_bytes)
         gathered = total_bytes(l0_ssts)
         if len(l0_ssts) < len(oldest.ssts):
@@ -92,11 +93,6 @@ def pick_l0(levels: TableLevels, config: CompactionConfig, base_level: int, *,
                 "its %d SSTs (%d bytes)", levels.table_id, len(picked), depth, len(l0_ssts), gathered, base_level,
                 len(base_ssts), len(levels.level(base_level)), base_bytes)
     return task
-
-
-def _disjoint(ssts: tuple[SstableInfo, ...]) -> bool:
-    ranges = sorted(s.key_range for s in ssts)
-    return all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))
 
 
 def _key_run(ssts: tuple[SstableInfo, ...], max_bytes: int) -> list[SstableInfo]:

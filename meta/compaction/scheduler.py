@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from meta.catalog import CatalogManager
+from meta.compaction.level_selector import level_scores, level_targets
 from meta.compaction.picker import CompactionConfig, CompactionTask, pick_compaction
 from meta.hummock import HummockManager
 from meta.metrics import METRICS
 from meta.store.store import MetaStore
-from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.desc import SstableInfo, StateTableDesc, TableLevels
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +52,12 @@ class CompactionScheduler:
             config = replace(config, l0_stop_write_sub_levels=self._stall_threshold())
         with self._lock:
             busy = frozenset(s.path for t in self._running.values() for s in t.input_ssts)
-            for table_id, levels in sorted(version.tables.items()):
-                if table_id not in descs:
-                    continue
+            # the neediest table first (a stalled table's L0 scores infinite), so a busy table
+            # cannot keep the compactors from one that holds writers back
+            order = sorted((-_top_score(levels, config, busy), table_id) for table_id, levels in version.tables.items()
+                           if table_id in descs)
+            for _, table_id in order:
+                levels = version.tables[table_id]
                 task = pick_compaction(levels, config, busy=busy)
                 if task is None:
                     continue
@@ -68,7 +72,8 @@ class CompactionScheduler:
             if outputs is None:
                 return False
             with self._store.transaction() as tx:
-                committed = self._hummock.commit_compaction(tx, task.table_id, list(task.input_ssts), outputs)
+                committed = self._hummock.commit_compaction(tx, task.table_id, list(task.input_ssts), outputs,
+                                                            task.target_level)
             if committed is None:
                 logger.info("compaction of table %d discarded: its inputs changed", task.table_id)
                 return False
@@ -81,3 +86,7 @@ class CompactionScheduler:
         finally:
             with self._lock:
                 self._running.pop(task.task_id, None)
+
+
+def _top_score(levels: TableLevels, config: CompactionConfig, busy: frozenset[str]) -> float:
+    return level_scores(levels, config, level_targets(levels, config), busy)[0][0]

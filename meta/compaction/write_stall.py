@@ -9,7 +9,9 @@ materialized view downstream of it — has at least the threshold's sub-levels (
 - barriers leave its DML batches queued (they are durable already; nothing is dropped), so its
   writes stop adding L0 sub-levels;
 - a DML statement into it is acknowledged only once the stall is released (or after
-  `MAX_WAIT_S`: its rows are durable either way), so writers slow down to what compaction absorbs;
+  `MAX_WAIT_S`: its rows are durable either way), so writers slow down to what compaction absorbs
+  (the frontend waits, polling `MetaService.is_write_stalled`: meta's request threads stay free for
+  heartbeats and compactors);
 - the picker treats an L0 at the threshold as due (`meta.compaction.l0_picker`), so compaction
   always has the work that releases the stall.
 
@@ -82,19 +84,19 @@ def stalled_tables(version: HummockVersion, relations: Iterable[RelationCatalog]
 
 
 class WriteStallController:
-    """Tracks which DML tables are stalled (`update`, once per barrier) and holds their writers."""
+    """Tracks which DML tables are stalled (`update`, once per barrier)."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._stalls: dict[int, WriteStall] = {}
 
     @property
     def stalls(self) -> list[WriteStall]:
-        with self._cond:
+        with self._lock:
             return sorted(self._stalls.values(), key=lambda s: s.table_id)
 
     def is_stalled(self, table_id: int) -> bool:
-        with self._cond:
+        with self._lock:
             return table_id in self._stalls
 
     def update(self, version: HummockVersion, relations: Iterable[RelationCatalog], threshold: int) -> set[int]:
@@ -102,7 +104,7 @@ class WriteStallController:
         rels = list(relations)
         names = {r.id: r.name for r in rels}
         now = stalled_tables(version, rels, threshold) if threshold > 0 else {}
-        with self._cond:
+        with self._lock:
             before = self._stalls
             after: dict[int, WriteStall] = {}
             for table_id, (state_table, depth) in now.items():
@@ -123,17 +125,4 @@ class WriteStallController:
             for stall in after.values():
                 METRICS.write_stall.labels(stall.name).set(1)
             self._stalls = after
-            self._cond.notify_all()
             return set(after)
-
-    def wait_released(self, table_id: int, timeout: float = MAX_WAIT_S) -> bool:
-        """Wait while `table_id` is stalled (at most `timeout`); returns whether it is free now."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while table_id in self._stalls:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(min(remaining, 1.0))
-            return True
-

@@ -138,6 +138,11 @@ class TableLevels:
     table_id: int
     l0: tuple[SubLevel, ...] = ()
     levels: tuple[tuple[SstableInfo, ...], ...] = ()
+    # The newest L0 sub-level (an epoch) whose writes a compaction has moved out of L0, whole or in
+    # part — even a compaction that wrote nothing. A worker's state cache exact at an older epoch can
+    # no longer catch up from L0 (`compute.cache.state_cache`). Kept in meta's memory only: a restart
+    # of meta recovers every compute node, and their caches start over.
+    l0_compacted_epoch: int = field(default=0, compare=False)
 
     def level(self, n: int) -> tuple[SstableInfo, ...]:
         """The SSTs of level `n` (n >= 1), by key."""

@@ -49,10 +49,12 @@ class World:
         self.next = 2  # the epoch of the next round (epochs of failed rounds are never reused)
         self.generation = "g0"
         self.files = 0
+        self.l0_compacted = 0  # meta's TableLevels.l0_compacted_epoch
 
     def cache(self, worker: int, prefix: int | None):
         cache = self.workers[worker].table(f"t{self.desc.table_id}", self.desc, prefix)
-        cache.sync(self.reader, tuple(self.ssts), self.epoch, self.next, self.generation)
+        cache.sync(self.reader, tuple(self.ssts), self.epoch, self.next, self.generation,
+                   l0_compacted_epoch=self.l0_compacted)
         return cache
 
     def write(self, rows: list[tuple]) -> SstableInfo:
@@ -75,6 +77,7 @@ class World:
         out = write_sst(self.store, self.desc, merged, f"t/{self.files}.parquet", level=1, sub_level=0) \
             if merged.num_rows else None
         self.ssts = ([dataclasses.replace(out, sst_id=self.files)] if out else []) + kept
+        self.l0_compacted = max([self.l0_compacted, *(s.sub_level for s in old if s.level == 0)])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -207,6 +210,21 @@ def test_a_compaction_that_drops_a_tombstone_clears_a_lagging_cache(tmp_path):
     for _ in range(3):
         w.commit([(2, 100 + w.next, 0, "b", w.next, False)])
     w.compact(keep=3)  # the delete leaves L0, and with it every trace of the key
+    cache = w.cache(0, None)
+    assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == set()
+
+
+def test_a_compaction_that_writes_nothing_clears_a_lagging_cache(tmp_path):
+    """Every key of the compacted SSTs deleted: no output SST tells the cache a compaction ran, but
+    meta's `l0_compacted_epoch` does."""
+    w = World(tmp_path, POINT, 0)
+    probe = pa.table({"_vnode": pa.array([1], pa.int16()), "id": [1]})
+    w.commit([(1, 1, 10, "a", w.next, False)])
+    cache = w.cache(0, None)
+    assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}
+    w.commit([(1, 1, None, None, w.next, True)])  # another worker deletes the key
+    w.compact(keep=0)  # and the table is empty: nothing is written
+    assert w.ssts == [] and w.l0_compacted == w.epoch
     cache = w.cache(0, None)
     assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == set()
 

@@ -43,7 +43,7 @@ def compact(hm: HummockManager, store: MetaStore, objects: ObjectStore, config: 
     assert task is not None
     outputs = run_compaction(objects, DESC, task, target_file_rows=100)
     with store.transaction() as tx:
-        assert hm.commit_compaction(tx, DESC.table_id, list(task.input_ssts), outputs) is not None
+        assert hm.commit_compaction(tx, DESC.table_id, list(task.input_ssts), outputs, task.target_level) is not None
     return task
 
 
@@ -60,6 +60,7 @@ def test_intra_l0_merges_sub_levels_in_place(tmp_path):
         epoch += 10
     first = compact(hm, store, objects, replace(CONFIG, l0_keep_sub_levels=0, l0_to_base_size_ratio=0))
     assert first.target_level == 3  # all of L0 into the bottom level of an empty table
+    assert hm.version.levels(DESC.table_id).l0_compacted_epoch == max(first.l0_sub_levels) == 50
     for _ in range(9):  # small sub-levels next to L1
         commit(hm, store, objects, rng, epoch, 10)
         epoch += 10
@@ -72,6 +73,7 @@ def test_intra_l0_merges_sub_levels_in_place(tmp_path):
     ids = [sub.sub_level_id for sub in after.l0]
     assert ids == sorted(ids) and ids[0] == task.output_sub_level and len(ids) == 1 + 3
     assert after.levels == levels.levels
+    assert after.l0_compacted_epoch == 50  # an intra-L0 merge moves nothing out of L0
     for e, want in before.items():
         if e >= task.output_sub_level:  # reads at or after the merged epochs see the same rows
             assert reader.read(DESC, after.all_ssts(), e).equals(want), e

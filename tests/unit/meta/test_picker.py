@@ -171,7 +171,7 @@ def test_pick_compactions_over_a_version():
 
 
 def test_a_big_sub_level_of_disjoint_ssts_goes_down_a_run_at_a_time():
-    # one checkpoint wrote 4 x 30 MB of key-disjoint SSTs; a task takes at most 64 MB
+    # one checkpoint wrote 4 x 30 MB of SSTs; a task takes at most 64 MB
     big = SubLevel(100, tuple(sst(f"b{i}", i * 250, i * 250 + 249, 30 * MB, 0, 100) for i in (2, 0, 3, 1)))
     base = run(3, [0, 250, 500, 750, 1000], 2 * MB)
     levels = with_levels((big, *l0(3, size=MB, first=101)), L3=base, L4=run(4, [0, 1000], 100 * MB))
@@ -179,10 +179,12 @@ def test_a_big_sub_level_of_disjoint_ssts_goes_down_a_run_at_a_time():
     assert task is not None and task.kind == "l0" and task.target_level == 3
     assert [s.path for s in task.input_ssts] == ["b0", "b1", "L3-0", "L3-250"]  # a key run, and its overlap
     assert task.l0_sub_levels == ()  # the sub-level stays in L0 with b2 and b3
-    # overlapping SSTs in one sub-level (written before SSTs were cut) go down together
-    wide = SubLevel(100, tuple(sst(f"w{i}", 0, 999, 30 * MB, 0, 100) for i in range(4)))
-    task = pick_compaction(with_levels((wide,), L3=base, L4=run(4, [0, 1000], 100 * MB)), CONFIG)
-    assert task is not None and task.l0_sub_levels == (100,) and len(task.input_ssts) == 4 + 4
+    # two tasks' SSTs side by side (each task writes keys of every vnode): by first key, a run
+    pairs = SubLevel(100, tuple(sst(f"p{t}{i}", i * 250 + t, i * 250 + 249 - t, 30 * MB, 0, 100)
+                                for t in (0, 1) for i in range(4)))
+    task = pick_compaction(with_levels((pairs,), L3=base, L4=run(4, [0, 1000], 100 * MB)), CONFIG)
+    assert task is not None and task.l0_sub_levels == ()
+    assert [s.path for s in task.input_ssts] == ["p00", "p10", "L3-0"]
 
 
 def test_pending_bytes_count_l0_when_due_and_levels_past_their_targets():
