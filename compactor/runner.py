@@ -15,39 +15,18 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pyarrow as pa
 
 from meta.compaction.picker import CompactionTask
 from risingspark.errors import InternalError
 from risingspark.storage.desc import SstableInfo, StateTableDesc
-from risingspark.storage.mvcc import key_names, retain_versions, same_key_as_previous
+from risingspark.storage.mvcc import retain_versions
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.sst import read_sst, write_sst
+from risingspark.storage.sst import read_sst, write_ssts
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TARGET_FILE_ROWS = 262144
-
-
-def split_at_keys(same_as_previous: np.ndarray, target_rows: int) -> list[tuple[int, int]]:
-    """Cut sorted rows into ``[start, end)`` ranges of about `target_rows` rows, cutting only where
-    a new key starts (`same_as_previous` is False), so a key's versions stay in one range.
-
-    >>> split_at_keys(np.array([False, True, False, False, True, True, False]), 2)
-    [(0, 2), (2, 6), (6, 7)]
-    """
-    n = len(same_as_previous)
-    if n == 0:
-        return []
-    starts = np.flatnonzero(~same_as_previous)  # rows where a key starts (row 0 among them)
-    ranges, start = [], 0
-    while start < n:
-        i = int(np.searchsorted(starts, start + max(1, target_rows), side="left"))
-        end = int(starts[i]) if i < len(starts) else n
-        ranges.append((start, end))
-        start = end
-    return ranges
 
 
 def file_rows(task: CompactionTask, target_file_bytes: int | None, target_file_rows: int) -> int:
@@ -73,19 +52,10 @@ def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTas
         raise InternalError(f"target_file_rows must be positive, got {target_file_rows}")
     inputs = _read_inputs(store, desc, task.input_ssts, io_threads)
     merged = retain_versions(inputs, desc, task.safe_epoch, drop_tombstones=task.drop_tombstones)
-    same = same_key_as_previous(merged, key_names(desc))
-    ranges = split_at_keys(same, file_rows(task, target_file_bytes, target_file_rows))
-    outputs: list[SstableInfo] = []
-    try:
-        for start, end in ranges:
-            path = f"{path_prefix}/{desc.table_id}/l{task.target_level}-{uuid.uuid4().hex}.parquet"
-            outputs.append(write_sst(store, desc, merged.slice(start, end - start), path,
-                                     level=task.target_level,
-                                     sub_level=task.output_sub_level if task.target_level == 0 else 0,
-                                     presorted=True))
-    except BaseException:
-        store.delete(o.path for o in outputs)
-        raise
+    path = f"{path_prefix}/{desc.table_id}/l{task.target_level}-{uuid.uuid4().hex}.parquet"
+    outputs = write_ssts(store, desc, merged, path, level=task.target_level,
+                         sub_level=task.output_sub_level if task.target_level == 0 else 0,
+                         file_rows=file_rows(task, target_file_bytes, target_file_rows), presorted=True)
     logger.info("table %d: compacted %d SSTs (%d rows, %d bytes, sub-levels %s) into %d L%d SSTs (%d rows)",
                 desc.table_id, len(task.input_ssts), task.input_rows, task.input_bytes, list(task.l0_sub_levels),
                 len(outputs), task.target_level, merged.num_rows)

@@ -16,6 +16,7 @@ from typing import Any
 
 from meta.catalog import CatalogSnapshot
 from meta.compaction.picker import CompactionConfig, CompactionTask
+from risingspark.barrier import DmlReceipt
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, DatabaseCatalog, RelationCatalog, SchemaCatalog
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.rpc import RpcClient
@@ -168,7 +169,7 @@ class MetaClient:
                 return self.catalog_snapshot().relations[rel_id]
 
     # ---- DML, FLUSH and reads -----------------------------------------------------------------
-    def submit_dml(self, table_id: int, path: str, row_count: int) -> int:
+    def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         return self.rpc.call("submit_dml", table_id, path, row_count)
 
     def flush(self, timeout: float | None = None) -> int:

@@ -113,11 +113,11 @@ class HummockManager:
         return self._stage(tx, HummockVersion(version_id, epoch, tables))
 
     def commit_compaction(self, tx: Txn, table_id: int, inputs: list[SstableInfo], outputs: list[SstableInfo],
-                          target_level: int | None = None) -> HummockVersion | None:
+                          target_level: int) -> HummockVersion | None:
         """Replace `inputs` by `outputs` (SSTs of the task's `target_level`, or one L0 sub-level of an
         intra-L0 compaction, as the outputs say). Returns None, changing nothing, when an input is no
-        longer live (its table was dropped meanwhile). L0 inputs of a task that writes below L0 (or,
-        `target_level` unknown, writes nothing) advance the table's `l0_compacted_epoch`."""
+        longer live (its table was dropped meanwhile). L0 inputs of a task that writes below L0 advance
+        the table's `l0_compacted_epoch`, outputs or not."""
         base = self._base(tx)
         conn = tx.conn
         levels = base.tables.get(table_id)
@@ -137,8 +137,6 @@ class HummockManager:
         conn.execute(hummock_version.update().where(hummock_version.c.id == 1).values(version_id=version_id))
         tables = dict(base.tables)
         rebuilt = replace_ssts(levels, input_paths, assigned)
-        if target_level is None:
-            target_level = outputs[0].level if outputs else 1
         moved = [s.sub_level for s in inputs if s.level == 0] if target_level != 0 else []
         tables[table_id] = replace(rebuilt, l0_compacted_epoch=max([levels.l0_compacted_epoch, *moved]))
         return self._stage(tx, HummockVersion(version_id, base.committed_epoch, tables))

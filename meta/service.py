@@ -41,7 +41,7 @@ from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, Sna
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
-from risingspark.barrier import AddJobs, DropJobs, EpochResult, Mutation, Throttle
+from risingspark.barrier import AddJobs, DmlReceipt, DropJobs, EpochResult, Mutation, Throttle
 from risingspark.catalog import (
     DEFAULT_DATABASE,
     DEFAULT_RESOURCE_GROUP,
@@ -447,7 +447,7 @@ class MetaService:
             seen = self.catalog.wait_for_change(snap.version if seen != snap.version else seen, 0.2)
 
     # ---- DML --------------------------------------------------------------------------------------
-    def submit_dml(self, table_id: int, path: str, row_count: int) -> int:
+    def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         """Record a DML batch already written to the object store. Once this returns the rows are
         durable: the next barriers deliver them until an epoch that consumed them commits."""
         with self.store.transaction() as tx:
@@ -458,7 +458,7 @@ class MetaService:
         name = rel.name if rel else str(table_id)
         METRICS.dml_rows.labels(job=name).inc(row_count)
         METRICS.dml_batches.labels(job=name).inc()
-        return batch_id
+        return DmlReceipt(batch_id, self.is_write_stalled(table_id))
 
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait

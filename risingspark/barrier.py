@@ -107,6 +107,15 @@ class DmlBatch:
 
 
 @dataclass(frozen=True)
+class DmlReceipt:
+    """Meta's answer to a recorded DML batch: its id, and whether its table's writes are held (a write
+    stall, `meta.compaction.write_stall`): the writer then waits until they are not."""
+
+    batch_id: int
+    stalled: bool
+
+
+@dataclass(frozen=True)
 class ChangeLogInfo:
     table_id: int
     epoch: int

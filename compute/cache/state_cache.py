@@ -20,8 +20,9 @@ key it holds, and before each use (`TableCache.sync`, reading at the previous ep
 * ``E < P``: the writes of epochs ``(E, P]`` — by other workers, or other processes — are the L0 SSTs
   with ``max_epoch > E``; the cache reads their rows with an epoch in ``(E, P]`` (a few epochs'
   writes) and applies them to the keys it holds. If a compaction has moved some of those writes out
-  of L0 (another level holds an SST with ``max_epoch > E``), the cache cannot tell which keys they
-  touched and is cleared instead;
+  of L0 (meta's `TableLevels.l0_compacted_epoch` — the newest sub-level a compaction moved down,
+  whole or in part, even into no output at all — is past ``E``; it comes with each task), the cache
+  cannot tell which keys they touched and is cleared instead;
 * after the task, its own writes at epoch ``e`` are applied (write-through), but ``E`` stays: in
   the same epoch other workers wrote other keys, which the next sync reads (its own writes apply
   again, to the same values). A task of the same epoch that lands on this worker later (another
@@ -185,7 +186,6 @@ class TableCache:
         self.writing: int | None = None  # ... those this worker wrote since, at this epoch
         self.partitions: set[int] = set()  # the partitions whose tasks wrote at `writing`
         self.task_partition: int | None = None  # the partition of the task that synced last
-        self.seen_sst_id = 0  # the newest SST id of the version the cache last synced with
         self.generation: str | None = None
         self.counters = CacheCounters()
         self._names = [VNODE, *desc.names]
@@ -199,7 +199,7 @@ class TableCache:
     # ---- validity -----------------------------------------------------------------------------
     def sync(self, reader: StateTableReader, ssts: Sequence[SstableInfo], prev_epoch: int, epoch: int,
              generation: str, partition: int | None = None, retry: bool = False, *,
-             l0_compacted_epoch: int = 0) -> None:
+             l0_compacted_epoch: int) -> None:
         """Make the cache exact as of `prev_epoch`, for a task of epoch `epoch` on `partition` (see
         the module doc). A task of the same epoch that ran here before on another partition (other
         keys) leaves its writes in place; a retried task (`retry`, or a partition that already ran
@@ -207,29 +207,31 @@ class TableCache:
         with self.manager.lock:
             self.task_partition = partition
             if self.generation != generation or retry:
-                self._reset(generation, prev_epoch, ssts)
+                self._reset(generation, prev_epoch)
                 return
             if self.writing is not None:
                 if self.writing == epoch:
                     if partition is not None and partition in self.partitions:
-                        self._reset(generation, prev_epoch, ssts)
+                        self._reset(generation, prev_epoch)
                     return
                 if self.writing > prev_epoch:  # an epoch that did not commit
-                    self._reset(generation, prev_epoch, ssts)
+                    self._reset(generation, prev_epoch)
                     return
                 # Other workers may have written other keys in the same epoch: catch up from the
                 # epoch the whole cache is exact at (own writes apply again, to the same values).
                 self.writing = None
             since = self.epoch
             if since is None or since > prev_epoch:
-                self._reset(generation, prev_epoch, ssts)
+                self._reset(generation, prev_epoch)
                 return
             if since == prev_epoch:
                 return
-            if l0_compacted_epoch > since or self._compacted_since(ssts, since):
-                logger.debug("table %d: a compaction may hold writes after epoch %d; cache cleared",
+            if l0_compacted_epoch > since:
+                # a compaction moved writes newer than the cache out of L0, where the catch-up would
+                # not find them (even one that wrote nothing: a write that only deleted leaves no row)
+                logger.debug("table %d: a compaction moved writes after epoch %d out of L0; cache cleared",
                              self.desc.table_id, since)
-                self._reset(generation, prev_epoch, ssts)
+                self._reset(generation, prev_epoch)
                 return
             newer = [s for s in ssts if s.level == 0 and s.max_epoch > since and s.min_epoch <= prev_epoch]
             for sst in newer:
@@ -239,28 +241,10 @@ class TableCache:
                 if rows.num_rows:
                     self._apply(rows)
             self.epoch = prev_epoch
-            self.seen_sst_id = max((s.sst_id for s in ssts), default=0)
 
-    def _compacted_since(self, ssts: Sequence[SstableInfo], since: int) -> bool:
-        """Whether a compaction may have moved writes of epochs after `since` out of L0, where the
-        catch-up would not find them. A compaction's output is an SST of another level with a newer
-        id than any the cache has seen (or, unnumbered, newer rows); it consumed the oldest L0
-        sub-levels (`meta.compaction.picker`), so when the oldest sub-level left is at or below
-        `since`, everything it consumed was too. (Its epochs alone cannot tell: a write that only
-        deleted leaves no row in the output.) A compaction that wrote nothing at all (its keys all
-        deleted) leaves no SST to see: meta's `TableLevels.l0_compacted_epoch`, which `sync` gets
-        with each task, tells that one."""
-        compacted = any(s.level != 0 and (s.sst_id > self.seen_sst_id if s.sst_id else s.max_epoch > since)
-                        for s in ssts)
-        if not compacted:
-            return False
-        oldest = min((s.sub_level for s in ssts if s.level == 0), default=None)
-        return oldest is None or oldest > since
-
-    def _reset(self, generation: str, epoch: int, ssts: Sequence[SstableInfo] = ()) -> None:
+    def _reset(self, generation: str, epoch: int) -> None:
         self.clear()
         self.generation, self.epoch, self.writing = generation, epoch, None
-        self.seen_sst_id = max((s.sst_id for s in ssts), default=0)
 
     def write(self, sst_rows: pa.Table, epoch: int) -> None:
         """Apply a task's own writes at `epoch` (SST rows: upserts and tombstones; the task is the

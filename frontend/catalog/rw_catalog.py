@@ -168,7 +168,7 @@ def _hummock_sstables(ctx: SystemContext) -> list[tuple]:
         for d in r.state_tables:
             for s in ctx.version.levels(d.table_id).all_ssts():
                 lo, hi = s.key_range
-                out.append((s.sst_id, s.path, d.table_id, s.level, s.sub_level if s.level == 0 else 0,
+                out.append((s.sst_id, s.path, d.table_id, s.level, s.sub_level,
                             "OVERLAPPING" if s.level == 0 else "NONOVERLAPPING", lo.hex(), hi.hex(), s.size_bytes,
                             s.row_count, s.tombstone_count, s.min_epoch, s.max_epoch))
     return out

@@ -157,12 +157,14 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
     seqs = SEQUENCE.next_block(n)
     full = rows.add_column(0, pa.field(SEQ, pa.int64()), pa.array(seqs)) \
                .add_column(0, pa.field(OP, pa.int8()), pa.array(ops, pa.int8()))
+    stalled = False
     for start in range(0, n, BATCH_ROWS):
         part = full.slice(start, BATCH_ROWS)
         path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
         session.frontend.store.write_parquet(path, part)
-        session.frontend.meta.submit_dml(rel.id, path, part.num_rows)
-    _wait_while_stalled(session, rel.id)
+        stalled = session.frontend.meta.submit_dml(rel.id, path, part.num_rows).stalled
+    if stalled:
+        _wait_while_stalled(session, rel.id)
 
 
 STALL_POLL_S = 0.2

@@ -15,8 +15,9 @@ the base up one level and divide ``size`` by R. The base's target is ``min(size,
 and each level below multiplies it by R; no level's target is below B.
 
 Scores (a level is due at 1.0 or more): L0's is the larger of ``sub-levels / l0_trigger_sub_levels``
-and ``L0 bytes / B`` (infinite at the write-stall threshold: its writers wait on it); level n's (base <= n < max_level) is ``bytes not being compacted / target``.
-The bottom level never compacts down.
+and ``L0 bytes / B`` (infinite at the write-stall threshold: its writers wait on it); level n's
+(base <= n < max_level) is ``bytes not being compacted / target``. The bottom level never compacts
+down.
 """
 
 from __future__ import annotations
@@ -66,9 +67,7 @@ def level_scores(levels: TableLevels, config: CompactionConfig, targets: LevelTa
         if not ssts:
             continue
         idle = total_bytes(s for s in ssts if s.path not in busy)
-        # a level above the base (left over from when the table was bigger) drains first
-        target = targets.target_bytes.get(n)
-        scores.append((float("inf") if target is None else idle / target, n))
+        scores.append((idle / targets.target_bytes[n], n))  # a non-empty level is at or below the base
     return sorted(scores, key=lambda sl: (-sl[0], sl[1]))
 
 

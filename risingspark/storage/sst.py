@@ -158,27 +158,55 @@ def _row_groups_for(meta: pq.FileMetaData, vnode_col: int, vnodes: np.ndarray) -
     return None if len(keep) == meta.num_row_groups else keep
 
 
+def split_at_keys(same_as_previous: np.ndarray, target_rows: int) -> list[tuple[int, int]]:
+    """Cut sorted rows into ``[start, end)`` ranges of about `target_rows` rows, cutting only where
+    a new key starts (`same_as_previous` is False), so a key's versions stay in one range.
+
+    >>> split_at_keys(np.array([False, True, False, False, True, True, False]), 2)
+    [(0, 2), (2, 6), (6, 7)]
+    """
+    n = len(same_as_previous)
+    if n == 0:
+        return []
+    starts = np.flatnonzero(~same_as_previous)  # rows where a key starts (row 0 among them)
+    ranges, start = [], 0
+    while start < n:
+        i = int(np.searchsorted(starts, start + max(1, target_rows), side="left"))
+        end = int(starts[i]) if i < len(starts) else n
+        ranges.append((start, end))
+        start = end
+    return ranges
+
+
 def write_ssts(store: ObjectStore, desc: StateTableDesc, rows: pa.Table, path: str, *, level: int,
-               sub_level: int, file_rows: int = FLUSH_FILE_ROWS) -> list[SstableInfo]:
-    """Write `rows` as SSTs of at most about `file_rows` rows each (cut only between keys, so the
-    SSTs have disjoint key ranges), at `path` with ``-0``, ``-1``... before its suffix when there
-    are several. Returns their infos in key order."""
+               sub_level: int, file_rows: int = FLUSH_FILE_ROWS, presorted: bool = False) -> list[SstableInfo]:
+    """Write `rows` as SSTs of about `file_rows` rows each (cut only between keys, so the SSTs have
+    disjoint key ranges), at `path` with ``-0``, ``-1``... before its suffix when there are several.
+    Returns their infos in key order. `presorted` as `write_sst`. If a write fails, the SSTs already
+    written are deleted (best effort) and the error propagates."""
+    if rows.num_rows == 0:
+        return []
     if rows.num_rows <= file_rows:
-        return [write_sst(store, desc, rows, path, level=level, sub_level=sub_level)] if rows.num_rows else []
-    rows = sort_sst_rows(desc, rows)
-    key = encode_row_keys(desc, rows)
+        return [write_sst(store, desc, rows, path, level=level, sub_level=sub_level, presorted=presorted)]
+    key = rows.column(KEY) if presorted and KEY in rows.schema.names else None
+    rows = to_sst_schema(desc, rows) if presorted else sort_sst_rows(desc, rows)
+    if key is None:
+        key = encode_row_keys(desc, rows)
     rows = rows.append_column(file_schema(desc).field(KEY), key)
+    n = rows.num_rows
+    same = np.zeros(n, dtype=bool)
+    same[1:] = pc.equal(key.slice(1), key.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    ranges = split_at_keys(same, file_rows)
     stem, dot, suffix = path.rpartition(".")
     out: list[SstableInfo] = []
-    start, n = 0, rows.num_rows
-    while start < n:
-        end = min(n, start + max(1, file_rows))
-        while end < n and key[end].as_py() == key[end - 1].as_py():  # a key's versions stay together
-            end += 1
-        part = f"{stem}-{len(out)}{dot}{suffix}" if dot else f"{path}-{len(out)}"
-        out.append(write_sst(store, desc, rows.slice(start, end - start), part, level=level, sub_level=sub_level,
-                             presorted=True))
-        start = end
+    try:
+        for i, (start, end) in enumerate(ranges):
+            part = f"{stem}-{i}{dot}{suffix}" if dot else f"{path}-{i}"
+            out.append(write_sst(store, desc, rows.slice(start, end - start), part, level=level,
+                                 sub_level=sub_level, presorted=True))
+    except BaseException:
+        store.delete(o.path for o in out)
+        raise
     return out
 
 

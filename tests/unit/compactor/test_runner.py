@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from compactor.runner import file_rows, run_compaction, split_at_keys
+from compactor.runner import file_rows, run_compaction
 from meta.compaction.picker import CompactionConfig, CompactionTask, pick_compaction
 from risingspark.storage.desc import StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.reader import StateTableReader
-from risingspark.storage.sst import read_sst, write_sst
+from risingspark.storage.sst import read_sst, split_at_keys, write_sst
 from risingspark.types import INT8, VARCHAR, Field
 
 DESC = StateTableDesc(8, (Field("id", INT8), Field("tag", VARCHAR), Field("val", INT8)), pk=(0, 1))

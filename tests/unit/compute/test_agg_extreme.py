@@ -50,6 +50,7 @@ def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed, budge
     rows: dict[int, tuple[int, int]] = {}  # input row id -> (group, value)
     ssts = []
     prev, epoch, files = 1, 2, 0
+    compacted = 0  # meta's TableLevels.l0_compacted_epoch
     pick = max if kind == "max" else min
 
     def result(g: int, state: dict[int, tuple[int, int]]) -> int | None:
@@ -94,7 +95,7 @@ def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed, budge
         manager = rng.choice(workers)
         cache = manager.table(f"t{DESC.table_id}", DESC, 1, kind=ExtremeCache, descending=kind == "max")
         assert isinstance(cache, ExtremeCache)
-        cache.sync(reader, tuple(ssts), prev, epoch, "g")
+        cache.sync(reader, tuple(ssts), prev, epoch, "g", l0_compacted_epoch=compacted)
         out = fold_extreme(("_g0",), spec, groups, delta, cache, reader, ssts, prev, epoch)
         assert out.before.to_pylist() == [before[g] for g in sorted(touched)]
         assert out.after.to_pylist() == [after[g] for g in sorted(touched)]
@@ -106,12 +107,13 @@ def test_min_max_follow_a_recomputation(tmp_path, monkeypatch, kind, seed, budge
         # the next epoch's "before" must be this epoch's "after": checked through a fresh worker
         check = CacheManager(1 << 26).table("fresh", DESC, 1, kind=ExtremeCache, descending=kind == "max")
         assert isinstance(check, ExtremeCache)
-        check.sync(reader, tuple(ssts), prev, epoch, "g")
+        check.sync(reader, tuple(ssts), prev, epoch, "g", l0_compacted_epoch=compacted)
         runs = check.runs(reader, ssts, prev, groups)
         keys = encode_keys(groups.column("_vnode"), [groups.column("_g0")]).to_pylist()
         assert [runs[k].extreme(kind == "max") for k in keys] == [after[g] for g in sorted(touched)]
         if rng.random() < 0.15 and len(ssts) > 4:  # compact all but the newest three sub-levels
             old, keep = ssts[:-3], ssts[-3:]
+            compacted = max([compacted, *(s.sub_level for s in old if s.level == 0)])  # as meta records it
             merged = retain_versions([read_sst(store, s.path, DESC) for s in old], DESC, None, drop_tombstones=True)
             files += 1
             ssts = ([write_sst(store, DESC, merged, f"x/{files}.parquet", level=1, sub_level=0,
@@ -133,7 +135,7 @@ def test_global_max_of_an_emptied_run(tmp_path, monkeypatch):
     def epoch(prev: int, cur: int, values: list[int], counts: list[int]) -> tuple:
         delta = pa.table({"_vnode": pa.array([0] * len(values), pa.int16()), "_arg0": values, "_sk0": values,
                           "_count": counts})
-        cache.sync(reader, tuple(ssts), prev, cur, "g")
+        cache.sync(reader, tuple(ssts), prev, cur, "g", l0_compacted_epoch=0)  # never compacted
         out = fold_extreme((), spec, groups, delta, cache, reader, ssts, prev, cur)
         ssts.append(write_sst(store, desc, out.state_rows, f"g/{cur}.parquet", level=0, sub_level=cur,
                               row_group_size=2))

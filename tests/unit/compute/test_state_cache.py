@@ -235,9 +235,11 @@ def test_a_retried_task_does_not_read_its_failed_attempts_writes(tmp_path):
     probe = pa.table({"_vnode": pa.array([1], pa.int16()), "id": [1]})
     cache = w.workers[0].table("t3", POINT)
     for retry in (False, True):
-        cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0, retry=retry)
+        cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0, retry=retry,
+                   l0_compacted_epoch=w.l0_compacted)
         assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}
         cache.write(sst_rows(POINT, [(1, 1, 99, "attempt", w.next, False)]), w.next)  # then the task fails
     # a resubmitted stage's task (attempt 0 again) of a partition that already ran here this epoch
-    cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0)
+    cache.sync(w.reader, tuple(w.ssts), w.epoch, w.next, w.generation, partition=0,
+               l0_compacted_epoch=w.l0_compacted)
     assert as_set(cache.lookup(w.reader, tuple(w.ssts), w.epoch, probe)) == {(1, 1, 10, "a")}

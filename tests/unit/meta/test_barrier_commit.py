@@ -89,8 +89,8 @@ def test_dml_is_delivered_once_and_committed_atomically(store_url: str, tmp_path
     meta = _meta(store_url, tmp_path, compute)
     try:
         rel = _table(meta, "t")
-        b1 = meta.submit_dml(rel.id, "dml/a.parquet", 10)
-        b2 = meta.submit_dml(rel.id, "dml/b.parquet", 5)
+        b1 = meta.submit_dml(rel.id, "dml/a.parquet", 10).batch_id
+        b2 = meta.submit_dml(rel.id, "dml/b.parquet", 5).batch_id
         epoch = meta.flush(timeout=30)
         assert epoch == meta.hummock.version.committed_epoch
         delivered = [b.batch_id for bar in compute.barriers for b in bar.dml]
@@ -114,7 +114,7 @@ def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
         meta.flush(timeout=30)
         resets = compute.resets
         compute.fail_next.set()
-        batch = meta.submit_dml(rel.id, "dml/c.parquet", 7)
+        batch = meta.submit_dml(rel.id, "dml/c.parquet", 7).batch_id
         meta.flush(timeout=60)
         deliveries = [bar for bar in compute.barriers if any(b.batch_id == batch for b in bar.dml)]
         assert len(deliveries) == 2, "delivered to the failed round, then again after recovery"
