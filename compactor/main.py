@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from risingspark import failpoint
 from risingspark.config import CompactorConfig, advertised
 
 logger = logging.getLogger(__name__)
@@ -18,6 +19,7 @@ def run_compactor(cfg: CompactorConfig) -> int:
     from risingspark.runtime import HttpServer, health_app, wait_for_shutdown
     from risingspark.storage.object_store import ObjectStore
 
+    failpoint.configure(cfg.failpoints)
     http = HttpServer(health_app("RisingSpark compactor"), cfg.host, cfg.port, "compactor-http")
     http.start()
     session = MetaSession(cfg.meta_address, "compactor", advertised(cfg, http.port),
@@ -27,7 +29,8 @@ def run_compactor(cfg: CompactorConfig) -> int:
         session.register()
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         service = CompactorService(RemoteCompactionScheduler(session), store,  # type: ignore[arg-type]
-                                   poll_s=cfg.poll_interval_s)
+                                   poll_s=cfg.poll_interval_s, spark=_spark(cfg),
+                                   spark_min_bytes=cfg.spark_min_task_mb << 20)
         session.start()
         service.start()
         print(f"{READY}: {session.address} (node {session.node_id})", flush=True)
@@ -40,3 +43,14 @@ def run_compactor(cfg: CompactorConfig) -> int:
         http.stop()
         logger.info("stopped")
     return 0
+
+
+def _spark(cfg: CompactorConfig):
+    """The compactor's SparkSession, when it runs big tasks on a Spark cluster (`compactor.spark_job`)."""
+    if not cfg.spark_master:
+        return None
+    from compute.server import spark_conf_pairs
+    from compute.spark import SparkSettings, create_spark_session
+
+    return create_spark_session(SparkSettings(master=cfg.spark_master, host=cfg.host, app_name="risingspark-compactor",
+                                              extra=spark_conf_pairs(cfg.spark_conf)))

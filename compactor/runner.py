@@ -52,7 +52,7 @@ def run_compaction(store: ObjectStore, desc: StateTableDesc, task: CompactionTas
         raise InternalError(f"target_file_rows must be positive, got {target_file_rows}")
     inputs = _read_inputs(store, desc, task.input_ssts, io_threads)
     merged = retain_versions(inputs, desc, task.safe_epoch, drop_tombstones=task.drop_tombstones)
-    path = f"{path_prefix}/{desc.table_id}/l{task.target_level}-{uuid.uuid4().hex}.parquet"
+    path = f"{task.output_prefix or f'{path_prefix}/{desc.table_id}/c-{uuid.uuid4().hex}'}-l{task.target_level}.parquet"
     outputs = write_ssts(store, desc, merged, path, level=task.target_level,
                          sub_level=task.output_sub_level if task.target_level == 0 else 0,
                          file_rows=file_rows(task, target_file_bytes, target_file_rows), presorted=True)

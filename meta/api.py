@@ -83,6 +83,12 @@ def create_app(meta: MetaService) -> FastAPI:
                                 l0_ssts=sum(len(s.ssts) for s in levels.l0), sorted_ssts=len(levels.sorted_ssts),
                                 levels=level_models(levels), rows=meta.row_count(table_id))
 
+    @app.post("/api/hummock/full_gc")
+    def full_gc(retention_s: float | None = None) -> dict[str, int]:
+        """Delete the object-store files nothing references now (`meta.garbage`), only those older
+        than `retention_s` (default: the configured retention). As ``risectl hummock trigger-full-gc``."""
+        return {"deleted": len(meta.garbage.collect(retention_s))}
+
     @app.get("/metrics")
     def metrics() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

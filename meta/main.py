@@ -57,6 +57,7 @@ def run_meta(cfg: MetaConfig) -> int:
     cluster = ClusterManager(meta_store, heartbeat_timeout_s=cfg.heartbeat_timeout_s)
     compute = RemoteComputeGroup(cluster)
     meta = MetaService(meta_store, objects, compute)
+    meta.garbage.interval_s, meta.garbage.retention_s = cfg.full_gc_interval_s, cfg.min_sst_retention_s
     meta.cluster_manager = cluster
     meta.workers = cluster
 

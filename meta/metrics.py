@@ -38,6 +38,7 @@ class MetaMetrics:
     write_amplification: Gauge
     write_stall: Gauge
     write_stalls: Counter
+    gc_deleted_objects: Counter
     process_cpu: Gauge
     process_memory: Gauge
 
@@ -76,6 +77,8 @@ METRICS = MetaMetrics(
                       "1 while a table's writes are held because a state table it feeds has too deep an L0",
                       ["job"]),
     write_stalls=Counter("risingspark_storage_write_stalls_total", "Write stalls engaged, by table", ["job"]),
+    gc_deleted_objects=Counter("risingspark_storage_gc_deleted_objects_total",
+                               "Unreferenced object-store files deleted by the full GC (work that never committed)"),
     process_cpu=Gauge("risingspark_process_cpu_usage_cores",
                       "CPU used by a node's processes over the last sample, in cores",
                       ["node", "component"]),

@@ -24,6 +24,7 @@ from meta.cluster import ClusterManager
 from meta.compaction.scheduler import CompactionScheduler
 from meta.compaction.write_stall import PARAM as WRITE_STALL_PARAM
 from meta.compaction.write_stall import WriteStall
+from meta.garbage import GarbageCollector
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
 from meta.progress import ProgressRate, format_progress
@@ -110,6 +111,9 @@ class MetaService:
         self.barriers.stall_threshold = lambda: self.params.get(WRITE_STALL_PARAM)
         self.compaction = CompactionScheduler(store, self.catalog, self.hummock,
                                               stall_threshold=self.barriers.stall_threshold)
+        # the full GC of the object store (`meta.garbage`); its schedule is set before `start`
+        self.garbage = GarbageCollector(store, objects, self.hummock,
+                                        lambda: [t.output_prefix for t in self.compaction.running])
         self._lock = threading.Lock()
         self._start_lock = threading.RLock()
         self._row_counts: dict[int, int] = {}
@@ -135,11 +139,7 @@ class MetaService:
         return self.params.barrier_interval_ms * self.params.get("checkpoint_frequency")
 
     def start(self) -> None:
-        # Only files older than a few minutes: a meta that takes over from a dead one (or restarts
-        # while frontends live) must not delete a DML batch a frontend has written and is about to
-        # register, nor files of a round still finishing. RisingWave's vacuum keeps unreferenced
-        # objects for `min_sst_retention_time_sec` for the same reason.
-        self.sweep_orphans(min_age_s=ORPHAN_MIN_AGE_S)
+        self.garbage.start()
         self.barriers.start()
         for group in sorted({r.resource_group for r in self.catalog.snapshot.relations.values()} - {DEFAULT_RESOURCE_GROUP}):
             self._group(group)
@@ -147,6 +147,7 @@ class MetaService:
         self.start_queued_jobs()
 
     def stop(self) -> None:
+        self.garbage.stop()
         self.serverless.stop()
         with self._lock:
             groups = list(self._groups.values())
@@ -551,26 +552,6 @@ class MetaService:
                 self._row_counts[r.table_id] = int(r.row_count)
             for r in conn.execute(sa.select(backfill_progress)):
                 self._consumed[r.job_id][(r.scan_id, r.vnode)] = int(r.row_count)
-
-    # ---- garbage ------------------------------------------------------------------------------
-    def sweep_orphans(self, min_age_s: float = 0.0) -> int:
-        """Delete object-store files nothing references: what rounds that never committed wrote.
-        Only files older than `min_age_s` are considered, so a running round's files are safe."""
-        with self.store.begin() as conn:
-            referenced = self.hummock.referenced_paths(conn)
-            referenced |= {r.path for r in conn.execute(sa.select(dml_batches.c.path))}
-        now = time.time()
-        orphans = [o.path for prefix in ("hummock", "changelog", "dml", "backfill")
-                   for o in self.objects.list(prefix)
-                   if o.path not in referenced and now - o.mtime >= min_age_s]
-        if orphans:
-            self.objects.delete(orphans)
-            logger.info("deleted %d unreferenced files", len(orphans))
-        return len(orphans)
-
-
-ORPHAN_MIN_AGE_S = 300.0
-
 
 def _dependents_first(snap: CatalogSnapshot, rel: RelationCatalog) -> list[RelationCatalog]:
     return post_order([rel], lambda r: snap.dependents(r.id))

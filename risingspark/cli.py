@@ -89,6 +89,7 @@ class Playground:
         compute = ComputeNode(spark, store, parallelism=cfg.parallelism,
                               caches=CacheBudgets(cfg.state_cache_mb, cfg.block_cache_mb))
         meta = MetaService(meta_store, store, compute)
+        meta.garbage.interval_s, meta.garbage.retention_s = cfg.full_gc_interval_s, cfg.min_sst_retention_s
         compactor = CompactorService(meta.compaction, store)
         app = create_app(meta)
         http = HttpServer(app, cfg.host, cfg.meta_port, "meta-http")

@@ -48,7 +48,17 @@ class ServerlessBackfillSettings:
 
 
 @dataclass(frozen=True)
-class PlaygroundConfig(ServerlessBackfillSettings):
+class GarbageCollectionSettings:
+    """Meta's full GC of the object store (`meta.garbage`), shared by the playground and `risingspark
+    meta` (RisingWave's ``full_gc_interval_sec`` and ``min_sst_retention_time_sec``)."""
+
+    full_gc_interval_s: float = _f(600.0, "seconds between full GCs of the object store (deleting files nothing "
+                                          "references, written by work that never committed); 0: only at start")
+    min_sst_retention_s: float = _f(300.0, "the full GC deletes only unreferenced files older than this")
+
+
+@dataclass(frozen=True)
+class PlaygroundConfig(ServerlessBackfillSettings, GarbageCollectionSettings):
     """Everything in one process: meta + compute + compactor + frontend."""
 
     data_dir: str = _f("./risingspark-data", "directory holding the meta store and the object store")
@@ -89,7 +99,7 @@ _OBJECT_STORE_HELP = ("object store URL: a directory shared with every service a
 
 
 @dataclass(frozen=True)
-class MetaConfig(ServerlessBackfillSettings):
+class MetaConfig(ServerlessBackfillSettings, GarbageCollectionSettings):
     """`risingspark meta`: the catalog, barriers, checkpoints and compaction scheduling. One meta is
     active; others started on the same meta store wait as standbys and take over when it dies."""
 
@@ -149,6 +159,12 @@ class CompactorConfig:
     object_store_url: str = _f("", _OBJECT_STORE_HELP)
     heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
     poll_interval_s: float = _f(1.0, "seconds between asking meta for a task when there was none")
+    spark_master: str = _f("", "Spark master URL (spark://host:7077 or local[N]): big compaction tasks run as Spark "
+                               "jobs on it, split by key range; empty: every task runs in this process")
+    spark_conf: str = _f("", "extra Spark settings, comma-separated key=value (e.g. spark.cores.max=2)")
+    spark_min_task_mb: int = _f(64, "a compaction task reading at least this many MiB runs on Spark (with "
+                                    "--spark-master); smaller ones run in this process")
+    failpoints: str = _f("", "test hook: pause at named points, name=seconds[,...] (`risingspark.failpoint`)")
     log_level: str = _f("INFO", "logging level")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -61,7 +62,8 @@ class CompactionScheduler:
                 task = pick_compaction(levels, config, busy=busy)
                 if task is None:
                     continue
-                task = replace(task, task_id=next(self._ids))
+                task_id = next(self._ids)
+                task = replace(task, task_id=task_id, output_prefix=output_prefix(table_id, task_id))
                 self._running[task.task_id] = task
                 return task, descs[table_id]
         return None
@@ -86,6 +88,11 @@ class CompactionScheduler:
         finally:
             with self._lock:
                 self._running.pop(task.task_id, None)
+
+
+def output_prefix(table_id: int, task_id: int) -> str:
+    """Where a task's outputs go: ``hummock/<table>/c<task>-<unique>`` (task ids restart with meta)."""
+    return f"hummock/{table_id}/c{task_id}-{uuid.uuid4().hex[:12]}"
 
 
 def _top_score(levels: TableLevels, config: CompactionConfig, busy: frozenset[str]) -> float:

@@ -64,6 +64,8 @@ class CompactionTask:
         safe_epoch: keep every version newer than this epoch (None: keep only the newest version).
         output_sub_level: for an intra-L0 task, the id of the sub-level its output forms.
         task_id: assigned by the scheduler when it hands the task out.
+        output_prefix: the path every output SST of the task starts with, given by the scheduler
+            with the task id (the full GC keeps the files of tasks in flight: `meta.garbage`).
         kind: what picked it (``l0``, ``intra_l0``, ``level``), for logs and metrics.
     """
 
@@ -76,6 +78,7 @@ class CompactionTask:
     output_sub_level: int = 0
     task_id: int = 0
     kind: str = "l0"
+    output_prefix: str = ""
 
     @property
     def input_bytes(self) -> int:

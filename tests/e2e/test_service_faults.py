@@ -199,6 +199,46 @@ def test_kill_compactor_while_writing(cluster: LocalCluster, oracle_dsn: str) ->
         time.sleep(1)
 
 
+def test_kill_compactor_mid_task_sweeps_its_outputs(cluster: LocalCluster, oracle_dsn: str) -> None:
+    """A compactor killed after writing a task's outputs and before reporting them: meta gives the
+    task up, a new compactor does it again, and the full GC deletes the dead one's outputs."""
+    for old in [s for s in cluster.services if s.kind == "compactor" and s.alive]:
+        old.stop()
+    stuck = cluster.compactor(env={"RISINGSPARK_FAILPOINTS": "compactor.before_report=600"})
+    fe = _frontends(cluster)[0]
+    with cluster.connect(fe) as conn:
+        deadline = time.monotonic() + 180
+        while "fail point compactor.before_report" not in stuck.log_path.read_text(errors="replace"):
+            # a checkpoint per statement: L0 deepens until a task is due
+            conn.execute("UPDATE events SET v = (v + 1) % 1000 WHERE id % 97 = 1")
+            conn.execute("FLUSH")
+            assert time.monotonic() < deadline, f"the compactor never took a task:\n{stuck.log_tail()}"
+    line = next(ln for ln in stuck.log_path.read_text(errors="replace").splitlines()
+                if "fail point compactor.before_report" in ln)
+    written = line.split(" wrote ", 1)[1].rstrip(")").split()
+    objects = cluster.base / "data" / "objects"
+    assert written and all((objects / p).exists() for p in written), line
+    stuck.kill()
+    deadline = time.monotonic() + 60
+    while any(n["kind"] == "compactor" for n in cluster.nodes()):  # meta gives the task up
+        assert time.monotonic() < deadline, "meta never declared the killed compactor dead"
+        time.sleep(0.2)
+    fresh = cluster.compactor()
+    gc = httpx.post(f"http://127.0.0.1:{cluster.active_meta_port()}/api/hummock/full_gc",
+                    params={"retention_s": 0}, timeout=60).json()
+    assert gc["deleted"] >= len(written)
+    assert not any((objects / p).exists() for p in written)
+    # nothing referenced went: the table and its views read as PostgreSQL does
+    with cluster.connect(fe) as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        copy_table(conn, pg, "events")
+        assert assert_same(conn, pg, "mv_compactor", MV_QUERY) > 0
+    # the new compactor takes the work up
+    deadline = time.monotonic() + 120
+    while ": compacted " not in fresh.log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, f"the new compactor never compacted:\n{fresh.log_tail()}"
+        time.sleep(0.5)
+
+
 def test_kill_one_frontend(cluster: LocalCluster, oracle_dsn: str) -> None:
     doomed, survivor = _frontends(cluster)[-1], _frontends(cluster)[0]
     with cluster.connect(survivor) as conn, Writer(cluster.dsn(doomed), 3_000_000) as on_doomed, \

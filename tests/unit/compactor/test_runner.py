@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -65,7 +66,7 @@ def test_compaction_preserves_reads_and_drops_tombstones(tmp_path, seed):
 
     for info in outputs:
         assert info.level == 1 and info.sub_level == 0 and info.table_id == 8
-        assert info.path.startswith("hummock/8/l1-") and info.path.endswith(".parquet")
+        assert info.path.startswith("hummock/8/c-") and "-l1" in info.path and info.path.endswith(".parquet")
         assert info.tombstone_count == 0
         t = read_sst(store, info.path, DESC)
         assert not any(t.column("_tombstone").to_pylist())
@@ -137,3 +138,12 @@ def write_sst_info(rows: int, size: int):
     from risingspark.storage.desc import SstableInfo
 
     return SstableInfo("p", 8, 0, 1, 0, 0, 1, 1, rows, 0, size)
+
+
+def test_outputs_start_with_the_tasks_prefix(tmp_path):
+    """The scheduler names a task's outputs, so the full GC can keep those of tasks in flight."""
+    store = ObjectStore(str(tmp_path))
+    task = pick_compaction(build_levels(store, 4), CompactionConfig(l0_trigger_sub_levels=8))
+    assert task is not None
+    outputs = run_compaction(store, DESC, replace(task, output_prefix="hummock/8/c7-abc"), target_file_rows=150)
+    assert len(outputs) > 1 and all(s.path.startswith("hummock/8/c7-abc-l") for s in outputs)
