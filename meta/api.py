@@ -44,6 +44,22 @@ class RelationModel(BaseModel):
     dependencies: list[int]
 
 
+class ExtraCompactorModel(BaseModel):
+    name: str
+    pid: int
+    node_id: int | None
+    started_at: float
+    state: str  # starting, running or retiring
+
+
+class ServerlessCompactionModel(BaseModel):
+    enabled: bool
+    pending_bytes: int
+    wanted: int
+    max_compactors: int
+    compactors: list[ExtraCompactorModel]
+
+
 def create_app(meta: MetaService) -> FastAPI:
     app = FastAPI(title="RisingSpark meta", version="0.1.0",
                   description="Cluster state, streaming jobs and backfill progress of a RisingSpark cluster.")
@@ -88,6 +104,20 @@ def create_app(meta: MetaService) -> FastAPI:
         """Delete the object-store files nothing references now (`meta.garbage`), only those older
         than `retention_s` (default: the configured retention). As ``risectl hummock trigger-full-gc``."""
         return {"deleted": len(meta.garbage.collect(retention_s))}
+
+    @app.get("/api/serverless_compaction", response_model=ServerlessCompactionModel)
+    def serverless_compaction() -> ServerlessCompactionModel:
+        """The serverless compaction controller (`meta.serverless_compaction`): the backlog, how many
+        extra compactors it wants, and those it runs."""
+        ctl = meta.serverless_compaction
+        if ctl is None:
+            return ServerlessCompactionModel(enabled=False, pending_bytes=0, wanted=0, max_compactors=0, compactors=[])
+        return ServerlessCompactionModel(
+            enabled=True, pending_bytes=ctl.pending_bytes, wanted=ctl.wanted, max_compactors=ctl.cfg.max_compactors,
+            compactors=[ExtraCompactorModel(name=c.name, pid=c.pid, node_id=c.node_id, started_at=c.started_at,
+                                            state="retiring" if c.retiring_since is not None
+                                            else "running" if c.node_id is not None else "starting")
+                        for c in ctl.compactors()])
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -30,6 +30,7 @@ def run_meta(cfg: MetaConfig) -> int:
     from meta.remote import RemoteComputeGroup
     from meta.rpc import MetaRpc
     from meta.serverless import enable_serverless_backfill
+    from meta.serverless_compaction import ServerlessCompactionConfig, enable_serverless_compaction
     from meta.service import MetaService
     from meta.store.store import MetaStore
     from risingspark.rpc import mount_rpc
@@ -83,6 +84,8 @@ def run_meta(cfg: MetaConfig) -> int:
     mount_rpc(app, rpc.methods())
     enable_serverless_backfill(meta, ServerlessBackfillConfig.of(cfg), cluster, objects_url,
                                advertised(cfg, cfg.port), Path(cfg.data_dir) / "logs")
+    enable_serverless_compaction(meta, ServerlessCompactionConfig.of(cfg), cluster, objects_url,
+                                 advertised(cfg, cfg.port), Path(cfg.data_dir) / "logs")
 
     @app.get("/api/cluster/nodes")
     def nodes() -> list[dict]:

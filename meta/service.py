@@ -38,6 +38,7 @@ from meta.serverless import (
     on_backfiller,
     serverless_state,
 )
+from meta.serverless_compaction import ServerlessCompactionController
 from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
@@ -125,6 +126,8 @@ class MetaService:
         self.cluster_manager: Any = None
         # Serverless backfill (`meta.serverless`); disabled unless the server configuration enables it.
         self.serverless = ServerlessBackfillController(self, ServerlessBackfillConfig(), None, None)
+        # Serverless compaction (`meta.serverless_compaction`); None unless the configuration enables it.
+        self.serverless_compaction: ServerlessCompactionController | None = None
         # Resource groups other than the default one, and the compute nodes registered with meta
         # (`meta.resource_groups`; set when meta serves worker RPCs).
         self.workers: ClusterManager | None = None
@@ -144,10 +147,14 @@ class MetaService:
         for group in sorted({r.resource_group for r in self.catalog.snapshot.relations.values()} - {DEFAULT_RESOURCE_GROUP}):
             self._group(group)
         self.serverless.start()
+        if self.serverless_compaction is not None:
+            self.serverless_compaction.start()
         self.start_queued_jobs()
 
     def stop(self) -> None:
         self.garbage.stop()
+        if self.serverless_compaction is not None:
+            self.serverless_compaction.stop()
         self.serverless.stop()
         with self._lock:
             groups = list(self._groups.values())

@@ -66,6 +66,7 @@ class Playground:
         from meta.leader import LeaderLock
         from meta.rpc import MetaRpc
         from meta.serverless import enable_serverless_backfill
+        from meta.serverless_compaction import ServerlessCompactionConfig, enable_serverless_compaction
         from meta.service import MetaService
         from meta.store.store import MetaStore
         from risingspark.errors import ServiceUnavailable
@@ -100,6 +101,8 @@ class Playground:
         meta.workers = cluster
         enable_serverless_backfill(meta, ServerlessBackfillConfig.of(cfg), cluster, store.url,
                                    f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
+        enable_serverless_compaction(meta, ServerlessCompactionConfig.of(cfg), cluster, store.url,
+                                     f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
                             users=tuple(auth.users) if auth else ())

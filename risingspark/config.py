@@ -48,6 +48,23 @@ class ServerlessBackfillSettings:
 
 
 @dataclass(frozen=True)
+class ServerlessCompactionSettings:
+    """Settings of meta's serverless compaction controller (`meta.serverless_compaction`), shared by
+    the playground and `risingspark meta` (a configuration file's ``[serverless_compaction]`` section
+    sets them)."""
+
+    serverless_compaction_enabled: bool = _f(False, "start extra compactors while compaction falls behind, and "
+                                                    "retire them when it has caught up")
+    serverless_compaction_max_compactors: int = _f(2, "at most this many extra compactors at once")
+    serverless_compaction_pending_mb: int = _f(256, "one more compactor per this many MiB of pending compaction "
+                                                    "bytes (all tables)")
+    serverless_compaction_idle_s: float = _f(60.0, "an extra compactor is retired after compaction has been "
+                                                   "under the threshold this long")
+    serverless_compaction_spark_master: str = _f("", "Spark master of the extra compactors: their big tasks run "
+                                                     "there as Spark jobs (empty: in their own process)")
+
+
+@dataclass(frozen=True)
 class GarbageCollectionSettings:
     """Meta's full GC of the object store (`meta.garbage`), shared by the playground and `risingspark
     meta` (RisingWave's ``full_gc_interval_sec`` and ``min_sst_retention_time_sec``)."""
@@ -58,7 +75,7 @@ class GarbageCollectionSettings:
 
 
 @dataclass(frozen=True)
-class PlaygroundConfig(ServerlessBackfillSettings, GarbageCollectionSettings):
+class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings, GarbageCollectionSettings):
     """Everything in one process: meta + compute + compactor + frontend."""
 
     data_dir: str = _f("./risingspark-data", "directory holding the meta store and the object store")
@@ -99,7 +116,7 @@ _OBJECT_STORE_HELP = ("object store URL: a directory shared with every service a
 
 
 @dataclass(frozen=True)
-class MetaConfig(ServerlessBackfillSettings, GarbageCollectionSettings):
+class MetaConfig(ServerlessBackfillSettings, ServerlessCompactionSettings, GarbageCollectionSettings):
     """`risingspark meta`: the catalog, barriers, checkpoints and compaction scheduling. One meta is
     active; others started on the same meta store wait as standbys and take over when it dies."""
 

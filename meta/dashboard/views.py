@@ -157,7 +157,7 @@ class DashboardViews:
                                pid=pid, parallelism=None, state="running")]
             nodes += [NodeModel(id=f"{w.kind}-{w.id}", role=w.kind,
                                 resource_group=w.resource_group if w.kind == "compute" else None,
-                                address=w.address, process=f"risingspark {w.kind}", pid=w.pid,
+                                address=w.address, process=self._process_name(w), pid=w.pid,
                                 parallelism=w.parallelism if w.kind == "compute" else None, state="running")
                       for w in cluster.workers() if not w.resource_group.startswith("backfill-")]
             nodes += self._backfillers()
@@ -174,10 +174,20 @@ class DashboardViews:
                             process="risingspark compute", pid=w.pid, parallelism=w.parallelism, state="running")
                   for w in (workers.workers("compute") if workers is not None else [])
                   if not w.resource_group.startswith("backfill-")]
+        # compactors that joined: serverless compaction's, or ones an operator started
+        nodes += [NodeModel(id=f"compactor-w{w.id}", role="compactor", resource_group=None, address=w.address,
+                            process=self._process_name(w), pid=w.pid, parallelism=None, state="running")
+                  for w in (workers.workers("compactor") if workers is not None else [])]
         backfillers = self._backfillers()
         return NodesModel(nodes=nodes + backfillers,
                           processes=[self._process(process, pid, [n.id for n in nodes]),
                                      *self._backfiller_processes()])
+
+    def _process_name(self, worker) -> str:
+        ctl = getattr(self.meta, "serverless_compaction", None)
+        if worker.kind == "compactor" and ctl is not None and any(c.pid == worker.pid for c in ctl.compactors()):
+            return "risingspark compactor (serverless)"
+        return f"risingspark {worker.kind}"
 
     def _backfillers(self) -> list[NodeModel]:
         """Serverless backfillers, while they exist (`meta.serverless`)."""

@@ -1,7 +1,8 @@
 """Serverless backfill: a job that asks for it backfills on a provisioned backfiller process of its
 own, migrates to the default resource group, and is maintained there; errors when it cannot be
 given; a lost backfiller or a restarted cluster resumes from the last checkpoint; cancel destroys
-the backfiller; a backfiller that never becomes ready fails its job after a bounded wait."""
+the backfiller; a backfiller that never becomes ready fails its job after a bounded wait. Serverless
+compaction, in the same playground: an extra compactor while compaction is behind, retired after."""
 
 from __future__ import annotations
 
@@ -32,10 +33,13 @@ PROGRESS = re.compile(r"^(\d+\.\d{2})% \((\d+)/(\d+)\)$")
 
 @pytest.fixture(scope="module")
 def serverless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundProcess]:
-    """A playground whose configuration file enables serverless backfill (one core per backfiller)."""
+    """A playground whose configuration file enables serverless backfill (one core per backfiller)
+    and serverless compaction."""
     root = tmp_path_factory.mktemp("serverless")
     config = root / "risingspark.toml"
-    config.write_text("[serverless_backfill]\nenabled = true\ncores = 1\nreplicas = 1\nmemory = \"1g\"\n")
+    # ... and serverless compaction: an extra compactor whenever compaction is due, retired 3 s after
+    config.write_text("[serverless_backfill]\nenabled = true\ncores = 1\nreplicas = 1\nmemory = \"1g\"\n"
+                      "[serverless_compaction]\nenabled = true\nmax_compactors = 1\npending_mb = 0\nidle_s = 3\n")
     pg = PlaygroundProcess(root / "data", extra_args=["--config", str(config)]).start()
     yield pg
     code = pg.stop()
@@ -301,6 +305,36 @@ def test_dbt_model_config_asks_for_serverless_backfill(serverless: PlaygroundPro
 
 
 # ---- a backfiller that cannot start ---------------------------------------------------------
+def test_serverless_compaction_adds_a_compactor_while_compaction_is_behind(serverless: PlaygroundProcess) -> None:
+    t = unique_name("compacted")
+    api = f"http://127.0.0.1:{serverless.meta_port}"
+    with serverless.connect() as conn:
+        conn.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
+        conn.execute(f"INSERT INTO {t} SELECT g, 0 FROM generate_series(1, 5000) AS s(g)")
+        conn.execute("FLUSH")  # (an UPDATE reads the committed rows)
+        updates = 0
+        deadline = time.monotonic() + 180
+        while True:  # a checkpoint per update: L0 deepens until compaction is due
+            conn.execute(f"UPDATE {t} SET v = v + 1 WHERE k % 10 = {updates % 10}")
+            conn.execute("FLUSH")
+            updates += 1
+            state = httpx.get(f"{api}/api/serverless_compaction", timeout=10).json()
+            if any(c["state"] == "running" for c in state["compactors"]):
+                break
+            assert time.monotonic() < deadline, f"no extra compactor: {state}\n{serverless.log_tail()}"
+        assert state["enabled"] and state["max_compactors"] == 1 and len(state["compactors"]) == 1
+        (extra,) = state["compactors"]
+        nodes = httpx.get(f"{api}/api/nodes", timeout=10).json()["nodes"]
+        assert [n["pid"] for n in nodes if n["process"] == "risingspark compactor (serverless)"] == [extra["pid"]]
+        # caught up: retired after 3 s under the threshold, its process gone
+        deadline = time.monotonic() + 180
+        while httpx.get(f"{api}/api/serverless_compaction", timeout=10).json()["compactors"]:
+            assert time.monotonic() < deadline, "the extra compactor was never retired"
+            time.sleep(0.5)
+        assert not psutil.pid_exists(extra["pid"]) or psutil.Process(extra["pid"]).status() == psutil.STATUS_ZOMBIE
+        assert conn.execute(f"SELECT count(*), sum(v) FROM {t}").fetchone() == (5000, 500 * updates)
+
+
 def test_provision_that_cannot_start_fails_the_job(tmp_path) -> None:
     """The spark provisioner against a Spark master nobody serves: the backfiller never gets an
     executor, never becomes ready, and the job fails after the provisioning timeout."""
