@@ -138,12 +138,45 @@ class PlaygroundProcess:
                 time.sleep(0.1)
 
 
+_SHARED: list[PlaygroundProcess] = []  # the session's shared playground, once started
+_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "rw_catalog", "public")
+
+
 @pytest.fixture(scope="session")
 def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundProcess]:
+    """One playground shared by the test files that need no special one. What a file creates in it is
+    dropped when the file is done (`pytest_runtest_teardown`)."""
     pg = PlaygroundProcess(tmp_path_factory.mktemp("playground") / "data").start()
+    _SHARED.append(pg)
     yield pg
+    _SHARED.clear()
     code = pg.stop()
     assert code == 0, f"the playground did not stop cleanly (exit {code}): {pg.log_tail()}"
+
+
+@pytest.hookimpl(trylast=True)  # after the file's own fixtures are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last test of a file that used the shared playground, drop every schema and relation
+    it left there. A view whose query reads ``now()`` runs a Spark job every epoch for as long as it
+    exists, and the files after it (unit tests included, while the playground lives) would share the
+    machine's two cores with it."""
+    if not _SHARED or (nextitem is not None and nextitem.path == item.path):
+        return
+    if not any("playground" in i.fixturenames for i in item.session.items if i.path == item.path):
+        return
+    pg = _SHARED[0]
+    if pg.proc is None or pg.proc.poll() is not None:
+        return
+    with pg.connect() as c:
+        for (schema,) in c.execute("SELECT name FROM rw_catalog.rw_schemas").fetchall():
+            if schema not in _SYSTEM_SCHEMAS:
+                c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        # tables first: CASCADE takes their views and indexes along
+        for kind in ("table", "materialized view", "view"):
+            for (name,) in c.execute("SELECT r.name FROM rw_catalog.rw_relations r JOIN rw_catalog.rw_schemas s "
+                                     "ON r.schema_id = s.id WHERE s.name = 'public' AND r.relation_type = %s",
+                                     (kind,)).fetchall():
+                c.execute(f'DROP {kind.upper()} IF EXISTS "{name}" CASCADE')
 
 
 @pytest.fixture
