@@ -32,6 +32,7 @@ class MetaMetrics:
     l0_sub_levels: Gauge
     compaction_tasks: Counter
     compaction_bytes: Counter
+    compaction_largest_task_bytes: Gauge
     flush_bytes: Counter
     compaction_pending_bytes: Gauge
     compaction_running_tasks: Gauge
@@ -66,6 +67,8 @@ METRICS = MetaMetrics(
                         ["job", "table_id"]),
     compaction_tasks=Counter("risingspark_compaction_tasks_total", "Compaction tasks committed"),
     compaction_bytes=Counter("risingspark_compaction_write_bytes_total", "Bytes written by compaction"),
+    compaction_largest_task_bytes=Gauge("risingspark_compaction_largest_task_input_bytes",
+                                        "Input bytes of the largest compaction task committed since meta started"),
     flush_bytes=Counter("risingspark_storage_flush_bytes_total", "Bytes of SSTs committed by checkpoints (into L0)"),
     compaction_pending_bytes=Gauge("risingspark_compaction_pending_bytes",
                                    "Bytes compaction must still move for a state table's levels to be in shape",

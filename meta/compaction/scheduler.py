@@ -38,6 +38,7 @@ class CompactionScheduler:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._running: dict[int, CompactionTask] = {}  # task id -> task in flight
+        self.largest_task_bytes = 0  # the input of the largest task committed since meta started
 
     @property
     def running(self) -> list[CompactionTask]:
@@ -81,9 +82,11 @@ class CompactionScheduler:
                 return False
             METRICS.compaction_tasks.inc()
             METRICS.compaction_bytes.inc(sum(s.size_bytes for s in outputs))
-            logger.info("compacted table %d (%s task %d): %d SSTs (%d L0 sub-levels) -> %d L%d SSTs", task.table_id,
-                        task.kind, task.task_id, len(task.input_ssts), len(task.l0_sub_levels), len(outputs),
-                        task.target_level)
+            self.largest_task_bytes = max(self.largest_task_bytes, task.input_bytes)
+            METRICS.compaction_largest_task_bytes.set(self.largest_task_bytes)
+            logger.info("compacted table %d (%s task %d): %d SSTs of %d bytes (%d L0 sub-levels) -> %d L%d SSTs",
+                        task.table_id, task.kind, task.task_id, len(task.input_ssts), task.input_bytes,
+                        len(task.l0_sub_levels), len(outputs), task.target_level)
             return True
         finally:
             with self._lock:

@@ -201,7 +201,8 @@ def test_kill_compactor_while_writing(cluster: LocalCluster, oracle_dsn: str) ->
 
 def test_kill_compactor_mid_task_sweeps_its_outputs(cluster: LocalCluster, oracle_dsn: str) -> None:
     """A compactor killed after writing a task's outputs and before reporting them: meta gives the
-    task up, a new compactor does it again, and the full GC deletes the dead one's outputs."""
+    task up, a new compactor does it again (as a Spark job: it runs every task on Spark), and the full
+    GC deletes the dead one's outputs."""
     for old in [s for s in cluster.services if s.kind == "compactor" and s.alive]:
         old.stop()
     stuck = cluster.compactor(env={"RISINGSPARK_FAILPOINTS": "compactor.before_report=600"})
@@ -223,7 +224,7 @@ def test_kill_compactor_mid_task_sweeps_its_outputs(cluster: LocalCluster, oracl
     while any(n["kind"] == "compactor" for n in cluster.nodes()):  # meta gives the task up
         assert time.monotonic() < deadline, "meta never declared the killed compactor dead"
         time.sleep(0.2)
-    fresh = cluster.compactor()
+    fresh = cluster.compactor(extra_args=("--spark-master", "local[1]", "--spark-min-task-mb", "0"))
     gc = httpx.post(f"http://127.0.0.1:{cluster.active_meta_port()}/api/hummock/full_gc",
                     params={"retention_s": 0}, timeout=60).json()
     assert gc["deleted"] >= len(written)
@@ -232,9 +233,9 @@ def test_kill_compactor_mid_task_sweeps_its_outputs(cluster: LocalCluster, oracl
     with cluster.connect(fe) as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
         copy_table(conn, pg, "events")
         assert assert_same(conn, pg, "mv_compactor", MV_QUERY) > 0
-    # the new compactor takes the work up
+    # the new compactor takes the work up, on Spark
     deadline = time.monotonic() + 120
-    while ": compacted " not in fresh.log_path.read_text(errors="replace"):
+    while "ran as a Spark job" not in fresh.log_path.read_text(errors="replace"):
         assert time.monotonic() < deadline, f"the new compactor never compacted:\n{fresh.log_tail()}"
         time.sleep(0.5)
 

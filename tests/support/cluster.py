@@ -143,10 +143,10 @@ class LocalCluster:
             args += ["--spark-conf", spark_conf]
         return self._service("compute", args, port, env).start()
 
-    def compactor(self, env: dict[str, str] | None = None) -> ServiceProcess:
+    def compactor(self, env: dict[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> ServiceProcess:
         port = free_port()
         return self._service("compactor", ["--port", str(port), "--meta-address", self.meta_address,
-                                           "--poll-interval-s", "0.5"], port, env).start()
+                                           "--poll-interval-s", "0.5", *extra_args], port, env).start()
 
     def frontend(self) -> ServiceProcess:
         port = free_port()
