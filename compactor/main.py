@@ -20,6 +20,7 @@ def run_compactor(cfg: CompactorConfig) -> int:
     from risingspark.storage.object_store import ObjectStore
 
     failpoint.configure(cfg.failpoints)
+    spark = _spark(cfg)  # before registering: meta expects heartbeats from then on
     http = HttpServer(health_app("RisingSpark compactor"), cfg.host, cfg.port, "compactor-http")
     http.start()
     session = MetaSession(cfg.meta_address, "compactor", advertised(cfg, http.port),
@@ -29,7 +30,7 @@ def run_compactor(cfg: CompactorConfig) -> int:
         session.register()
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         service = CompactorService(RemoteCompactionScheduler(session), store,  # type: ignore[arg-type]
-                                   poll_s=cfg.poll_interval_s, spark=_spark(cfg),
+                                   poll_s=cfg.poll_interval_s, spark=spark,
                                    spark_min_bytes=cfg.spark_min_task_mb << 20)
         session.start()
         service.start()
@@ -41,6 +42,8 @@ def run_compactor(cfg: CompactorConfig) -> int:
             service.stop()
         session.stop()
         http.stop()
+        if spark is not None:
+            spark.stop()
         logger.info("stopped")
     return 0
 

@@ -55,7 +55,7 @@ class CompactorService:
                 outputs = run_compaction(self._store, desc, task, target_file_rows=config.target_file_rows,
                                          target_file_bytes=config.target_file_bytes)
             failpoint.hit("compactor.before_report",
-                          f"(task {task.task_id} wrote {' '.join(s.path for s in outputs)})")
+                          lambda: f"(task {task.task_id} wrote {' '.join(s.path for s in outputs or ())})")
         except Exception:
             logger.exception("compaction of table %d failed", task.table_id)
         finally:

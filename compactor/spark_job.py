@@ -2,7 +2,7 @@
 cluster's executors.
 
 A compactor started with a Spark master (``risingspark compactor --spark-master ...``) runs a task
-whose inputs hold at least `CompactionConfig.spark_min_bytes` as a Spark job; smaller tasks, and every
+whose inputs hold at least ``--spark-min-task-mb`` as a Spark job; smaller tasks, and every
 task of a compactor without Spark (the playground's), run in its own process (`compactor.runner`).
 
 1. **Split** (in the compactor, no data read): the footer of every input SST holds the first key of
@@ -28,6 +28,7 @@ Spark's executors as the parallel workers.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from risingspark.chunk import KEY
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.memcmp import key_matrix
 from risingspark.storage.mvcc import retain_versions
-from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.object_store import ObjectStore, final_path
 from risingspark.storage.point_get import BlockReader, read_ranges
 from risingspark.storage.sst import read_sst, write_ssts
 
@@ -104,6 +105,20 @@ def compact_range(store: ObjectStore, desc: StateTableDesc, task: CompactionTask
                       file_rows=file_rows, presorted=True)
 
 
+def _cancel(sc, group: str, timeout_s: float = 60.0) -> None:
+    """Cancel a job group and wait until none of its tasks runs."""
+    sc.cancelJobGroup(group)
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group)
+                  for s in (getattr(tracker.getJobInfo(j), "stageIds", None) or ())]
+        if not any(s is not None and s.numActiveTasks for s in stages):
+            return
+        time.sleep(0.1)
+    logger.warning("Spark job group %s still has running tasks after %.0f s", group, timeout_s)
+
+
 def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, key_range: KeyRange) -> pa.Table | None:
     """The rows of one SST in the range, reading only the blocks it touches. Keys compare as the
     block index compares them (numpy bytes), so a range's bounds and its reads agree."""
@@ -133,13 +148,16 @@ def run_compaction_on_spark(spark, store: ObjectStore, desc: StateTableDesc, tas
         for i, key_range, path in part:
             yield i, compact_range(store, desc, task, key_range, path, file_rows)
 
-    sc.setJobGroup(f"compaction-{task.task_id}", f"compaction task {task.task_id} of table {desc.table_id}", True)
+    folder, _, name = stem.rpartition("/")
+    group = f"compaction-{name}"
+    sc.setJobGroup(group, f"compaction task {task.task_id} of table {desc.table_id}", True)
     try:
         results = sc.parallelize(jobs, len(jobs)).mapPartitions(run).collect()
     except BaseException:
-        # the ranges' files are named after the job's stem: delete what any of its tasks wrote
-        store.delete(o.path for o in store.list(f"{path_prefix}/{desc.table_id}")
-                     if o.path.rpartition("/")[2].startswith(stem.rpartition("/")[2]))
+        # Stop the job's other tasks, then delete what any of them wrote (named after the stem; a
+        # write a Python worker finishes after its task was killed is left to meta's full GC).
+        _cancel(sc, group)
+        store.delete(o.path for o in store.list(folder) if final_path(o.path).startswith(stem))
         raise
     outputs = [sst for _, ssts in sorted(results, key=lambda r: r[0]) for sst in ssts]
     logger.info("table %d: compaction task %d ran as a Spark job of %d ranges: %d SSTs in, %d L%d SSTs out",

@@ -102,7 +102,8 @@ def create_app(meta: MetaService) -> FastAPI:
     @app.post("/api/hummock/full_gc")
     def full_gc(retention_s: float | None = None) -> dict[str, int]:
         """Delete the object-store files nothing references now (`meta.garbage`), only those older
-        than `retention_s` (default: the configured retention). As ``risectl hummock trigger-full-gc``."""
+        than `retention_s` (default: the configured retention; at least 10 s). As ``risectl hummock
+        trigger-full-gc``."""
         return {"deleted": len(meta.garbage.collect(retention_s))}
 
     @app.get("/api/serverless_compaction", response_model=ServerlessCompactionModel)

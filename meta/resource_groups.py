@@ -125,18 +125,24 @@ class GroupRounds:
         dml, _ = pending_dml(meta.store, ids.__contains__)
         prev = meta.hummock.version.committed_epoch
         epoch = meta.barriers.next_epoch()
-        version = meta.hummock.pin()
+        done: Future[int] | None = None
         try:
-            barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), fresh,
-                              tuple(meta.snapshots.log_batches(prev, only=ids)))
-            result = self.compute.run_epoch(barrier)
-        except BaseException:
-            with self._lock:
-                self._fresh = True
-            raise
+            version = meta.hummock.pin()
+            try:
+                barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), fresh,
+                                  tuple(meta.snapshots.log_batches(prev, only=ids)))
+                result = self.compute.run_epoch(barrier)
+            except BaseException:
+                with self._lock:
+                    self._fresh = True
+                raise
+            finally:
+                meta.hummock.unpin(version)
+            done = meta.barriers.submit_external(result, dml)  # (which releases the epoch when it is done)
+            self._wait(done)
         finally:
-            meta.hummock.unpin(version)
-        self._wait(meta.barriers.submit_external(result, dml))
+            if done is None:  # the round never reached meta: its files are garbage
+                meta.barriers.release_epoch(epoch)
 
     def _wait(self, done: Future[int]) -> None:
         def check() -> None:

@@ -440,27 +440,34 @@ class _JobDriver:
             rel = self._rel()
             prev = meta.hummock.version.committed_epoch
             epoch = meta.barriers.next_epoch()
-            rate = rel.extra.get("backfill_rate_limit")
-            mutations: list[Mutation] = []
-            if fresh:
-                self._call(bf, "reset")
-                mutations.append(AddJobs((meta.barriers.stream_job(rel),)))
-            elif rate != sent_rate:
-                mutations.append(Throttle(((self.job_id, rate),)))
-            logs = meta.snapshots.log_batches(prev, only={self.job_id}, final=False)
-            version = meta.hummock.pin()
+            done: Future[int] | None = None
             try:
-                barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), (), fresh, tuple(logs))
-                result = self._call(bf, "run_epoch", barrier)
+                rate = rel.extra.get("backfill_rate_limit")
+                mutations: list[Mutation] = []
+                if fresh:
+                    self._call(bf, "reset")
+                    mutations.append(AddJobs((meta.barriers.stream_job(rel),)))
+                elif rate != sent_rate:
+                    mutations.append(Throttle(((self.job_id, rate),)))
+                logs = meta.snapshots.log_batches(prev, only={self.job_id}, final=False)
+                version = meta.hummock.pin()
+                try:
+                    barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), (), fresh,
+                                      tuple(logs))
+                    result = self._call(bf, "run_epoch", barrier)
+                finally:
+                    meta.hummock.unpin(version)
+                sent_rate = rate
+                bf.rounds += 1
+                done = meta.barriers.submit_external(result)  # (which releases the epoch when it is done)
+                try:
+                    self._wait_committed(done)
+                except _BackfillerLost:
+                    fresh = True  # the checkpoint failed: the backfiller's state is ahead of the committed one
+                    continue
             finally:
-                meta.hummock.unpin(version)
-            sent_rate = rate
-            bf.rounds += 1
-            try:
-                self._wait_committed(meta.barriers.submit_external(result))
-            except _BackfillerLost:
-                fresh = True  # the checkpoint failed: the backfiller's state is ahead of the committed one
-                continue
+                if done is None:  # the round never reached meta: its files are garbage
+                    meta.barriers.release_epoch(epoch)
             fresh = False
             bf.snapshot_rows += sum(r.rows_read for r in result.backfill)
             state = meta.snapshots.load(self.job_id)

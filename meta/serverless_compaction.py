@@ -123,8 +123,8 @@ class ServerlessCompactionController:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
-        compactors = self.compactors()
+            self._thread.join(timeout=30)
+        compactors = self.compactors()  # (after the loop: it starts no compactor once stopping)
         for c in compactors:
             self._retire(c, time.time())
         for c in compactors:
@@ -154,8 +154,8 @@ class ServerlessCompactionController:
         running = [c for c in self._reap(now) if c.retiring_since is None]
         if self.wanted > len(running):
             self._below_since = None
-            if all(c.node_id is not None for c in running):  # the last one started has registered
-                self._launch()
+            if all(c.node_id is not None for c in running) and not self._stop.is_set():
+                self._launch(now)  # (the last one started has registered)
             elif any(now - c.started_at > REGISTER_TIMEOUT_S for c in running if c.node_id is None):
                 for c in running:
                     if c.node_id is None and now - c.started_at > REGISTER_TIMEOUT_S:
@@ -201,7 +201,7 @@ class ServerlessCompactionController:
                "--poll-interval-s", "0.5"]
         return [*cmd, "--spark-master", self.cfg.spark_master] if self.cfg.spark_master else cmd
 
-    def _launch(self) -> None:
+    def _launch(self, now: float) -> None:
         self._started += 1
         name = f"compactor-serverless-{self._started}"
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -217,13 +217,14 @@ class ServerlessCompactionController:
                                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
                                     preexec_fn=in_child)  # noqa: PLW1509
         with self._lock:
-            self._compactors.append(ExtraCompactor(name, proc, log_path))
+            self._compactors.append(ExtraCompactor(name, proc, log_path, started_at=now))
         logger.info("compaction is behind (%d bytes pending, %d compactor(s) wanted): started %s, pid %d, log %s",
                     self.pending_bytes, self.wanted, name, proc.pid, log_path)
 
     def _retire(self, c: ExtraCompactor, now: float) -> None:
         """Ask a compactor to stop: it finishes the task in hand, unregisters and exits."""
-        c.retiring_since = now
+        with self._lock:
+            c.retiring_since = now
         with contextlib.suppress(ProcessLookupError):
             c.proc.send_signal(signal.SIGTERM)
 

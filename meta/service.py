@@ -114,7 +114,8 @@ class MetaService:
                                               stall_threshold=self.barriers.stall_threshold)
         # the full GC of the object store (`meta.garbage`); its schedule is set before `start`
         self.garbage = GarbageCollector(store, objects, self.hummock,
-                                        lambda: [t.output_prefix for t in self.compaction.running])
+                                        lambda: [t.output_prefix for t in self.compaction.running],
+                                        self.barriers.oldest_outstanding_epoch)
         self._lock = threading.Lock()
         self._start_lock = threading.RLock()
         self._row_counts: dict[int, int] = {}

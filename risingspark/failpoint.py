@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from risingspark.errors import InvalidParameterValue
 
@@ -36,10 +37,10 @@ def configure(spec: str) -> None:
     _PAUSES.update(pauses)
 
 
-def hit(name: str, detail: str = "") -> None:
-    """Pause here if the fail point `name` is set."""
+def hit(name: str, detail: Callable[[], str] = lambda: "") -> None:
+    """Pause here if the fail point `name` is set (`detail` says, in the log line, what is done)."""
     seconds = _PAUSES.get(name)
     if seconds is None:
         return
-    logger.warning("fail point %s: pausing %.1f s %s", name, seconds, detail)
+    logger.warning("fail point %s: pausing %.1f s %s", name, seconds, detail())
     time.sleep(seconds)

@@ -91,6 +91,7 @@ class BarrierManager:
         self.stall_threshold: Callable[[], int] = lambda: 0
         self.jobs_elsewhere: Callable[[], set[int]] = set
         self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
+        self._outstanding: set[int] = set()  # epochs of rounds run elsewhere, not committed yet
 
     # ---- control ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -111,8 +112,24 @@ class BarrierManager:
             self._cond.notify_all()
 
     def next_epoch(self) -> int:
-        """An epoch newer than every one allocated so far (for a backfiller's own round)."""
-        return self._epochs.next()
+        """An epoch newer than every one allocated so far, for a round run elsewhere (a serverless
+        backfiller's, another resource group's). The epoch stays *outstanding* until the round's
+        result commits or fails (`submit_external`) or its runner gives it up (`release_epoch`): its
+        files are not garbage before (`oldest_outstanding_epoch`, `meta.garbage`), though the
+        default group commits newer epochs meanwhile."""
+        with self._cond:
+            epoch = self._epochs.next()
+            self._outstanding.add(epoch)
+            return epoch
+
+    def release_epoch(self, epoch: int) -> None:
+        """The round of `epoch` (from `next_epoch`) is over: committed, failed or given up."""
+        with self._cond:
+            self._outstanding.discard(epoch)
+
+    def oldest_outstanding_epoch(self) -> int | None:
+        with self._cond:
+            return min(self._outstanding, default=None)
 
     def submit_external(self, result: EpochResult, dml: list[DmlBatch] | None = None) -> Future[int]:
         """Commit a round run elsewhere (a serverless backfiller's, another resource group's, which
@@ -120,6 +137,7 @@ class BarrierManager:
         gives that epoch, or the error when that checkpoint failed (the round's work is then lost and
         its jobs must start again from the committed state)."""
         done: Future[int] = Future()
+        done.add_done_callback(lambda _: self.release_epoch(result.epoch))
         with self._cond:
             self._external.append((result, list(dml or ()), done))
         return done

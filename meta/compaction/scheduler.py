@@ -82,8 +82,9 @@ class CompactionScheduler:
                 return False
             METRICS.compaction_tasks.inc()
             METRICS.compaction_bytes.inc(sum(s.size_bytes for s in outputs))
-            self.largest_task_bytes = max(self.largest_task_bytes, task.input_bytes)
-            METRICS.compaction_largest_task_bytes.set(self.largest_task_bytes)
+            with self._lock:
+                self.largest_task_bytes = max(self.largest_task_bytes, task.input_bytes)
+                METRICS.compaction_largest_task_bytes.set(self.largest_task_bytes)
             logger.info("compacted table %d (%s task %d): %d SSTs of %d bytes (%d L0 sub-levels) -> %d L%d SSTs",
                         task.table_id, task.kind, task.task_id, len(task.input_ssts), task.input_bytes,
                         len(task.l0_sub_levels), len(outputs), task.target_level)

@@ -209,6 +209,20 @@ class ObjectStore:
         return size
 
 
+def final_path(path: str) -> str:
+    """The path a local store's temporary file of a write in progress (``.<name>.tmp-<id>``) will be
+    renamed to; any other path itself.
+
+    >>> final_path("hummock/5/.12-ab.parquet.tmp-0f3c")
+    'hummock/5/12-ab.parquet'
+    """
+    parent, _, name = path.rpartition("/")
+    if name.startswith(".") and ".tmp-" in name:
+        name = name[1:].rsplit(".tmp-", 1)[0]
+        return f"{parent}/{name}" if parent else name
+    return path
+
+
 _STORES: dict[str, ObjectStore] = {}
 _STORES_LOCK = threading.Lock()
 

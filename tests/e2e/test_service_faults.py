@@ -225,6 +225,9 @@ def test_kill_compactor_mid_task_sweeps_its_outputs(cluster: LocalCluster, oracl
         assert time.monotonic() < deadline, "meta never declared the killed compactor dead"
         time.sleep(0.2)
     fresh = cluster.compactor(extra_args=("--spark-master", "local[1]", "--spark-min-task-mb", "0"))
+    # the GC deletes no file younger than 10 s (a DML batch's file waits that long to be registered)
+    while time.time() - min((objects / p).stat().st_mtime for p in written) < 11:
+        time.sleep(0.5)
     gc = httpx.post(f"http://127.0.0.1:{cluster.active_meta_port()}/api/hummock/full_gc",
                     params={"retention_s": 0}, timeout=60).json()
     assert gc["deleted"] >= len(written)

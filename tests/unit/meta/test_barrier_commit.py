@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -164,3 +165,43 @@ def test_a_starting_meta_keeps_young_unregistered_files(store_url: str, tmp_path
         assert "dml/1/old-orphan.parquet" not in left
     finally:
         again.stop()
+
+
+def test_a_round_run_elsewhere_keeps_its_files_until_it_commits(store_url: str, tmp_path) -> None:
+    """A serverless backfiller's (or another resource group's) round takes its epoch from meta, runs
+    while the default group commits newer epochs, and commits later: the full GC keeps its files in
+    the meantime; a round given up leaves garbage."""
+    meta = _meta(store_url, tmp_path, ScriptedCompute())
+    try:
+        t = _table(meta, "t")
+
+        def written(epoch: int, name: str) -> str:
+            path = f"hummock/{t.id}/{epoch}-{name}.parquet"
+            meta.objects.write_bytes(path, b"sst")
+            full = tmp_path / "objects" / path
+            os.utime(full, (full.stat().st_atime - 3600, full.stat().st_mtime - 3600))
+            return path
+
+        def committed_after(epoch: int) -> None:
+            deadline = time.monotonic() + 20
+            while meta.hummock.version.committed_epoch <= epoch:
+                assert time.monotonic() < deadline, "the default group commits no newer epoch"
+                time.sleep(0.02)
+
+        epoch = meta.barriers.next_epoch()
+        path = written(epoch, "elsewhere")
+        committed_after(epoch)
+        assert meta.barriers.oldest_outstanding_epoch() == epoch
+        assert path not in meta.garbage.collect(retention_s=0)
+        sst = SstableInfo(path, t.id, 0, 0, 0, 255, epoch, epoch, 1, 0, 3)
+        assert meta.barriers.submit_external(EpochResult(epoch, (sst,))).result(timeout=20) > epoch
+        assert meta.barriers.oldest_outstanding_epoch() is None
+        assert path not in meta.garbage.collect(retention_s=0)  # committed: referenced
+
+        given_up = meta.barriers.next_epoch()
+        lost = written(given_up, "lost")
+        meta.barriers.release_epoch(given_up)
+        committed_after(given_up)
+        assert meta.garbage.collect(retention_s=0) == [lost]
+    finally:
+        meta.stop()

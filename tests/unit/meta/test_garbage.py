@@ -31,8 +31,9 @@ class Cluster:
         self.objects = ObjectStore(str(self.root))
         self.hm = HummockManager(self.store, self.objects)
         self.in_flight: list[str] = []
+        self.outstanding: int | None = None
         self.gc = GarbageCollector(self.store, self.objects, self.hm, lambda: self.in_flight,
-                                   interval_s=0, retention_s=300)
+                                   lambda: self.outstanding, interval_s=0, retention_s=300)
 
     def sst(self, path: str, epoch: int, *, age: float = OLD):
         rows = pa.table({"_vnode": pa.array([1], pa.int16()), "id": [1], "v": [epoch], "_epoch": [epoch],
@@ -79,7 +80,8 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
         c.sst("hummock/5/99-round-in-flight.parquet", 99).path,  # newer than the committed epoch
         c.file("backfill/1/99/scan-1-actor-0.json"),
         c.sst("hummock/5/c3-running-l1-0.parquet", 9).path,  # its task is in flight
-        c.sst("hummock/5/6-too-recent.parquet", 6, age=time.time()).path,
+        c.sst("hummock/5/6-too-recent.parquet", 6, age=time.time() - 60).path,
+        c.file("dml/5/just-written.parquet", age=time.time()),  # a frontend registers it next
         c.file("dml/5/registered.parquet"),
     }
     c.in_flight.append("hummock/5/c3-running")
@@ -91,7 +93,8 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
     assert c.paths() == kept
     assert c.gc.collect() == []  # nothing more
 
-    # with no retention the recent file goes too, never what is referenced or in flight
+    # a shorter retention on demand: the minute-old file goes too, never what is referenced, in
+    # flight or younger than the floor (10 s)
     assert c.gc.collect(retention_s=0) == ["hummock/5/6-too-recent.parquet"]
     # the task finishes and its output is committed: still kept; the round commits: kept
     c.in_flight.clear()
@@ -101,6 +104,22 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
     # (a round's backfill progress files are read when it commits, and referenced by nothing after)
     assert c.gc.collect(retention_s=0) == ["backfill/1/99/scan-1-actor-0.json"]
     assert c.paths() == kept - {"hummock/5/6-too-recent.parquet", "backfill/1/99/scan-1-actor-0.json"}
+
+
+def test_rounds_run_elsewhere_and_writes_in_progress_are_kept(tmp_path):
+    """A serverless backfiller's round has an epoch older than checkpoints the default group commits
+    while it runs; its files are kept while its epoch is outstanding. A temporary file of a write in
+    progress is judged by the name it will take."""
+    c = Cluster(tmp_path)
+    c.outstanding = 20
+    c.commit(30, [c.sst("hummock/5/30-default-group.parquet", 30)])
+    elsewhere = {c.sst("hummock/5/20-backfiller.parquet", 20).path, c.file("backfill/4/20/scan-1-actor-0.json"),
+                 c.file("hummock/5/.25-later.parquet.tmp-0a1b")}
+    failed = {c.file("hummock/5/19-failed.parquet"), c.file("hummock/5/.19-failed.parquet.tmp-0c1d")}
+    assert set(c.gc.collect()) == failed
+    assert elsewhere <= c.paths()
+    c.outstanding = None  # the round committed (or failed): what it did not commit is garbage
+    assert set(c.gc.collect()) == elsewhere
 
 
 def test_files_queued_for_deletion_are_the_vacuums(tmp_path):
