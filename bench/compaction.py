@@ -28,6 +28,7 @@ Usage: ``python bench/compaction.py [--rows 15000000] [--rate 10000] [--seconds 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -60,6 +61,7 @@ class Sampler:
         self.meta_port = meta_port
         self.l0: list[float] = []
         self.stalled_samples = 0
+        self.extra_compactors = 0  # the most serverless compactors running at once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -72,13 +74,16 @@ class Sampler:
                 continue
             self.l0.append(max(series(text, "risingspark_storage_l0_sub_levels"), default=0.0))
             self.stalled_samples += int(max(series(text, "risingspark_storage_write_stall"), default=0.0) > 0)
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+                state = httpx.get(f"http://127.0.0.1:{self.meta_port}/api/serverless_compaction", timeout=10).json()
+                self.extra_compactors = max(self.extra_compactors, len(state["compactors"]))
 
     def stop(self) -> dict:
         self._stop.set()
         self._thread.join()
         return {"l0_max": max(self.l0, default=0), "l0_p99": percentile(self.l0, 0.99),
                 "l0_p50": percentile(self.l0, 0.5), "samples": len(self.l0),
-                "samples_stalled": self.stalled_samples}
+                "samples_stalled": self.stalled_samples, "extra_compactors_max": self.extra_compactors}
 
 
 def counter(meta_port: int, name: str) -> float:
