@@ -16,8 +16,8 @@ task of a compactor without Spark (the playground's), run in its own process (`c
    the range's output SSTs with pyarrow, straight to the object store.
 3. **Collect**: the executors return the outputs' `SstableInfo`s; the compactor concatenates them in
    range order (so they are key-ordered and disjoint, a level's sorted run) and reports them to meta
-   like a local task's. A failed Spark job deletes what its tasks wrote (best effort; the orphan
-   sweep takes what is left) and the task is abandoned, to be picked again.
+   like a local task's. A failed Spark job is cancelled and what its tasks wrote deleted (best
+   effort; meta's full GC takes what is left) and the task is abandoned, to be picked again.
 
 The output rows equal a local run's row for row (`tests/spark/test_spark_compaction.py`); only the
 files' boundaries differ (a range's last file may be short). As Hummock's compactor splits a big task
