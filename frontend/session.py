@@ -59,6 +59,7 @@ from frontend.parser import (
 )
 from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
 from frontend.positions import locate_error
+from frontend.session_vars import SessionVars, duration_ms
 from risingspark.catalog import DEFAULT_DATABASE, DEFAULT_USER
 from risingspark.errors import (
     FeatureNotSupported,
@@ -112,8 +113,6 @@ class Frontend:
 
 class Session:
     def __init__(self, frontend: Frontend) -> None:
-        from frontend.session_vars import SessionVars
-
         self.frontend = frontend
         self.vars = SessionVars()
         self.user = DEFAULT_USER
@@ -193,12 +192,18 @@ class Session:
         self.cancel_event.clear()
         started, kind = time.monotonic(), "other"
         self.query, self.query_started_at = text, time.time()
+        timer = self._statement_timer()
         try:
             stmt = parse_statement(text)
             kind = statement_kind(stmt)
             result = await self._in_thread(self._dispatch, stmt)
             if self.cancel_event.is_set() and not result.tag:
                 raise QueryCanceled("canceling statement due to user request")
+        except QueryCanceled:
+            QUERY_ERRORS.labels(NODE, kind).inc()
+            if timer is not None and timer.fired:
+                raise QueryCanceled("canceling statement due to statement timeout") from None
+            raise
         except Exception as e:
             QUERY_ERRORS.labels(NODE, kind).inc()
             if isinstance(e, RisingSparkError) and e.position is None and offset is not None:
@@ -206,9 +211,22 @@ class Session:
                 e.position = None if pos is None else offset + pos
             raise
         finally:
+            if timer is not None:
+                timer.cancel()
             QUERY_DURATION.labels(NODE, kind).observe(time.monotonic() - started)
             self.query_started_at = None
         return result
+
+    def _statement_timer(self) -> _StatementTimer | None:
+        """With ``statement_timeout`` set, a timer that cancels the statement when it fires: every
+        place that honours a cancel request (DuckDB's batch queries, waits for a backfill, for a
+        write stall, for a flush) stops the statement, which fails with 57014 as PostgreSQL's."""
+        ms = duration_ms(self.vars.get("statement_timeout"))
+        if ms <= 0:
+            return None
+        timer = _StatementTimer(ms / 1000, self.cancel_event)
+        timer.start()
+        return timer
 
     async def _in_thread(self, fn, *args):
         loop = asyncio.get_running_loop()
@@ -430,3 +448,17 @@ def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
         return sql_literal(params[i], oids[i] if i < len(oids) else 0)
 
     return _PARAM.sub(repl, sql) if params else sql
+
+
+class _StatementTimer(threading.Timer):
+    """Sets a session's cancel event after the statement timeout; `fired` says it did."""
+
+    def __init__(self, seconds: float, cancel: threading.Event) -> None:
+        super().__init__(seconds, self._fire)
+        self.daemon = True
+        self.fired = False
+        self._cancel_event = cancel
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._cancel_event.set()

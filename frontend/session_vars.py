@@ -3,6 +3,7 @@ RisingWave's `SessionConfig`. Names are case-insensitive."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +34,47 @@ def _int(minimum: int) -> Callable[[str], str]:
     return check
 
 
+# PostgreSQL's units of a time parameter kept in milliseconds, largest first (guc.c's memory and time
+# unit tables): input may use any of them (and us), a value is shown in the largest that divides it.
+_MS_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1))
+_DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+def _duration_ms(name: str) -> Callable[[str], str]:
+    """A time parameter in milliseconds, as PostgreSQL's: ``500``, ``'500ms'``, ``'1s'``, ``'1.5min'``;
+    shown in the largest unit that divides it (``SHOW statement_timeout`` → ``1s``)."""
+    def check(v: str) -> str:
+        m = _DURATION.match(v)
+        factor = None if m is None else dict((*_MS_UNITS, ("us", 0.001), ("", 1))).get(m.group(2).lower())
+        if m is None or factor is None:  # (the hint only for a number with an unknown unit, as PostgreSQL)
+            raise InvalidParameterValue(f'invalid value for parameter "{name}": "{v}"', hint=None if m is None else
+                                        'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".')
+        ms = round(float(m.group(1)) * factor)
+        if ms > 2**31 - 1:
+            raise InvalidParameterValue(f'invalid value for parameter "{name}": "{v}"',
+                                        hint="Value exceeds integer range.")
+        if ms < 0:
+            raise InvalidParameterValue(f"{ms} ms is outside the valid range for parameter \"{name}\" "
+                                        "(0 .. 2147483647)")
+        return format_ms(ms)
+    return check
+
+
+def format_ms(ms: int) -> str:
+    """``0``, ``1500ms``, ``1s``, ``1min``... as PostgreSQL shows a time parameter."""
+    if ms == 0:
+        return "0"
+    unit, size = next((u, n) for u, n in _MS_UNITS if ms % n == 0)
+    return f"{ms // size}{unit}"
+
+
+def duration_ms(shown: str) -> int:
+    """The milliseconds of a value `_duration_ms` accepted."""
+    m = _DURATION.match(shown)
+    assert m is not None, shown
+    return round(float(m.group(1)) * dict((*_MS_UNITS, ("", 1)))[m.group(2).lower()])
+
+
 def _text(v: str) -> str:
     return v
 
@@ -61,9 +103,11 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("extra_float_digits", "1", "Digits of floating-point output", _int(-15)),
     VarSpec("standard_conforming_strings", "on", "Backslashes are literal in strings", _onoff, report=True),
     VarSpec("transaction_isolation", "read committed", "Isolation level (statements auto-commit)"),
-    VarSpec("statement_timeout", "0", "Statement timeout in milliseconds (0: none)", _int(0)),
-    VarSpec("lock_timeout", "0", "Accepted for compatibility", _int(0)),
-    VarSpec("idle_in_transaction_session_timeout", "0", "Accepted for compatibility", _int(0)),
+    VarSpec("statement_timeout", "0", "Abort any statement that runs longer (in milliseconds, or with a unit: "
+            "'1s', '500ms', '1min'; 0: never)", _duration_ms("statement_timeout")),
+    VarSpec("lock_timeout", "0", "Accepted for compatibility", _duration_ms("lock_timeout")),
+    VarSpec("idle_in_transaction_session_timeout", "0", "Accepted for compatibility",
+            _duration_ms("idle_in_transaction_session_timeout")),
     VarSpec("streaming_parallelism", "0", "Actors per fragment of new streaming jobs (0: one per Spark core)",
             _int(0)),
     VarSpec("background_ddl", "false", "CREATE MATERIALIZED VIEW returns at once; the backfill runs "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from decimal import Decimal
 
 import psycopg
@@ -117,6 +118,26 @@ def test_cancel_a_long_query(playground: PlaygroundProcess) -> None:
         worker.join()
         assert len(result) == 1 and isinstance(result[0], errors.QueryCanceled)
         assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_statement_timeout(playground: PlaygroundProcess) -> None:
+    """``SET statement_timeout`` takes PostgreSQL's units and stops a statement that runs longer,
+    with PostgreSQL's error; the session goes on, and 0 turns it off."""
+    long_query = "select count(*) from generate_series(1, 100000) a, generate_series(1, 100000) b where a <> b"
+    with playground.connect() as conn:
+        conn.execute("SET statement_timeout = '300ms'")
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("300ms",)
+        started = time.monotonic()
+        with pytest.raises(errors.QueryCanceled, match="canceling statement due to statement timeout"):
+            conn.execute(long_query)
+        assert time.monotonic() - started < 30
+        assert conn.execute("select 1").fetchone() == (1,)  # a short statement is not hit
+        with pytest.raises(errors.InvalidParameterValue, match='Valid units|invalid value'):
+            conn.execute("SET statement_timeout = '1 fortnight'")
+        conn.execute("SET statement_timeout = '1min'")
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("1min",)
+        conn.execute("SET statement_timeout = 0")
+        assert conn.execute("select count(*) from generate_series(1, 1000)").fetchone() == (1000,)
 
 
 def test_transactions_auto_commit(playground: PlaygroundProcess, table: str) -> None:

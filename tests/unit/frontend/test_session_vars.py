@@ -1,0 +1,43 @@
+"""Time parameters (``statement_timeout`` and the like) take PostgreSQL's units and are shown as
+PostgreSQL shows them; the oracle is a real PostgreSQL (127.0.0.1:5432)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from frontend.session_vars import SessionVars, duration_ms
+from risingspark.errors import InvalidParameterValue
+
+PG = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+VALUES = ["0", "500", "1s", "1.5s", "1min", "90s", "2h", "1d", "250ms", "1500us", "60000", " 2 s ", "1e3"]
+INVALID = ["abc", "1x", "-1", "1 sec", "", "2147483648", "3000000s", "1e10"]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with psycopg.connect(PG, autocommit=True) as c:
+        yield c
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_statement_timeout_as_postgres_shows_it(pg, value):
+    pg.execute("SELECT set_config('statement_timeout', %s, false)", (value,))
+    expected = pg.execute("SHOW statement_timeout").fetchone()[0]
+    pg.execute("RESET statement_timeout")
+    v = SessionVars()
+    v.set("statement_timeout", value)
+    assert v.get("statement_timeout") == expected
+    assert duration_ms(expected) == pg.execute("SELECT %s::interval", (expected if expected != "0" else "0ms",)
+                                               ).fetchone()[0].total_seconds() * 1000
+
+
+@pytest.mark.parametrize("value", INVALID)
+def test_invalid_timeouts_fail_as_in_postgres(pg, value):
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as pg_error:
+        pg.execute("SELECT set_config('statement_timeout', %s, false)", (value,))
+    with pytest.raises(InvalidParameterValue) as ours:
+        SessionVars().set("statement_timeout", value)
+    assert ours.value.sqlstate == pg_error.value.sqlstate == "22023"
+    assert str(ours.value) == pg_error.value.diag.message_primary
+    assert ours.value.hint == pg_error.value.diag.message_hint
