@@ -40,7 +40,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
     session.start()
 
     async def serve() -> None:
-        server = PgServer(cfg.host, cfg.port, frontend.new_session, auth)
+        server = PgServer(cfg.host, cfg.port, frontend.new_session, auth, max_connections=cfg.max_connections)
         await server.start()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()

@@ -22,6 +22,8 @@ def _f(default: Any, help: str) -> Any:  # noqa: A002 - "help" reads best at the
 
 _STATE_CACHE_HELP = ("memory of the stateful executors' caches of state rows on the compute node, in MiB, shared "
                      "by its Spark cores")
+_MAX_CONNECTIONS_HELP = ("client connections the frontend serves at once; one more gets PostgreSQL's FATAL 53300 "
+                         "(0: no limit)")
 _BLOCK_CACHE_HELP = "block cache of decoded SST blocks on the compute node, in MiB, shared by its Spark cores"
 
 
@@ -95,6 +97,7 @@ class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings,
     auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...]; when set, clients "
                              "must authenticate with a password (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
+    max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
 
 
     def resolved_meta_store_url(self) -> str:
@@ -199,6 +202,7 @@ class FrontendConfig:
     heartbeat_interval_s: float = _f(1.0, "seconds between heartbeats to meta")
     auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...] (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
+    max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     log_level: str = _f("INFO", "logging level")
 
 

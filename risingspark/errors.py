@@ -178,6 +178,11 @@ class AdminShutdown(RisingSparkError):
     severity = "FATAL"
 
 
+class TooManyConnections(RisingSparkError):
+    sqlstate = "53300"
+    severity = "FATAL"
+
+
 class InvalidPreparedStatement(RisingSparkError):
     sqlstate = "26000"
 

@@ -13,7 +13,13 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable
 
-from risingspark.errors import AdminShutdown, FeatureNotSupported, ProtocolViolation, RisingSparkError
+from risingspark.errors import (
+    AdminShutdown,
+    FeatureNotSupported,
+    ProtocolViolation,
+    RisingSparkError,
+    TooManyConnections,
+)
 
 from . import backend as be
 from . import messages as m
@@ -62,11 +68,13 @@ class Connection:
         session_factory: makes the connection's session after the startup packet.
         registry: connections by pid, where this one is listed once started (for CancelRequest).
         auth: password authentication; None trusts every user.
+        full: whether the server serves as many connections as it may (a new one is refused with
+            FATAL 53300 after its startup packet).
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int, secret: int,
                  session_factory: Callable[[], PgSession], registry: dict[int, Connection],
-                 auth: PasswordAuth | None = None) -> None:
+                 auth: PasswordAuth | None = None, full: Callable[[], bool] = lambda: False) -> None:
         self.reader = reader
         self.writer = writer
         self.sink = be.MessageSink(writer)
@@ -77,6 +85,7 @@ class Connection:
         self._session_factory = session_factory
         self._registry = registry
         self._auth = auth
+        self._full = full
         self._extended = ExtendedQuery(self)
         self._task: asyncio.Task | None = None
         self._shutting_down = False
@@ -163,6 +172,8 @@ class Connection:
             else:
                 logger.info("connection %d: cancel request for unknown backend %d", self.pid, packet.pid)
             return False
+        if self._full():
+            raise TooManyConnections("sorry, too many clients already")
         major, minor = packet.protocol >> 16, packet.protocol & 0xFFFF
         if major != 3:
             raise ProtocolViolation(f"unsupported frontend protocol {major}.{minor}: server supports "

@@ -32,11 +32,14 @@ class PgServer:
         port: the TCP port; 0 picks a free one, see `port` once started.
         session_factory: makes one `PgSession` per connection.
         auth: password authentication of every connection; None trusts every user.
+        max_connections: connections served at once (0: no limit); past it a new connection gets
+            FATAL 53300 after its startup packet, as PostgreSQL's (a CancelRequest is still served).
     """
 
     def __init__(self, host: str, port: int, session_factory: Callable[[], PgSession],
-                 auth: PasswordAuth | None = None) -> None:
+                 auth: PasswordAuth | None = None, *, max_connections: int = 0) -> None:
         self._host = host
+        self._max_connections = max_connections
         self._port = port
         self._session_factory = session_factory
         self._auth = auth
@@ -86,11 +89,14 @@ class PgServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def _full(self) -> bool:
+        return 0 < self._max_connections <= len(self._registry)
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         conn = Connection(reader, writer, next(self._pids), secrets.randbits(32), self._session_factory,
-                          self._registry, self._auth)
+                          self._registry, self._auth, self._full)
         self._tasks.add(task)
         self._connections.add(conn)
         CONNECTIONS.labels(NODE).inc()

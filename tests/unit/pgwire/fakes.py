@@ -168,9 +168,9 @@ def _norm(sql: str) -> str:
 class ServerThread:
     """A `PgServer` with fake sessions, served by an event loop in a background thread."""
 
-    def __init__(self, auth: PasswordAuth | None = None) -> None:
+    def __init__(self, auth: PasswordAuth | None = None, max_connections: int = 0) -> None:
         self.state = FakeState()
-        self.server = PgServer("127.0.0.1", 0, lambda: FakeSession(self.state), auth)
+        self.server = PgServer("127.0.0.1", 0, lambda: FakeSession(self.state), auth, max_connections=max_connections)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="pgwire-test-server", daemon=True)
         self._ready = threading.Event()

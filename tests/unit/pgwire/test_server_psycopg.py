@@ -267,3 +267,38 @@ def test_stop_closes_connections(server: ServerThread) -> None:
     with pytest.raises(psycopg.OperationalError):
         conn.execute("select 1")
     conn.close()
+
+
+def test_connections_past_the_limit_are_refused_as_postgres_does() -> None:
+    with ServerThread(max_connections=2) as server:
+        first = psycopg.connect(server.dsn(), autocommit=True)
+        second = psycopg.connect(server.dsn(), autocommit=True)
+        with pytest.raises(psycopg.OperationalError, match="sorry, too many clients already"):
+            psycopg.connect(server.dsn(), autocommit=True)
+        assert _startup_error(server) == {"S": "FATAL", "C": "53300", "M": "sorry, too many clients already"}
+        assert first.execute("SELECT 1").fetchone() == (1,)  # those served go on
+        first.close()
+        _wait_for(lambda: len(server.server._registry) < 2)
+        third = psycopg.connect(server.dsn(), autocommit=True)  # a slot freed
+        assert third.execute("SELECT 1").fetchone() == (1,)
+        second.close()
+        third.close()
+
+
+def _startup_error(server: ServerThread) -> dict[str, str]:
+    """The fields of the ErrorResponse a raw startup packet gets (libpq keeps a refused connection's
+    SQLSTATE to itself)."""
+    import socket
+    import struct
+
+    body = struct.pack("!i", 196608) + b"user\0root\0\0"
+    with socket.create_connection(("127.0.0.1", server.server.port), timeout=10) as sock:
+        sock.sendall(struct.pack("!i", len(body) + 4) + body)
+        data = b""
+        while len(data) < 5 or len(data) < 1 + struct.unpack("!i", data[1:5])[0]:
+            chunk = sock.recv(4096)
+            assert chunk, "the server closed the connection without an ErrorResponse"
+            data += chunk
+    assert data[:1] == b"E"
+    fields = data[5:1 + struct.unpack("!i", data[1:5])[0]].split(b"\0")
+    return {f[:1].decode(): f[1:].decode() for f in fields if f and f[:1] in (b"S", b"C", b"M")}
