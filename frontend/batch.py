@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,23 +24,15 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
+from frontend.batch_errors import translate_duckdb_error
 from frontend.binder import CatalogReader, ident
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.index_lookup import index_scan
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import (
-    DataException,
-    DivisionByZero,
-    FeatureNotSupported,
-    InvalidTextRepresentation,
-    NumericValueOutOfRange,
     QueryCanceled,
     RisingSparkError,
-    SyntaxError_,
-    UndefinedColumn,
-    UndefinedFunction,
-    UndefinedTable,
     WrongObjectType,
 )
 from risingspark.storage.cache import BlockCache
@@ -223,38 +214,3 @@ def normalize(table: pa.Table) -> pa.Table:
         cols.append(col)
         fields.append(pa.field(f.name, target))
     return pa.Table.from_arrays(cols, schema=pa.schema(fields)) if fields else table
-
-
-_COLUMN_NOT_FOUND = re.compile(r'Referenced column "([^"]+)" not found')
-_TABLE_NOT_FOUND = re.compile(r'Table with name ([^ ]+) does not exist')
-_FUNC_NOT_FOUND = re.compile(r"(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist")
-
-
-def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
-    msg = str(e).split("\n")[0]
-    body = msg.split(": ", 1)[1] if ": " in msg else msg
-    if isinstance(e, duckdb.ParserException):
-        return SyntaxError_(f"syntax error: {body}")
-    if isinstance(e, duckdb.BinderException | duckdb.CatalogException):
-        if m := _COLUMN_NOT_FOUND.search(msg):
-            return UndefinedColumn(f'column "{m.group(1)}" does not exist')
-        if m := _TABLE_NOT_FOUND.search(msg):
-            return UndefinedTable(f'relation "{m.group(1)}" does not exist')
-        if m := _FUNC_NOT_FOUND.search(msg):
-            return UndefinedFunction(f"function {m.group(1)} does not exist")
-        if "No function matches" in msg:
-            return UndefinedFunction(body)
-        return FeatureNotSupported(body) if "not supported" in msg.lower() else UndefinedFunction(body)
-    if isinstance(e, duckdb.ConversionException):
-        if "out of range" in msg.lower() or "overflow" in msg.lower():
-            return NumericValueOutOfRange(body)
-        return InvalidTextRepresentation(body)
-    if isinstance(e, duckdb.OutOfRangeException):
-        return NumericValueOutOfRange(body)
-    if "Division by zero" in msg or "division by zero" in msg:
-        return DivisionByZero("division by zero")
-    if isinstance(e, duckdb.InvalidInputException):
-        return DataException(body)
-    if isinstance(e, duckdb.NotImplementedException):
-        return FeatureNotSupported(body)
-    return DataException(body)

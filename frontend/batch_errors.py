@@ -1,0 +1,87 @@
+"""DuckDB's errors as PostgreSQL reports them: its SQLSTATE and its wording, so a client sees
+``invalid input syntax for type integer: "abc"`` (22P02) where DuckDB says ``Could not convert
+string 'abc' to INT32``. `tests/unit/frontend/test_batch_errors.py` runs each case on PostgreSQL and
+on DuckDB and compares."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+from risingspark.errors import (
+    DataException,
+    DivisionByZero,
+    FeatureNotSupported,
+    InvalidDatetimeFormat,
+    InvalidTextRepresentation,
+    NumericValueOutOfRange,
+    RisingSparkError,
+    SyntaxError_,
+    UndefinedColumn,
+    UndefinedFunction,
+    UndefinedTable,
+)
+
+_COLUMN_NOT_FOUND = re.compile(r'Referenced column "([^"]+)" not found')
+_TABLE_NOT_FOUND = re.compile(r'Table with name ([^ ]+) does not exist')
+_FUNC_NOT_FOUND = re.compile(r"(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist")
+_NOT_CONVERTED = re.compile(r"""Could not convert string (['"])(.*)\1 to ([A-Z0-9_]+)""", re.DOTALL)
+_CAST_OUT_OF_RANGE = re.compile(r"Type \w+ with value .* can't be cast because the value is out of range for the "
+                                r"destination type (\w+)")
+_OVERFLOW = re.compile(r"Overflow in \w+ of (\w+)")
+_DATE_FORMAT = re.compile(r'invalid (date|timestamp) field format: "(.*)", expected format')
+# DuckDB's physical type names -> PostgreSQL's
+PG_TYPE = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "INT128": "numeric", "DOUBLE": "double precision",
+           "FLOAT": "real", "DECIMAL": "numeric", "BOOL": "boolean", "BOOLEAN": "boolean", "DATE": "date",
+           "TIMESTAMP": "timestamp without time zone", "TIMESTAMP WITH TIME ZONE": "timestamp with time zone",
+           "INTERVAL": "interval", "UUID": "uuid", "TIME": "time without time zone", "SMALLINT": "smallint",
+           "INTEGER": "integer", "BIGINT": "bigint"}
+_INTEGERS = {"INT16", "INT32", "INT64"}
+
+
+def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
+    msg = str(e).split("\n")[0]
+    body = msg.split(": ", 1)[1] if ": " in msg else msg
+    if isinstance(e, duckdb.ParserException):
+        return SyntaxError_(f"syntax error: {body}")
+    if isinstance(e, duckdb.BinderException | duckdb.CatalogException):
+        if m := _COLUMN_NOT_FOUND.search(msg):
+            return UndefinedColumn(f'column "{m.group(1)}" does not exist')
+        if m := _TABLE_NOT_FOUND.search(msg):
+            return UndefinedTable(f'relation "{m.group(1)}" does not exist')
+        if m := _FUNC_NOT_FOUND.search(msg):
+            return UndefinedFunction(f"function {m.group(1)} does not exist")
+        if "No function matches" in msg:
+            return UndefinedFunction(body)
+        return FeatureNotSupported(body) if "not supported" in msg.lower() else UndefinedFunction(body)
+    if isinstance(e, duckdb.ConversionException):
+        return _conversion(msg, body)
+    if isinstance(e, duckdb.OutOfRangeException):
+        if m := _OVERFLOW.search(msg):
+            return NumericValueOutOfRange(f"{PG_TYPE.get(m.group(1), m.group(1).lower())} out of range")
+        return NumericValueOutOfRange(body)
+    if "Division by zero" in msg or "division by zero" in msg:
+        return DivisionByZero("division by zero")
+    if isinstance(e, duckdb.InvalidInputException):
+        return DataException(body)
+    if isinstance(e, duckdb.NotImplementedException):
+        return FeatureNotSupported(body)
+    return DataException(body)
+
+
+def _conversion(msg: str, body: str) -> RisingSparkError:
+    if m := _NOT_CONVERTED.search(msg):
+        value, duck_type = m.group(2), m.group(3)
+        pg_type = PG_TYPE.get(duck_type, duck_type.lower())
+        if duck_type in _INTEGERS and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            return NumericValueOutOfRange(f'value "{value}" is out of range for type {pg_type}')
+        return InvalidTextRepresentation(f'invalid input syntax for type {pg_type}: "{value}"')
+    if m := _CAST_OUT_OF_RANGE.search(msg):
+        return NumericValueOutOfRange(f"{PG_TYPE.get(m.group(1), m.group(1).lower())} out of range")
+    if m := _DATE_FORMAT.search(msg):
+        pg_type = "date" if m.group(1) == "date" else "timestamp"
+        return InvalidDatetimeFormat(f'invalid input syntax for type {pg_type}: "{m.group(2)}"')
+    if "out of range" in msg.lower() or "overflow" in msg.lower():
+        return NumericValueOutOfRange(body)
+    return InvalidTextRepresentation(body)

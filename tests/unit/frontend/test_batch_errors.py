@@ -1,0 +1,55 @@
+"""Batch-query errors carry PostgreSQL's SQLSTATE and wording: each statement runs on PostgreSQL
+(127.0.0.1:5432, the oracle) and on DuckDB with the batch engine's settings, whose error goes through
+`translate_duckdb_error`."""
+
+from __future__ import annotations
+
+import duckdb
+import psycopg
+import pytest
+
+from frontend.batch_errors import translate_duckdb_error
+
+PG = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+CASES = [
+    "select 'abc'::int",
+    "select 'abc'::bigint",
+    "select ' 12x'::smallint",
+    "select 'x'::numeric",
+    "select 'maybe'::boolean",
+    "select 'abc'::float8",
+    "select '3000000000'::int",
+    "select '99999999999999999999'::bigint",
+    "select 2147483647::int + 1",
+    "select 9223372036854775807::bigint * 2",
+    "select 32767::smallint + 1::smallint",
+    "select 40000::smallint",
+    "select 1 / 0",
+    "select 1.0 / 0",
+    "select 5 % 0",
+    "select 'abc'::date",
+]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with psycopg.connect(PG, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def duck():
+    con = duckdb.connect()
+    con.execute("SET integer_division = true")  # as `frontend.batch.BatchEngine.run`
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("sql", CASES)
+def test_errors_as_postgres_reports_them(pg, duck, sql):
+    with pytest.raises(psycopg.Error) as expected:
+        pg.execute(sql)
+    with pytest.raises(duckdb.Error) as raised:
+        duck.sql(sql).fetchall()
+    ours = translate_duckdb_error(raised.value)
+    assert (ours.sqlstate, str(ours)) == (expected.value.sqlstate, expected.value.diag.message_primary)
