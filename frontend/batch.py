@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -65,6 +66,7 @@ class BatchEngine:
         self.reader = StateTableReader(store, BlockCache(cache_bytes // 2))
         self._merged = BlockCache(cache_bytes // 2)
         self._db = duckdb.connect(config={"threads": 2})
+        self._watcher = _CancelWatcher()
         for macro in MACROS:
             self._db.execute(macro)
 
@@ -92,12 +94,12 @@ class BatchEngine:
             _register_relations(self, con, query, ctx, full_relations)
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
-            watcher = _Watcher(con, cancel)
+            watch = self._watcher.watch(con, cancel)
             try:
                 result = con.sql(sql).to_arrow_table() if sql.strip() else pa.table({})
             finally:
-                watcher.stop()
-            if watcher.fired:
+                fired = self._watcher.unwatch(watch)
+            if fired:
                 raise QueryCanceled("canceling statement due to user request")
             return normalize(result)
         except duckdb.Error as e:
@@ -111,26 +113,55 @@ class BatchEngine:
         self._db.close()
 
 
-class _Watcher:
-    """Interrupts DuckDB when the session's cancel event fires."""
+class _Watch:
+    """One running query watched for its session's cancel event."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event | None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event) -> None:
+        self.con = con
+        self.cancel = cancel
         self.fired = False
-        self._done = threading.Event()
+
+
+class _CancelWatcher:
+    """Interrupts DuckDB when a running query's cancel event fires: one thread for every query of
+    the frontend, which checks them every 50 ms while any runs (a thread per query cost more than
+    a short query itself)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._watched: set[_Watch] = set()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event | None) -> _Watch | None:
         if cancel is None:
-            return
-        self._thread = threading.Thread(target=self._watch, args=(con, cancel), daemon=True)
-        self._thread.start()
+            return None
+        w = _Watch(con, cancel)
+        with self._cond:
+            self._watched.add(w)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="batch-cancel", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return w
 
-    def _watch(self, con: duckdb.DuckDBPyConnection, cancel: threading.Event) -> None:
-        while not self._done.wait(0.05):
-            if cancel.is_set():
-                self.fired = True
-                con.interrupt()
-                return
+    def unwatch(self, w: _Watch | None) -> bool:
+        """Stop watching; whether the query was interrupted."""
+        if w is None:
+            return False
+        with self._cond:
+            self._watched.discard(w)
+            return w.fired
 
-    def stop(self) -> None:
-        self._done.set()
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watched:
+                    self._cond.wait()
+                fired = [w for w in self._watched if w.cancel.is_set() and not w.fired]
+                for w in fired:
+                    w.fired = True
+                    w.con.interrupt()
+            time.sleep(0.05)
 
 
 def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, query: exp.Expression,
