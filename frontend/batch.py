@@ -66,6 +66,9 @@ class BatchEngine:
         self.reader = StateTableReader(store, BlockCache(cache_bytes // 2))
         self._merged = BlockCache(cache_bytes // 2)
         self._db = duckdb.connect(config={"threads": 2})
+        # PostgreSQL's integer division and UTC, for every cursor (a SET per query cost 0.4 ms each)
+        self._db.execute("SET GLOBAL integer_division = true")
+        self._db.execute("SET GLOBAL TimeZone = 'UTC'")
         self._watcher = _CancelWatcher()
         for macro in MACROS:
             self._db.execute(macro)
@@ -88,8 +91,6 @@ class BatchEngine:
         query = query.copy()
         con = self._db.cursor()
         try:
-            con.execute("SET integer_division = true")
-            con.execute("SET TimeZone = 'UTC'")
             query = rewrite(name_outputs(query), ctx.rewrite)
             _register_relations(self, con, query, ctx, full_relations)
             sql = query.sql(dialect="duckdb")
