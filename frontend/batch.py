@@ -97,6 +97,8 @@ class BatchEngine:
             logger.debug("batch query on DuckDB: %s", sql)
             watch = self._watcher.watch(con, cancel)
             try:
+                if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
+                    raise QueryCanceled("canceling statement due to user request")
                 result = con.sql(sql).to_arrow_table() if sql.strip() else pa.table({})
             finally:
                 fired = self._watcher.unwatch(watch)
@@ -158,10 +160,14 @@ class _CancelWatcher:
             with self._cond:
                 while not self._watched:
                     self._cond.wait()
-                fired = [w for w in self._watched if w.cancel.is_set() and not w.fired]
-                for w in fired:
+                # every tick while a fired query is still watched: DuckDB forgets an interrupt
+                # that comes before its query starts
+                for w in [w for w in self._watched if w.cancel.is_set()]:
                     w.fired = True
-                    w.con.interrupt()
+                    try:
+                        w.con.interrupt()
+                    except Exception:  # noqa: BLE001 - a closed cursor; the watcher must live on
+                        logger.debug("interrupting a batch query failed", exc_info=True)
             time.sleep(0.05)
 
 

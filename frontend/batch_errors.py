@@ -34,10 +34,10 @@ _DATE_FORMAT = re.compile(r'invalid (date|timestamp) field format: "(.*)", expec
 # DuckDB's physical type names -> PostgreSQL's
 PG_TYPE = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "INT128": "numeric", "DOUBLE": "double precision",
            "FLOAT": "real", "DECIMAL": "numeric", "BOOL": "boolean", "BOOLEAN": "boolean", "DATE": "date",
-           "TIMESTAMP": "timestamp without time zone", "TIMESTAMP WITH TIME ZONE": "timestamp with time zone",
-           "INTERVAL": "interval", "UUID": "uuid", "TIME": "time without time zone", "SMALLINT": "smallint",
+           "TIMESTAMP": "timestamp without time zone", "INTERVAL": "interval", "INT8": "tinyint", "UUID": "uuid", "TIME": "time without time zone", "SMALLINT": "smallint",
            "INTEGER": "integer", "BIGINT": "bigint"}
 _INTEGERS = {"INT16", "INT32", "INT64"}
+_DATETIMES = {"DATE", "TIMESTAMP", "INTERVAL", "TIME"}  # 22007, as PostgreSQL's datetime input errors
 
 
 def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
@@ -76,7 +76,8 @@ def _conversion(msg: str, body: str) -> RisingSparkError:
         pg_type = PG_TYPE.get(duck_type, duck_type.lower())
         if duck_type in _INTEGERS and re.fullmatch(r"\s*[+-]?\d+\s*", value):
             return NumericValueOutOfRange(f'value "{value}" is out of range for type {pg_type}')
-        return InvalidTextRepresentation(f'invalid input syntax for type {pg_type}: "{value}"')
+        error = InvalidDatetimeFormat if duck_type in _DATETIMES else InvalidTextRepresentation
+        return error(f'invalid input syntax for type {pg_type}: "{value}"')
     if m := _CAST_OUT_OF_RANGE.search(msg):
         return NumericValueOutOfRange(f"{PG_TYPE.get(m.group(1), m.group(1).lower())} out of range")
     if m := _DATE_FORMAT.search(msg):

@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any, cast
@@ -118,6 +118,8 @@ class Session:
         self.user = DEFAULT_USER
         self.database = DEFAULT_DATABASE
         self.cancel_event = threading.Event()
+        self._cancel_lock = threading.Lock()
+        self._statement_seq = 0  # (a statement timer that fires late cancels nothing)
         self.pid = 0
         self.host = "local"
         self.started_at = time.time()
@@ -160,6 +162,7 @@ class Session:
         oids = [o or 25 for o in param_oids] + [25] * max(0, _param_count(sql) - len(param_oids))
         text = substitute_params(sql, [None] * len(oids), oids)
         stmt = parse_statement(text) if text.strip() else None
+        self._begin_statement()
         if isinstance(stmt, SqlStmt) and isinstance(stmt.ast, exp.Select | exp.Union):
             table = await self._in_thread(self.run_batch, exp.select("*").from_(
                 exp.Subquery(this=stmt.ast, alias=exp.TableAlias(this=exp.to_identifier("__d")))).limit(0))
@@ -189,10 +192,10 @@ class Session:
     async def _run(self, text: str, offset: int | None = 0) -> StatementResult:
         """Run one statement; `offset` is where it starts in the client's query string (for error
         positions), None when unknown."""
-        self.cancel_event.clear()
+        seq = self._begin_statement()
         started, kind = time.monotonic(), "other"
         self.query, self.query_started_at = text, time.time()
-        timer = self._statement_timer()
+        timer = self._statement_timer(seq)
         try:
             stmt = parse_statement(text)
             kind = statement_kind(stmt)
@@ -217,14 +220,29 @@ class Session:
             self.query_started_at = None
         return result
 
-    def _statement_timer(self) -> _StatementTimer | None:
+    def _begin_statement(self) -> int:
+        """A new statement: a cancel request or a timeout of the one before no longer applies."""
+        with self._cancel_lock:
+            self._statement_seq += 1
+            self.cancel_event.clear()
+            return self._statement_seq
+
+    def _time_out(self, seq: int) -> bool:
+        """The statement timeout of statement `seq` fired: cancel it, if it still runs."""
+        with self._cancel_lock:
+            if seq != self._statement_seq:
+                return False
+            self.cancel_event.set()
+            return True
+
+    def _statement_timer(self, seq: int) -> _StatementTimer | None:
         """With ``statement_timeout`` set, a timer that cancels the statement when it fires: every
         place that honours a cancel request (DuckDB's batch queries, waits for a backfill, for a
         write stall, for a flush) stops the statement, which fails with 57014 as PostgreSQL's."""
         ms = duration_ms(self.vars.get("statement_timeout"))
         if ms <= 0:
             return None
-        timer = _StatementTimer(ms / 1000, self.cancel_event)
+        timer = _StatementTimer(ms / 1000, lambda: self._time_out(seq))
         timer.start()
         return timer
 
@@ -451,14 +469,14 @@ def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
 
 
 class _StatementTimer(threading.Timer):
-    """Sets a session's cancel event after the statement timeout; `fired` says it did."""
+    """Cancels a statement after the statement timeout (`time_out` says whether it still ran);
+    `fired` says it did."""
 
-    def __init__(self, seconds: float, cancel: threading.Event) -> None:
+    def __init__(self, seconds: float, time_out: Callable[[], bool]) -> None:
         super().__init__(seconds, self._fire)
         self.daemon = True
         self.fired = False
-        self._cancel_event = cancel
+        self._time_out = time_out
 
     def _fire(self) -> None:
-        self.fired = True
-        self._cancel_event.set()
+        self.fired = self._time_out()

@@ -3,6 +3,7 @@ RisingWave's `SessionConfig`. Names are case-insensitive."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ def _int(minimum: int) -> Callable[[str], str]:
 # PostgreSQL's units of a time parameter kept in milliseconds, largest first (guc.c's memory and time
 # unit tables): input may use any of them (and us), a value is shown in the largest that divides it.
 _MS_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1))
-_DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def _duration_ms(name: str) -> Callable[[str], str]:
@@ -45,14 +46,15 @@ def _duration_ms(name: str) -> Callable[[str], str]:
     shown in the largest unit that divides it (``SHOW statement_timeout`` → ``1s``)."""
     def check(v: str) -> str:
         m = _DURATION.match(v)
-        factor = None if m is None else dict((*_MS_UNITS, ("us", 0.001), ("", 1))).get(m.group(2).lower())
+        factor = None if m is None else dict((*_MS_UNITS, ("us", 0.001), ("", 1))).get(m.group(2))
         if m is None or factor is None:  # (the hint only for a number with an unknown unit, as PostgreSQL)
             raise InvalidParameterValue(f'invalid value for parameter "{name}": "{v}"', hint=None if m is None else
                                         'Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".')
-        ms = round(float(m.group(1)) * factor)
-        if ms > 2**31 - 1:
+        number = float(m.group(1)) * factor
+        if not math.isfinite(number) or number > 2**31 - 1:
             raise InvalidParameterValue(f'invalid value for parameter "{name}": "{v}"',
                                         hint="Value exceeds integer range.")
+        ms = round(number)
         if ms < 0:
             raise InvalidParameterValue(f"{ms} ms is outside the valid range for parameter \"{name}\" "
                                         "(0 .. 2147483647)")
@@ -72,7 +74,7 @@ def duration_ms(shown: str) -> int:
     """The milliseconds of a value `_duration_ms` accepted."""
     m = _DURATION.match(shown)
     assert m is not None, shown
-    return round(float(m.group(1)) * dict((*_MS_UNITS, ("", 1)))[m.group(2).lower()])
+    return round(float(m.group(1)) * dict((*_MS_UNITS, ("", 1)))[m.group(2)])
 
 
 def _text(v: str) -> str:
@@ -135,6 +137,9 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("is_superuser", "on", "The user is a superuser", read_only=True, report=True),
     VarSpec("max_identifier_length", "63", "Longest identifier", read_only=True),
 )}
+
+# Time parameters, kept in milliseconds (pg_settings shows them as a number and the unit ms).
+MS_VARS = frozenset(n for n, s in SPECS.items() if getattr(s.check, "__qualname__", "").startswith("_duration_ms"))
 
 # Postgres spells some reported names in mixed case.
 REPORTED_NAMES = {"datestyle": "DateStyle", "intervalstyle": "IntervalStyle", "timezone": "TimeZone"}

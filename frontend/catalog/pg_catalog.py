@@ -24,6 +24,7 @@ from frontend.catalog.oids import (
     UTF8_ENCODING,
 )
 from frontend.catalog.table import SystemContext, SystemTable
+from frontend.session_vars import MS_VARS, duration_ms
 
 
 def _pg_namespace(ctx: SystemContext) -> list[tuple]:
@@ -58,8 +59,17 @@ def _pg_user(ctx: SystemContext) -> list[tuple]:
 
 
 def _pg_settings(ctx: SystemContext) -> list[tuple]:
-    return [(name, value, None, "Client Connection Defaults", desc, None, "user", "string", "session", None,
-             None, None, value, value, None, None, False) for name, value, desc in ctx.settings]
+    """As PostgreSQL's: a time parameter's setting is its number of milliseconds, with unit ``ms``."""
+    rows: list[tuple] = []
+    for name, value, desc in ctx.settings:
+        if name in MS_VARS:
+            ms = str(duration_ms(value))
+            rows.append((name, ms, "ms", "Client Connection Defaults", desc, None, "user", "integer", "session",
+                         "0", "2147483647", None, ms, ms, None, None, False))
+        else:
+            rows.append((name, value, None, "Client Connection Defaults", desc, None, "user", "string", "session",
+                         None, None, None, value, value, None, None, False))
+    return rows
 
 
 def _timestamp(seconds: float | None) -> dt.datetime | None:

@@ -59,6 +59,27 @@ def error_message(exc: BaseException, *, fatal: bool = False) -> bytes:
     return be.error_response("FATAL" if fatal else "ERROR", "XX000", str(exc) or type(exc).__name__)
 
 
+class ConnectionSlots:
+    """At most `limit` connections served at once (0: no limit). Taken and given back on the event
+    loop, with no await between the check and the taking."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._taken: set[int] = set()
+
+    def take(self, pid: int) -> bool:
+        if 0 < self.limit <= len(self._taken):
+            return False
+        self._taken.add(pid)
+        return True
+
+    def give_back(self, pid: int) -> None:
+        self._taken.discard(pid)
+
+    def __len__(self) -> int:
+        return len(self._taken)
+
+
 class Connection:
     """Serves one client socket with a session made by `session_factory`.
 
@@ -68,13 +89,14 @@ class Connection:
         session_factory: makes the connection's session after the startup packet.
         registry: connections by pid, where this one is listed once started (for CancelRequest).
         auth: password authentication; None trusts every user.
-        full: whether the server serves as many connections as it may (a new one is refused with
-            FATAL 53300 after its startup packet).
+        slots: the server's connection limit: a connection takes a slot after its startup packet
+            (before authentication, as a PostgreSQL backend counts from its start) or is refused with
+            FATAL 53300; a CancelRequest takes none.
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int, secret: int,
                  session_factory: Callable[[], PgSession], registry: dict[int, Connection],
-                 auth: PasswordAuth | None = None, full: Callable[[], bool] = lambda: False) -> None:
+                 auth: PasswordAuth | None = None, slots: ConnectionSlots | None = None) -> None:
         self.reader = reader
         self.writer = writer
         self.sink = be.MessageSink(writer)
@@ -85,7 +107,7 @@ class Connection:
         self._session_factory = session_factory
         self._registry = registry
         self._auth = auth
-        self._full = full
+        self._slots = slots
         self._extended = ExtendedQuery(self)
         self._task: asyncio.Task | None = None
         self._shutting_down = False
@@ -139,6 +161,8 @@ class Connection:
     async def _close(self) -> None:
         if self._registry.get(self.pid) is self:
             del self._registry[self.pid]
+        if self._slots is not None:
+            self._slots.give_back(self.pid)
         if self.session is not None:
             try:
                 await self.session.close()
@@ -172,7 +196,7 @@ class Connection:
             else:
                 logger.info("connection %d: cancel request for unknown backend %d", self.pid, packet.pid)
             return False
-        if self._full():
+        if self._slots is not None and not self._slots.take(self.pid):
             raise TooManyConnections("sorry, too many clients already")
         major, minor = packet.protocol >> 16, packet.protocol & 0xFFFF
         if major != 3:

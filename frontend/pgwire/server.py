@@ -19,7 +19,7 @@ from frontend.metrics import CONNECTIONS, CONNECTIONS_TOTAL, NODE
 
 from .api import PgSession
 from .auth import PasswordAuth
-from .connection import Connection
+from .connection import Connection, ConnectionSlots
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class PgServer:
     def __init__(self, host: str, port: int, session_factory: Callable[[], PgSession],
                  auth: PasswordAuth | None = None, *, max_connections: int = 0) -> None:
         self._host = host
-        self._max_connections = max_connections
+        self._slots = ConnectionSlots(max_connections)
         self._port = port
         self._session_factory = session_factory
         self._auth = auth
@@ -89,14 +89,11 @@ class PgServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _full(self) -> bool:
-        return 0 < self._max_connections <= len(self._registry)
-
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         conn = Connection(reader, writer, next(self._pids), secrets.randbits(32), self._session_factory,
-                          self._registry, self._auth, self._full)
+                          self._registry, self._auth, self._slots)
         self._tasks.add(task)
         self._connections.add(conn)
         CONNECTIONS.labels(NODE).inc()

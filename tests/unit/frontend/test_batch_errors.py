@@ -28,6 +28,7 @@ CASES = [
     "select 1.0 / 0",
     "select 5 % 0",
     "select 'abc'::date",
+    "select 'abc'::interval",
 ]
 
 

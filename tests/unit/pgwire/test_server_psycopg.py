@@ -278,11 +278,35 @@ def test_connections_past_the_limit_are_refused_as_postgres_does() -> None:
         assert _startup_error(server) == {"S": "FATAL", "C": "53300", "M": "sorry, too many clients already"}
         assert first.execute("SELECT 1").fetchone() == (1,)  # those served go on
         first.close()
-        _wait_for(lambda: len(server.server._registry) < 2)
+        _wait_for(lambda: len(server.server._slots) < 2)
         third = psycopg.connect(server.dsn(), autocommit=True)  # a slot freed
         assert third.execute("SELECT 1").fetchone() == (1,)
         second.close()
         third.close()
+
+
+def test_connections_still_authenticating_take_their_slots() -> None:
+    """As a PostgreSQL backend counts from its start: clients that have not answered the password
+    request yet fill the server as well."""
+    import socket
+    import struct
+
+    from frontend.pgwire.auth import PasswordAuth
+
+    with ServerThread(PasswordAuth({"root": "pw"}, "md5"), max_connections=2) as server:
+        waiting = []
+        for _ in range(2):
+            sock = socket.create_connection(("127.0.0.1", server.server.port), timeout=10)
+            body = struct.pack("!i", 196608) + b"user\0root\0\0"
+            sock.sendall(struct.pack("!i", len(body) + 4) + body)
+            assert sock.recv(1) == b"R"  # asked for its password, not answering
+            waiting.append(sock)
+        assert _startup_error(server)["C"] == "53300"
+        for sock in waiting:
+            sock.close()
+        _wait_for(lambda: len(server.server._slots) == 0)
+        with psycopg.connect(server.dsn(password="pw"), autocommit=True) as c:
+            assert c.execute("SELECT 1").fetchone() == (1,)
 
 
 def _startup_error(server: ServerThread) -> dict[str, str]:
