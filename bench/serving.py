@@ -75,11 +75,11 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
     db = f"bench_serving_{os.getpid()}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
-        admin.execute(f'CREATE DATABASE "{db}"')
     proc, port, _ = start_playground(work / "data", [])
     try:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
+            admin.execute(f'CREATE DATABASE "{db}"')
         ours = workload(f"host=127.0.0.1 port={port} user=root dbname=dev", args.rows, args.seconds, flush=True)
         pg = workload(f"host=127.0.0.1 port=5432 user=postgres dbname={db}", args.rows, args.seconds, flush=False)
     finally:
