@@ -34,11 +34,9 @@ number, whether it has migrated, and the error that failed it).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -49,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from meta.child_process import free_port, start_child
 from meta.cluster import ClusterManager, WorkerNode
 from meta.dashboard.process import ProcessTreeSampler, ResourceSample, set_resource_gauges
 from meta.metrics import METRICS
@@ -69,7 +68,6 @@ logger = logging.getLogger(__name__)
 SERVERLESS = SERVERLESS_BACKFILL  # `RelationCatalog.extra` key: {"attempt", "group", "migrated", "error"}
 MAX_ATTEMPTS = 5  # backfillers provisioned for one job before it fails
 SAMPLE_INTERVAL_S = 2.0
-PR_SET_PDEATHSIG = 1  # prctl(2)
 SAMPLES_KEPT = 150  # five minutes of CPU and memory samples per backfiller, for the dashboard
 NOT_ENABLED_HINT = ("The operator enables it in the server configuration: [serverless_backfill] enabled = true "
                     "(or --serverless-backfill-enabled).")
@@ -168,32 +166,14 @@ class Provisioner:
                 f"spark.executor.memory={cfg.memory}"]
 
     def start(self, job_id: int, group: str) -> Backfiller:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{group}.log"
         cpus = self.cfg.cpus() if self.cfg.provisioner == "local" else None
-
-        def in_child() -> None:
-            # A backfiller lives no longer than its meta: it is stopped when the thread that started
-            # it (its job's driver) ends, even by a kill -9 of meta. Spark's JVM exits with it.
-            with contextlib.suppress(OSError, AttributeError):
-                ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-            if cpus:
-                os.sched_setaffinity(0, cpus)
-
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                self.command(group, _free_port(self.host)), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                preexec_fn=in_child)  # noqa: PLW1509
+        # A backfiller lives no longer than its meta: it is stopped when the thread that started it
+        # (its job's driver) ends, even by a kill -9 of meta. Spark's JVM exits with it.
+        proc = start_child(self.command(group, free_port(self.host)), log_path, cpus=cpus)
         logger.info("provisioning backfiller %s for job %d: pid %d, %s Spark core(s)%s, log %s", group, job_id,
                     proc.pid, self.spark_cores, f" on CPUs {sorted(cpus)}" if cpus else "", log_path)
         return Backfiller(job_id, group, proc, log_path)
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _log_tail(path: Path, lines: int = 3) -> str:

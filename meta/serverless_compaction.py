@@ -26,12 +26,10 @@ Compactors die with meta (``PR_SET_PDEATHSIG``). The dashboard lists them (``com
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from meta.child_process import free_port, start_child
 from meta.compaction.level_selector import pending_compaction_bytes
 
 if TYPE_CHECKING:
@@ -51,7 +50,6 @@ logger = logging.getLogger(__name__)
 CHECK_INTERVAL_S = 2.0
 REGISTER_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 120.0  # a retiring compactor's task in hand has this long to finish
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 @dataclass(frozen=True)
@@ -204,18 +202,8 @@ class ServerlessCompactionController:
     def _launch(self, now: float) -> None:
         self._started += 1
         name = f"compactor-serverless-{self._started}"
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
-        cmd = self.command(_free_port(self.host))
-
-        def in_child() -> None:  # it lives no longer than meta, even through a kill -9 of meta
-            with contextlib.suppress(OSError, AttributeError):
-                ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                                    preexec_fn=in_child)  # noqa: PLW1509
+        proc = start_child(self.command(free_port(self.host)), log_path)  # it ends with meta
         with self._lock:
             self._compactors.append(ExtraCompactor(name, proc, log_path, started_at=now))
         logger.info("compaction is behind (%d bytes pending, %d compactor(s) wanted): started %s, pid %d, log %s",
@@ -243,9 +231,3 @@ def _kill(c: ExtraCompactor) -> None:
         os.killpg(c.proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         c.proc.wait(10)
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
