@@ -43,7 +43,17 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from state_scaling import GROUPS, LOAD_CHUNK, RssSampler, Writer, percentile, start_playground  # noqa: E402
+from state_scaling import (  # noqa: E402
+    GROUPS,
+    LOAD_CHUNK,
+    RssSampler,
+    Writer,
+    metric_sum,
+    percentile,
+    start_playground,
+    stop_playground,
+    wait_for_compaction,
+)
 
 
 def metrics(meta_port: int) -> str:
@@ -86,22 +96,6 @@ class Sampler:
                 "samples_stalled": self.stalled_samples, "extra_compactors_max": self.extra_compactors}
 
 
-def counter(meta_port: int, name: str) -> float:
-    return sum(series(metrics(meta_port), name))
-
-
-def wait_quiet(meta_port: int, quiet_s: float = 30.0, max_s: float = 1800.0) -> float:
-    """Seconds until no compaction task committed for `quiet_s` and none runs (at most `max_s`)."""
-    started = last_change = time.perf_counter()
-    tasks = counter(meta_port, "risingspark_compaction_tasks_total")
-    while time.perf_counter() - last_change < quiet_s and time.perf_counter() - started < max_s:
-        time.sleep(5)
-        now = counter(meta_port, "risingspark_compaction_tasks_total")
-        if now != tasks:
-            tasks, last_change = now, time.perf_counter()
-    return round(last_change - started, 1)
-
-
 def count_time(dsn: str) -> float:
     """Best of 3 of a batch count that reads every row: ``count(*) ... WHERE g >= 0`` (a bare
     ``count(*)`` of a table is answered from its row count, reading nothing)."""
@@ -129,25 +123,25 @@ def load(dsn: str, rows: int) -> dict:
 
 def steady(dsn: str, meta_port: int, rows: int, rate: int, seconds: float) -> dict:
     out: dict = {"count_start_s": count_time(dsn)}
-    flushed0 = counter(meta_port, "risingspark_storage_flush_bytes_total")
-    written0 = counter(meta_port, "risingspark_compaction_write_bytes_total")
-    stalls0 = counter(meta_port, "risingspark_storage_write_stalls_total")
-    tasks0 = counter(meta_port, "risingspark_compaction_tasks_total")
+    flushed0 = metric_sum(meta_port, "risingspark_storage_flush_bytes_total")
+    written0 = metric_sum(meta_port, "risingspark_compaction_write_bytes_total")
+    stalls0 = metric_sum(meta_port, "risingspark_storage_write_stalls_total")
+    tasks0 = metric_sum(meta_port, "risingspark_compaction_tasks_total")
     sampler = Sampler(meta_port)
     with Writer(dsn, rate, rows, seed=1) as w:
         time.sleep(seconds)
     out.update(sampler.stop())
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("FLUSH")
-    flushed = counter(meta_port, "risingspark_storage_flush_bytes_total") - flushed0
-    written = counter(meta_port, "risingspark_compaction_write_bytes_total") - written0
+    flushed = metric_sum(meta_port, "risingspark_storage_flush_bytes_total") - flushed0
+    written = metric_sum(meta_port, "risingspark_compaction_write_bytes_total") - written0
     out.update({
         "offered_rows_per_s": rate, "achieved_rows_per_s": round(w.written / w.elapsed),
         "flushed_mb": round(flushed / 2**20, 1), "compaction_written_mb": round(written / 2**20, 1),
         "write_amplification": round(written / flushed, 2) if flushed else None,
-        "compaction_tasks": int(counter(meta_port, "risingspark_compaction_tasks_total") - tasks0),
-        "stalls": int(counter(meta_port, "risingspark_storage_write_stalls_total") - stalls0),
-        "largest_task_mb": round(counter(meta_port, "risingspark_compaction_largest_task_input_bytes") / 2**20, 1),
+        "compaction_tasks": int(metric_sum(meta_port, "risingspark_compaction_tasks_total") - tasks0),
+        "stalls": int(metric_sum(meta_port, "risingspark_storage_write_stalls_total") - stalls0),
+        "largest_task_mb": round(metric_sum(meta_port, "risingspark_compaction_largest_task_input_bytes") / 2**20, 1),
         "count_end_s": count_time(dsn),
     })
     out["count_ratio"] = round(out["count_end_s"] / out["count_start_s"], 2) if out["count_start_s"] else None
@@ -155,7 +149,7 @@ def steady(dsn: str, meta_port: int, rows: int, rate: int, seconds: float) -> di
 
 
 def backfill(dsn: str, meta_port: int, rows: int, rate: int, backfill_rows: int, stall_threshold: int) -> dict:
-    stalls0 = counter(meta_port, "risingspark_storage_write_stalls_total")
+    stalls0 = metric_sum(meta_port, "risingspark_storage_write_stalls_total")
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(f"ALTER SYSTEM SET level0_stop_write_threshold_sub_level_number = {stall_threshold}")
         sampler = Sampler(meta_port)
@@ -172,7 +166,7 @@ def backfill(dsn: str, meta_port: int, rows: int, rate: int, backfill_rows: int,
         c.execute("ALTER SYSTEM SET level0_stop_write_threshold_sub_level_number = DEFAULT")
     out.update({"backfill_s": round(took, 1), "backfill_rows": int(got), "complete": int(got) == int(expected),
                 "offered_rows_per_s": rate, "achieved_rows_per_s": round(w.written / w.elapsed),
-                "stalls": int(counter(meta_port, "risingspark_storage_write_stalls_total") - stalls0),
+                "stalls": int(metric_sum(meta_port, "risingspark_storage_write_stalls_total") - stalls0),
                 "stall_threshold": stall_threshold})
     return out
 
@@ -180,14 +174,6 @@ def backfill(dsn: str, meta_port: int, rows: int, rate: int, backfill_rows: int,
 def playground(work: Path, name: str, extra: list[str]):
     proc, port, meta_port = start_playground(work / name, extra)
     return proc, f"host=127.0.0.1 port={port} user=root dbname=dev", meta_port
-
-
-def stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(120)
-    except Exception:  # noqa: BLE001 - the benchmark's result is printed whatever happens here
-        proc.kill()
 
 
 def main() -> None:
@@ -214,14 +200,14 @@ def main() -> None:
         proc, dsn, meta_port = playground(work, "one-compactor", [])
         rss = RssSampler(proc.pid)
         try:
-            note("load", {**load(dsn, args.rows), "settle_s": wait_quiet(meta_port)})
+            note("load", {**load(dsn, args.rows), "settle_s": wait_for_compaction(meta_port)})
             note("steady", steady(dsn, meta_port, args.rows, args.rate, args.seconds))
             note("backfill_serverless_off", backfill(dsn, meta_port, args.rows, args.rate, args.backfill_rows,
                                                      args.stall_threshold))
             result["peak_rss_mb"] = round(rss.peak / 2**20)
         finally:
             rss.stop()
-            stop(proc)
+            stop_playground(proc)
         shutil.rmtree(work / "one-compactor", ignore_errors=True)
         if not args.skip_serverless:
             config = work / "serverless.toml"
@@ -229,11 +215,11 @@ def main() -> None:
                               f"pending_mb = {args.serverless_pending_mb}\nidle_s = 30\n")
             proc, dsn, meta_port = playground(work, "serverless", ["--config", str(config)])
             try:
-                note("load_serverless", {**load(dsn, args.rows), "settle_s": wait_quiet(meta_port)})
+                note("load_serverless", {**load(dsn, args.rows), "settle_s": wait_for_compaction(meta_port)})
                 note("backfill_serverless_on", backfill(dsn, meta_port, args.rows, args.rate, args.backfill_rows,
                                                         args.stall_threshold))
             finally:
-                stop(proc)
+                stop_playground(proc)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = json.dumps(result, indent=2)

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from pathlib import Path
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from state_scaling import start_playground  # noqa: E402
+from state_scaling import start_playground, stop_playground  # noqa: E402
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 
@@ -83,11 +82,7 @@ def main() -> None:
         ours = workload(f"host=127.0.0.1 port={port} user=root dbname=dev", args.rows, args.seconds, flush=True)
         pg = workload(f"host=127.0.0.1 port=5432 user=postgres dbname={db}", args.rows, args.seconds, flush=False)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_playground(proc)
         shutil.rmtree(work, ignore_errors=True)
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')

@@ -78,6 +78,14 @@ def start_playground(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen
     raise RuntimeError(f"the playground did not start; see {data_dir.parent / 'playground.log'}")
 
 
+def stop_playground(proc: subprocess.Popen, timeout: float = 120) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 class RssSampler:
     """The peak of the summed RSS of a process and its descendants, sampled every second."""
 
@@ -256,11 +264,7 @@ def run_size(rows: int, rates: list[int], seconds: float, work: Path, extra: lis
     finally:
         barriers.stop()
         rss.stop()
-        proc.terminate()
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_playground(proc)
     return out
 
 
