@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from meta.child_process import free_port, start_child
-from meta.compaction.level_selector import pending_compaction_bytes
 
 if TYPE_CHECKING:
     from meta.cluster import ClusterManager
@@ -173,8 +172,7 @@ class ServerlessCompactionController:
             self._below_since = None
 
     def _pending_bytes(self) -> int:
-        config = self.meta.compaction.config
-        return sum(pending_compaction_bytes(levels, config) for levels in self.meta.hummock.version.tables.values())
+        return sum(self.meta.compaction.pending_bytes().values())
 
     def _reap(self, now: float) -> list[ExtraCompactor]:
         """The live compactors, each with its node id once registered; the dead ones forgotten, and

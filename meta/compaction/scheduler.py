@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from meta.catalog import CatalogManager
-from meta.compaction.level_selector import level_scores, level_targets
+from meta.compaction.level_selector import level_scores, level_targets, pending_compaction_bytes
 from meta.compaction.picker import CompactionConfig, CompactionTask, pick_compaction
 from meta.hummock import HummockManager
 from meta.metrics import METRICS
@@ -39,6 +39,18 @@ class CompactionScheduler:
         self._ids = itertools.count(1)
         self._running: dict[int, CompactionTask] = {}  # task id -> task in flight
         self.largest_task_bytes = 0  # the input of the largest task committed since meta started
+        self._pending: tuple[int, dict[int, int]] | None = None  # (version id, bytes by table)
+
+    def pending_bytes(self) -> dict[int, int]:
+        """Each table's pending compaction bytes (`level_selector.pending_compaction_bytes`) at the
+        current version, computed once per version for every reader (the dashboard's gauges,
+        serverless compaction)."""
+        version = self._hummock.version
+        cached = self._pending
+        if cached is None or cached[0] != version.id:
+            cached = self._pending = (version.id, {t: pending_compaction_bytes(levels, self.config)
+                                                   for t, levels in version.tables.items()})
+        return cached[1]
 
     @property
     def running(self) -> list[CompactionTask]:

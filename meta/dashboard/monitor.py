@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY
 
-from meta.compaction.level_selector import pending_compaction_bytes
 from meta.dashboard.process import ProcessTreeSampler, ResourceSample, set_resource_gauges
 from meta.history import RingBuffer
 from meta.metrics import METRICS, backfill_labels
@@ -104,13 +103,13 @@ class ClusterMonitor:
         version = self.meta.hummock.version
         seen: set[tuple[str, str]] = set()
         depths = []
-        config = self.meta.compaction.config
+        pending = self.meta.compaction.pending_bytes()
         for table_id, levels in version.tables.items():
             if table_id not in owners:
                 continue
             labels = (owners[table_id], str(table_id))
             METRICS.l0_sub_levels.labels(*labels).set(len(levels.l0))
-            METRICS.compaction_pending_bytes.labels(*labels).set(pending_compaction_bytes(levels, config))
+            METRICS.compaction_pending_bytes.labels(*labels).set(pending.get(table_id, 0))
             seen.add(labels)
             depths.append(len(levels.l0))
         for gauge in (METRICS.l0_sub_levels, METRICS.compaction_pending_bytes):

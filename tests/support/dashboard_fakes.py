@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from meta.catalog import CatalogSnapshot
+from meta.compaction.scheduler import CompactionScheduler
 from meta.compaction.task import CompactionConfig
 from meta.history import BarrierSample, RingBuffer
 from meta.service import DdlProgress
@@ -90,14 +91,19 @@ class FakeMeta:
     def __post_init__(self) -> None:
         self.barriers = SimpleNamespace(history=RingBuffer[BarrierSample](100), last_error=None)
         self.params = SimpleNamespace(barrier_interval_ms=1000)
-        self.compaction = SimpleNamespace(config=CompactionConfig(), running=[])
+        self.hummock = SimpleNamespace(version=None)
+        # the real scheduler over the fake's version: what the monitor reads of it (config, tasks in
+        # flight, pending bytes) needs neither a meta store nor a catalog
+        self.compaction = CompactionScheduler(None, None, self.hummock, CompactionConfig())  # type: ignore[arg-type]
+        self._versions = 6
         self.refresh()
 
     def refresh(self) -> None:
         self.catalog = SimpleNamespace(snapshot=CatalogSnapshot(1, relations={r.id: r for r in self.relations}))
         tables = {t: TableLevels(t, tuple(SubLevel(e, (sst(t, e),)) for e in range(1, n + 1)))
                   for t, n in self.l0.items()}
-        self.hummock = SimpleNamespace(version=HummockVersion(7, self.committed_epoch, tables))
+        self._versions += 1
+        self.hummock.version = HummockVersion(self._versions, self.committed_epoch, tables)
 
     def ddl_progress(self) -> list[DdlProgress]:
         return list(self.progress)

@@ -62,3 +62,17 @@ def test_a_sample_sets_gauges_and_removes_those_of_finished_work() -> None:
     assert gauge("risingspark_storage_l0_sub_levels", job="mv", table_id=str(MV_ID)) is None
     assert gauge("risingspark_compaction_pending_bytes", job="mv", table_id=str(MV_ID)) is None
     assert gauge("risingspark_storage_l0_sub_levels", job="t", table_id=str(TABLE_ID)) == 3
+
+
+def test_pending_bytes_follow_the_version() -> None:
+    """The gauge shows the scheduler's pending bytes of the current version: L0 is due once it has
+    8 sub-levels (each fake SST holds 100 bytes)."""
+    meta = cluster(mv_creating=True)
+    monitor = ClusterMonitor(meta, process="unit-test")
+    monitor.sample_once()
+    assert gauge("risingspark_compaction_pending_bytes", job="t", table_id=str(TABLE_ID)) == 0
+    meta.l0[TABLE_ID] = 9
+    meta.refresh()
+    monitor.sample_once()
+    assert gauge("risingspark_compaction_pending_bytes", job="t", table_id=str(TABLE_ID)) == 900
+    assert meta.compaction.pending_bytes()[TABLE_ID] == 900
