@@ -63,7 +63,9 @@ class BatchEngine:
     """Shared by every session of a frontend: the storage reader and the merged-table cache."""
 
     def __init__(self, store: ObjectStore, cache_bytes: int = 1 << 30) -> None:
-        self.reader = StateTableReader(store, BlockCache(cache_bytes // 2))
+        # SST indexes (block first keys, bloom filters) cached apart, as Hummock's meta cache: key
+        # queries read them for every SST of their relation
+        self.reader = StateTableReader(store, BlockCache(cache_bytes // 2), metas=BlockCache(cache_bytes // 16))
         self._merged = BlockCache(cache_bytes // 2)
         self._db = duckdb.connect(config={"threads": 2})
         # PostgreSQL's integer division and UTC, for every cursor (two SETs per query cost ~0.3 ms)

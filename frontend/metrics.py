@@ -31,3 +31,6 @@ def statement_kind(stmt: object) -> str:
 
 
 _SAME_AS = {"fastinsert": "insert", "union": "select", "values": "select"}
+
+KEY_QUERIES = Counter("risingspark_frontend_key_queries_total",
+                      "Batch queries answered by a key lookup (local mode's point-query path)")

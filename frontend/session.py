@@ -30,7 +30,8 @@ from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
 from frontend.catalog.rewrite import RewriteContext
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
 from frontend.handlers import alter, commands, copy, ddl, dml, indexes
-from frontend.metrics import NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
+from frontend.key_query import KeyQuery, match_key_query
+from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
     DIALECT,
     AlterParallelismStmt,
@@ -58,6 +59,7 @@ from frontend.parser import (
     split_statements,
 )
 from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
+from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, Plan, PlanCache, PlanKey
 from frontend.positions import locate_error
 from frontend.session_vars import SessionVars, duration_ms
 from risingspark.catalog import DEFAULT_DATABASE, DEFAULT_USER
@@ -85,6 +87,7 @@ class Frontend:
         self.engine = BatchEngine(store, cache_bytes)
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="frontend")
         self.roles: tuple[Role, ...] = roles_with(users)
+        self.plans = PlanCache()
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()
 
@@ -156,7 +159,7 @@ class Session:
                 continue
             start = sql.find(text, offset)
             offset = start + len(text) if start >= 0 else offset
-            yield await self._run(text, max(start, 0))
+            yield await self._execute(text, max(start, 0), [], [])
 
     async def describe(self, sql: str, param_oids: list[int]) -> tuple[list[int], list[ColumnDesc] | None]:
         oids = [o or 25 for o in param_oids] + [25] * max(0, _param_count(sql) - len(param_oids))
@@ -173,13 +176,7 @@ class Session:
         return oids, None
 
     async def execute(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult:
-        text = substitute_params(sql, params, param_oids)
-        stmts = split_statements(text)
-        if len(stmts) > 1:
-            raise FeatureNotSupported("cannot insert multiple commands into a prepared statement")
-        if not stmts[0]:
-            return StatementResult("", empty=True)
-        return await self._run(stmts[0], 0 if text == sql else None)
+        return await self._execute(sql, 0, param_oids, params)
 
     def cancel(self) -> None:
         self.cancel_event.set()
@@ -189,36 +186,111 @@ class Session:
         self.frontend.unregister(self)
 
     # ---- running statements ----------------------------------------------------------------------
-    async def _run(self, text: str, offset: int | None = 0) -> StatementResult:
-        """Run one statement; `offset` is where it starts in the client's query string (for error
-        positions), None when unknown."""
+    def _plan_key(self, text: str, param_oids: list[int]) -> PlanKey:
+        return PlanKey(text, tuple(param_oids), self.database, self.user, tuple(self.vars.search_path()))
+
+    async def _execute(self, text: str, offset: int, param_oids: list[int], params: list[Any]) -> StatementResult:
+        """Run one statement (`text`, with ``$n`` placeholders for `params`); `offset` is where it
+        starts in the client's query string (for error positions).
+
+        A statement whose plan is a constant result is answered here, on the event loop; every other
+        runs on the thread pool (`_run_planned`)."""
+        key = self._plan_key(text, param_oids)
+        constant = self.frontend.plans.constant(key)
+        if constant is not None:
+            self._begin_statement()
+            self.query, self.query_started_at = text, None
+            QUERY_DURATION.labels(NODE, "select").observe(0.0)
+            return constant.result()
+        return await self._run(key, offset, params)
+
+    async def _run(self, key: PlanKey, offset: int, params: list[Any]) -> StatementResult:
         seq = self._begin_statement()
-        started, kind = time.monotonic(), "other"
-        self.query, self.query_started_at = text, time.time()
+        started, run = time.monotonic(), _Running(key.text)
+        self.query, self.query_started_at = key.text, time.time()
         timer = self._statement_timer(seq)
         try:
-            stmt = parse_statement(text)
-            kind = statement_kind(stmt)
-            result = await self._in_thread(self._dispatch, stmt)
+            result = await self._in_thread(self._run_planned, key, params, run)
             if self.cancel_event.is_set() and not result.tag:
                 raise QueryCanceled("canceling statement due to user request")
         except QueryCanceled:
-            QUERY_ERRORS.labels(NODE, kind).inc()
+            QUERY_ERRORS.labels(NODE, run.kind).inc()
             if timer is not None and timer.fired:
                 raise QueryCanceled("canceling statement due to statement timeout") from None
             raise
         except Exception as e:
-            QUERY_ERRORS.labels(NODE, kind).inc()
-            if isinstance(e, RisingSparkError) and e.position is None and offset is not None:
-                pos = locate_error(text, e)
+            QUERY_ERRORS.labels(NODE, run.kind).inc()
+            if isinstance(e, RisingSparkError) and e.position is None and not run.substituted:
+                pos = locate_error(run.text, e)
                 e.position = None if pos is None else offset + pos
             raise
         finally:
             if timer is not None:
                 timer.cancel()
-            QUERY_DURATION.labels(NODE, kind).observe(time.monotonic() - started)
+            QUERY_DURATION.labels(NODE, run.kind).observe(time.monotonic() - started)
             self.query_started_at = None
         return result
+
+    def _run_planned(self, key: PlanKey, params: list[Any], run: _Running) -> StatementResult:
+        """Run a statement by its cached plan, compiling it first when the cache has none for the
+        current catalog version (`frontend.plan_cache`)."""
+        plans = self.frontend.plans
+        version = self.frontend.meta.catalog_snapshot().version
+        plan = plans.get(key, version)
+        stmt = None
+        if plan is None:
+            plan, stmt, result = self._compile(key, version)
+            plans.put(key, plan)
+            if result is not None:
+                run.kind = "select"
+                return result
+        if isinstance(plan, KeyPlan):
+            run.kind = "select"
+            values = plan.query.key_values(params)
+            if values is not None:
+                KEY_QUERIES.inc()
+                return self._run_key_query(plan.query, values)
+        if stmt is None or params:
+            text = substitute_params(key.text, params, list(key.param_oids))
+            run.substituted = text != key.text
+            stmts = split_statements(text)
+            if len(stmts) > 1:
+                raise FeatureNotSupported("cannot insert multiple commands into a prepared statement")
+            if not stmts[0]:
+                return StatementResult("", empty=True)
+            run.text = stmts[0]
+            stmt = parse_statement(run.text)
+        run.kind = statement_kind(stmt)
+        return self._dispatch(stmt)
+
+    def _compile(self, key: PlanKey, version: int) -> tuple[Plan, Statement | None, StatementResult | None]:
+        """The plan of a statement not in the cache; the statement parsed when it was (without
+        parameters, so the first execution need not parse it again); the result of a constant
+        SELECT, which compiling it computed."""
+        stmts = split_statements(key.text) if _MAY_BE_FAST.match(key.text) else []
+        if len(stmts) != 1:
+            return FullPlan(version), None, None
+        try:
+            stmt = parse_statement(stmts[0])
+        except RisingSparkError:
+            return FullPlan(version), None, None
+        if not isinstance(stmt, SqlStmt):
+            return FullPlan(version), stmt if not key.param_oids else None, None
+        if not key.param_oids and _is_constant_select(stmt.ast):
+            result = self._dispatch(stmt)
+            return ConstantPlan(result.tag, result.columns, result.rows), None, result
+        query = match_key_query(stmt.ast, self.catalog_reader())
+        if query is not None:
+            return KeyPlan(query, version), None, None
+        return FullPlan(version), stmt if not key.param_oids else None, None
+
+    def _run_key_query(self, query: KeyQuery, values: list[Any]) -> StatementResult:
+        meta = self.frontend.meta
+        version = meta.pin_version()
+        try:
+            return query.run(self.frontend.engine.reader, version, values)
+        finally:
+            meta.unpin_version(version)
 
     def _begin_statement(self) -> int:
         """A new statement: a cancel request or a timeout of the one before no longer applies."""
@@ -466,6 +538,40 @@ def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
         return sql_literal(params[i], oids[i] if i < len(oids) else 0)
 
     return _PARAM.sub(repl, sql) if params else sql
+
+
+class _Running:
+    """What a running statement's thread tells its caller: the statement's kind (for metrics) and its
+    text as run (parameters substituted; for error positions)."""
+
+    def __init__(self, text: str) -> None:
+        self.kind = "other"
+        self.text = text
+        self.substituted = False
+
+
+_MAY_BE_FAST = re.compile(r"\s*SELECT\b", re.IGNORECASE)
+_CONSTANT_ARGS = {"expressions"}
+
+
+def _is_literal(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Alias):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        node = node.this
+        return isinstance(node, exp.Literal) and not node.is_string
+    return isinstance(node, exp.Literal | exp.Boolean | exp.Null)
+
+
+def _is_constant_select(ast: exp.Expression) -> bool:
+    """A SELECT of literals and nothing else (``SELECT 1``, ``SELECT 'x' AS a, true``): its result
+    depends on no catalog, session value or time.
+
+    >>> _is_constant_select(sqlglot.parse_one("SELECT 1, -2 AS b, 'x', NULL, true")), _is_constant_select(sqlglot.parse_one("SELECT now()"))
+    (True, False)
+    """
+    return isinstance(ast, exp.Select) and bool(ast.expressions) and \
+        all(k in _CONSTANT_ARGS or not v for k, v in ast.args.items()) and all(_is_literal(e) for e in ast.expressions)
 
 
 class _StatementTimer(threading.Timer):

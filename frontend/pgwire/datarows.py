@@ -64,7 +64,26 @@ def _encode_tuples(columns: list[ColumnDesc], formats: list[int], rows: list[tup
     return b"".join(out)
 
 
+SMALL_ROWS = 16  # results up to this long are encoded value by value (Arrow kernels cost more)
+
+
+def _per_value(t: pa.DataType) -> bool:
+    """Whether Python values of type `t` encode as the Arrow path encodes them (tested on random
+    values of each: tests/unit/pgwire/test_datarows.py)."""
+    return (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_decimal(t)
+            or pa.types.is_date32(t) or pa.types.is_null(t)
+            or (pa.types.is_timestamp(t) and t.unit != "ns"))
+
+
 def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
+    if 0 < rows.num_rows <= SMALL_ROWS and all(_per_value(t) for t in rows.schema.types):
+        return _encode_tuples(columns, formats, list(zip(*(c.to_pylist() for c in rows.columns), strict=True)))
+    return encode_columns(columns, formats, rows)
+
+
+def encode_columns(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
+    """The DataRow messages of an Arrow table, computed a column at a time (see the module doc)."""
     n = rows.num_rows
     if n == 0:
         return b""

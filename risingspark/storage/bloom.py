@@ -213,6 +213,9 @@ def hash_keys(keys: Keys) -> np.ndarray:
                         + (f" of {keys.dtype}" if isinstance(keys, np.ndarray) else ""))
 
 
+FEW_KEYS = 8  # up to this many keys are probed one by one in Python (see `BloomFilter.may_contain_hash`)
+
+
 def num_hashes_for(bits_per_key: int) -> int:
     """The number of probes k for `bits_per_key`: ``round(bits_per_key * ln 2)``, in 1..30."""
     return min(MAX_HASHES, max(1, round(bits_per_key * math.log(2))))
@@ -287,9 +290,17 @@ class BloomFilter:
 
     def may_contain(self, keys: Keys) -> np.ndarray:
         """A bool per key: False means the key was certainly not given to `build`."""
-        h = hash_keys(keys)
+        return self.may_contain_hashes(hash_keys(keys))
+
+    def may_contain_hashes(self, h: np.ndarray) -> np.ndarray:
+        """`may_contain` of keys already hashed by `hash_keys` (a lookup probes every SST's filter
+        with the same keys: it hashes them once)."""
         out = np.ones(len(h), dtype=bool)
         if not len(h):
+            return out
+        if len(h) <= FEW_KEYS:
+            for j, hv in enumerate(h.tolist()):
+                out[j] = self.may_contain_hash(hv)
             return out
         p, step = _probes(h, self.num_bits)
         scratch = np.empty_like(p)
@@ -300,6 +311,18 @@ class BloomFilter:
                 words = self.bits[(p >> _U64(6)).view(np.int64)]
                 out &= ((words >> (p & _U64(63))) & _U64(1)).astype(bool)
         return out
+
+    def may_contain_hash(self, h: int) -> bool:
+        """`may_contain` of one key hashed by `hash_keys`, probed in Python integers (a point
+        lookup's one key: numpy's per-call cost made the vectorized probes of a few keys the most
+        of a lookup's time)."""
+        m, bits = self.num_bits, self.bits
+        p, step = (h & 0xFFFFFFFF) % m, ((h >> 32) | 1) % m
+        for _ in range(self.num_hashes):
+            if not (int(bits[p >> 6]) >> (p & 63)) & 1:
+                return False
+            p = (p + step) % m
+        return True
 
     def to_bytes(self) -> bytes:
         """The versioned byte format of the module docstring."""

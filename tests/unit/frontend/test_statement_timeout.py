@@ -19,13 +19,13 @@ def test_a_long_query_times_out_and_the_session_goes_on():
     session = make_session()
 
     async def run() -> None:
-        await session._run("SET statement_timeout = '200ms'")
+        await session.execute("SET statement_timeout = '200ms'", [], [])
         started = time.monotonic()
         with pytest.raises(QueryCanceled, match="canceling statement due to statement timeout"):
-            await session._run(LONG)
+            await session.execute(LONG, [], [])
         assert time.monotonic() - started < 20
         # the cancel of the timed-out statement does not outlive it
-        assert (await session._run("SELECT 1")).rows.to_pylist() == [{"?column?": 1}]
+        assert (await session.execute("SELECT 1", [], [])).rows.to_pylist() == [{"?column?": 1}]
         oids, columns = await session.describe("SELECT 1 AS x", [])
         assert [c.name for c in columns or []] == ["x"]
 

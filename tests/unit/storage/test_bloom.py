@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from risingspark.errors import InternalError
-from risingspark.storage.bloom import BloomFilter, hash_keys, num_hashes_for
+from risingspark.storage.bloom import FEW_KEYS, BloomFilter, hash_keys, num_hashes_for
 
 M64 = (1 << 64) - 1
 
@@ -173,6 +173,19 @@ def test_no_false_negatives_odd_keys() -> None:
         assert bloom.may_contain(binary(keys)).all()
         nonzero_end = [k for k in keys if k and k[-1] != 0]
         assert bloom.may_contain(np.array(nonzero_end)).all()  # the S form of the same keys
+
+
+def test_few_keys_probed_in_python_answer_as_the_vectorized_probes() -> None:
+    rng = np.random.default_rng(5)
+    present = random_keys(rng, 3000, nonzero_end=True)
+    absent = random_keys(rng, 3000, min_len=3, prefix=b"\x02")
+    for bits_per_key in (1, 3, 10):
+        bloom = BloomFilter.build(present, bits_per_key=bits_per_key)
+        h = hash_keys(pa.concat_arrays([present, absent]))
+        vectorized = bloom.may_contain_hashes(h)  # more than FEW_KEYS at once
+        assert len(h) > FEW_KEYS and not vectorized.all() and vectorized[:3000].all()
+        one_by_one = np.concatenate([bloom.may_contain_hashes(h[i:i + FEW_KEYS]) for i in range(0, len(h), FEW_KEYS)])
+        assert one_by_one.tolist() == vectorized.tolist()
 
 
 def test_empty_filter_contains_nothing() -> None:

@@ -1,0 +1,106 @@
+"""The plan cache: what a statement's text compiled to, so that a repeated or prepared statement
+skips parsing, binding and planning (the local execution mode's first step).
+
+An entry is keyed by everything the compilation read besides the catalog: the statement's text (with
+its ``$n`` placeholders, so every execution of a prepared statement shares one entry), its parameter
+types, the database, the user and the search path. An entry that resolved names holds the catalog
+version it was compiled at and is used only at that version: any DDL (a new, dropped, renamed or
+altered relation) bumps the version, and the statement is compiled again. Three kinds of entries:
+
+* `ConstantPlan`: a SELECT of literals without FROM (``SELECT 1``, what drivers and pools ping with):
+  its result, computed once by the full path; served on the event loop, without a thread or a parse.
+  It reads no catalog and no session value, so it has no version.
+* `KeyPlan`: a key query (`frontend.key_query`), run by the storage's key lookup.
+* `FullPlan`: neither; the statement takes the full path (parse, bind, DuckDB) on each execution,
+  without trying to match the text again.
+
+At most `capacity` entries, least recently used first out; a lock makes it safe from the event loop
+and the session threads alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from frontend.key_query import KeyQuery
+from frontend.pgwire.api import ColumnDesc, StatementResult
+
+
+@dataclass(frozen=True)
+class PlanKey:
+    text: str
+    param_oids: tuple[int, ...]
+    database: str
+    user: str
+    search_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConstantPlan:
+    tag: str
+    columns: list[ColumnDesc] | None
+    rows: object
+
+    def result(self) -> StatementResult:
+        return StatementResult(self.tag, self.columns, self.rows)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class KeyPlan:
+    query: KeyQuery
+    catalog_version: int
+
+
+@dataclass(frozen=True)
+class FullPlan:
+    catalog_version: int
+
+
+Plan = ConstantPlan | KeyPlan | FullPlan
+
+
+class PlanCache:
+    """Plans by `PlanKey`, least recently used out past `capacity`."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = capacity
+        self._plans: OrderedDict[PlanKey, Plan] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: PlanKey, catalog_version: int | None = None) -> Plan | None:
+        """The plan of `key`; with `catalog_version`, None for a plan compiled at another version."""
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None and catalog_version is not None and not isinstance(plan, ConstantPlan) \
+                    and plan.catalog_version != catalog_version:
+                plan = None
+            if plan is None:
+                self.misses += 1
+                return None
+            self._plans.move_to_end(key)
+            self.hits += 1
+            return plan
+
+    def constant(self, key: PlanKey) -> ConstantPlan | None:
+        """The plan of `key` when it is a `ConstantPlan` (for the event loop: no catalog needed)."""
+        with self._lock:
+            plan = self._plans.get(key)
+            if not isinstance(plan, ConstantPlan):
+                return None
+            self._plans.move_to_end(key)
+            self.hits += 1
+            return plan
+
+    def put(self, key: PlanKey, plan: Plan) -> None:
+        with self._lock:
+            self._plans[key] = plan
+            self._plans.move_to_end(key)
+            while len(self._plans) > self.capacity:
+                self._plans.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._plans)

@@ -1,0 +1,264 @@
+"""Key queries (`frontend.key_query`) against the full path on random data, and the plan cache
+(`frontend.plan_cache`) that keeps them.
+
+Three relations live in real SSTs (several L0 sub-levels over a level 1, versions and tombstones, an
+SST newer than the pinned epoch): a table keyed by one BIGINT, one keyed by (INT, VARCHAR) and
+distributed by its first column, and one keyed by (VARCHAR, INT) and distributed by its second (a
+prefix lookup by the first must try every vnode). Every statement runs through the session (plan
+cache, key lookup) and through the full path (DuckDB over the merged relation); both answer the same
+rows, names and types, and a Python model of the rows agrees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+import sqlglot
+from catalog_session import DB, OTHER, PUBLIC, FakeMeta
+
+from frontend.metrics import KEY_QUERIES
+from frontend.parser import DIALECT
+from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, PlanCache, PlanKey
+from frontend.session import Frontend, columns_of, substitute_params
+from meta.catalog import CatalogSnapshot
+from risingspark.catalog import RelationCatalog, RelationKind
+from risingspark.errors import UndefinedColumn
+from risingspark.storage.desc import HummockVersion, StateTableDesc, SubLevel, TableLevels
+from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.sst import write_sst
+from risingspark.types import INT4, INT8, VARCHAR, Field
+from risingspark.vnode import vnode_of
+
+PINNED = 5  # the version's committed epoch; epoch 6's SST holds versions the queries must not see
+
+
+def table(rel_id: int, name: str, fields: tuple[Field, ...], pk: tuple[int, ...], dist: tuple[int, ...],
+          schema_id: int = PUBLIC) -> RelationCatalog:
+    desc = StateTableDesc(rel_id, fields, pk, dist)
+    return RelationCatalog(rel_id, DB, schema_id, name, RelationKind.TABLE, fields, pk, dist, f"CREATE TABLE {name}",
+                           state_tables=(desc,))
+
+
+ACCOUNTS = table(2001, "accounts", (Field("id", INT8), Field("name", VARCHAR), Field("balance", INT4)), (0,), (0,))
+LINES = table(2002, "lines", (Field("k", INT4), Field("name", VARCHAR), Field("v", INT4)), (0, 1), (0,))
+TAGS = table(2003, "tags", (Field("name", VARCHAR), Field("n", INT4), Field("v", INT4)), (0, 1), (1,))
+SHADOW = table(2004, "accounts", (Field("id", INT8), Field("note", VARCHAR)), (0,), (0,), schema_id=OTHER)
+NAMES = ["ann", "bob", "cy", "dé", "e'e", ""]
+
+
+def random_key(rel: RelationCatalog, rng: random.Random) -> tuple:
+    if rel is ACCOUNTS or rel is SHADOW:
+        return (rng.randint(-20, 200),)
+    if rel is LINES:
+        return (rng.randint(0, 15), rng.choice(NAMES))
+    return (rng.choice(NAMES), rng.randint(-3, 12))
+
+
+def random_value(rel: RelationCatalog, key: tuple, rng: random.Random) -> tuple:
+    if rel is ACCOUNTS:
+        return (key[0], rng.choice(NAMES), rng.choice([None, rng.randint(-1000, 1000)]))
+    if rel is SHADOW:
+        return (key[0], f"note {rng.randint(0, 9)}")
+    return (*key, rng.randint(-50, 50))
+
+
+def write_versions(store: ObjectStore, rel: RelationCatalog, rng: random.Random) -> tuple[TableLevels, dict]:
+    """Random upserts and deletes over epochs 1..6 as SSTs; the rows live at `PINNED`."""
+    desc = rel.table_desc
+    model: dict[tuple, tuple] = {}
+    dist_types = [desc.fields[i].type.to_spark() for i in desc.dist_key]
+    l0, base = [], ()
+    for epoch in range(1, 7):
+        changes: dict[tuple, tuple | None] = {}
+        for _ in range(150 if epoch == 1 else 25):
+            key = random_key(rel, rng)
+            changes[key] = None if epoch > 1 and rng.random() < 0.3 else random_value(rel, key, rng)
+        rows = []
+        for key, value in changes.items():
+            full = value if value is not None else (*key, *[None] * (len(desc.fields) - len(key)))
+            by_name = dict(zip(desc.names, full, strict=True))
+            vnode = vnode_of([by_name[desc.fields[i].name] for i in desc.dist_key], dist_types)
+            rows.append((vnode, *full, epoch, value is None))
+            if epoch <= PINNED:
+                if value is None:
+                    model.pop(key, None)
+                else:
+                    model[key] = value
+        schema = desc.sst_schema()
+        cols = list(zip(*rows, strict=True))
+        data = pa.table([pa.array(c, t) for c, t in zip(cols, schema.types, strict=True)], names=schema.names)
+        sst = write_sst(store, desc, data, f"t{desc.table_id}-e{epoch}.parquet", level=0 if epoch > 1 else 1,
+                        sub_level=epoch, row_group_size=16)
+        sst = replace(sst, min_epoch=epoch, max_epoch=epoch)
+        if epoch == 1:
+            base = ((replace(sst, level=1),),)
+        else:
+            l0.append(SubLevel(epoch, (sst,)))
+    return TableLevels(desc.table_id, tuple(l0), base), model
+
+
+class StoredMeta(FakeMeta):
+    def __init__(self, relations: list[RelationCatalog], version: HummockVersion) -> None:
+        super().__init__(relations)
+        self.version = version
+
+    def pin_version(self) -> HummockVersion:
+        return self.version
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    store = ObjectStore(str(tmp_path_factory.mktemp("key-query")))
+    rng = random.Random(3)
+    tables, models = {}, {}
+    for rel in (ACCOUNTS, LINES, TAGS, SHADOW):
+        tables[rel.id], models[rel.id] = write_versions(store, rel, rng)
+    meta = StoredMeta([ACCOUNTS, LINES, TAGS, SHADOW], HummockVersion(9, PINNED, tables))
+    frontend = Frontend(meta, store, cache_bytes=1 << 24, workers=2)
+    yield frontend, models
+    frontend.close()
+
+
+def new_session(frontend: Frontend, search_path: str | None = None):
+    session = frontend.new_session()
+    if search_path:
+        session.vars.set("search_path", search_path)
+    return session
+
+
+def run(session, sql: str, oids: list[int], params: list) -> tuple[list, list]:
+    result = asyncio.run(session.execute(sql, oids, params))
+    return ([(c.name, c.type_oid, c.type_mod) for c in result.columns],
+            sorted((tuple(r.values()) for r in result.rows.to_pylist()), key=repr))
+
+
+def full_path(session, sql: str, oids: list[int], params: list) -> tuple[list, list]:
+    rows = session.run_batch(sqlglot.parse_one(substitute_params(sql, params, oids), read=DIALECT))
+    return ([(c.name, c.type_oid, c.type_mod) for c in columns_of(rows)],
+            sorted((tuple(r.values()) for r in rows.to_pylist()), key=repr))
+
+
+def key_queries() -> float:
+    return KEY_QUERIES._value.get()
+
+
+def statements(rng: random.Random):
+    """(sql, param oids, params, the model's rows) of random key queries."""
+    for _ in range(60):
+        i = rng.randint(-20, 200)
+        k, name, n = rng.randint(0, 15), rng.choice(NAMES), rng.randint(-3, 12)
+        yield "SELECT * FROM accounts WHERE id = $1", [20], [i], (2001, lambda key, i=i: key == (i,))
+        yield (f"SELECT name AS who, a.balance FROM public.accounts a WHERE a.id = {i}", [], [],
+               (2001, lambda key, i=i: key == (i,)))
+        yield ("SELECT v, name FROM lines WHERE name = $2 AND k = $1", [23, 0], [k, name],
+               (2002, lambda key, k=k, name=name: key == (k, name)))
+        yield "SELECT lines.* FROM lines WHERE k = $1", [21], [k], (2002, lambda key, k=k: key[0] == k)
+        yield "SELECT * FROM tags WHERE name = $1", [1043], [name], (2003, lambda key, name=name: key[0] == name)
+        yield ("SELECT v FROM tags WHERE n = $2 AND name = $1", [0, 23], [name, n],
+               (2003, lambda key, name=name, n=n: key == (name, n)))
+
+
+def test_key_queries_answer_as_the_full_path_on_random_data(stored):
+    frontend, models = stored
+    session = new_session(frontend)
+    rng = random.Random(8)
+    nonempty = 0
+    for sql, oids, params, (rel_id, wanted) in statements(rng):
+        before = key_queries()
+        got = run(session, sql, oids, params)
+        assert key_queries() == before + 1, sql  # answered by the key lookup
+        assert got == full_path(session, sql, oids, params), (sql, params)
+        assert len(got[1]) == sum(1 for key in models[rel_id] if wanted(key)), (sql, params)
+        nonempty += bool(got[1])
+    assert nonempty > 100  # most keys exist: the comparison is not of empty results
+    assert isinstance(frontend.plans.get(session._plan_key("SELECT * FROM accounts WHERE id = $1", [20])), KeyPlan)
+
+
+@pytest.mark.parametrize(("sql", "oids", "params"), [
+    ("SELECT * FROM accounts WHERE id = $1 OR id = 2", [20], [1]),  # not a conjunction of equalities
+    ("SELECT * FROM accounts WHERE balance = $1", [23], [5]),  # not the key
+    ("SELECT * FROM lines WHERE name = $1", [0], ["ann"]),  # not a prefix of the key
+    ("SELECT count(*) FROM accounts WHERE id = $1", [20], [3]),  # not a plain column
+    ("SELECT * FROM accounts WHERE id = $1 ORDER BY name", [20], [3]),
+    ("SELECT DISTINCT name FROM lines WHERE k = $1", [23], [3]),
+    ("SELECT * FROM accounts WHERE id = $1", [0], ["3"]),  # a string for an integer column
+    ("SELECT * FROM accounts WHERE id = $1", [20], [None]),
+    ("SELECT * FROM lines WHERE k = $1", [20], [1 << 40]),  # out of the INT column's range
+    ("SELECT * FROM accounts WHERE id = 2.0", [], []),
+])
+def test_other_statements_take_the_full_path(stored, sql, oids, params):
+    frontend, _ = stored
+    session = new_session(frontend)
+    before = key_queries()
+    assert run(session, sql, oids, params) == full_path(session, sql, oids, params)
+    assert key_queries() == before
+
+
+def test_an_unknown_column_fails_as_on_the_full_path(stored):
+    frontend, _ = stored
+    with pytest.raises(UndefinedColumn):
+        run(new_session(frontend), "SELECT nope FROM accounts WHERE id = $1", [20], [1])
+
+
+def test_the_limit_of_a_prefix_query(stored):
+    frontend, models = stored
+    session = new_session(frontend)
+    k = max(range(16), key=lambda k: sum(1 for key in models[2002] if key[0] == k))
+    everything = run(session, "SELECT * FROM lines WHERE k = $1", [23], [k])[1]
+    assert len(everything) > 2
+    _, limited = run(session, "SELECT * FROM lines WHERE k = $1 LIMIT 2", [23], [k])
+    assert len(limited) == 2 and set(limited) <= set(everything)
+
+
+def test_plans_follow_the_search_path_and_the_catalog_version(stored):
+    frontend, _ = stored
+    public, other = new_session(frontend), new_session(frontend, "other, public")
+    sql = "SELECT * FROM accounts WHERE id = $1"
+    columns = [c for c, _, _ in run(public, sql, [20], [3])[0]]
+    assert columns == ["id", "name", "balance"]
+    assert [c for c, _, _ in run(other, sql, [20], [3])[0]] == ["id", "note"]  # other.accounts
+    # DDL bumps the catalog version: the plan compiled at the old one is not used. Here accounts was
+    # dropped and other.accounts moved to public (ALTER TABLE ... SET SCHEMA)
+    meta = frontend.meta
+    old = meta.snapshot
+    relations = {k: v for k, v in old.relations.items() if k != ACCOUNTS.id}
+    relations[SHADOW.id] = replace(SHADOW, schema_id=PUBLIC)
+    meta.snapshot = CatalogSnapshot(old.version + 1, old.databases, old.schemas, relations)
+    try:
+        assert [c for c, _, _ in run(public, sql, [20], [3])[0]] == ["id", "note"]
+        plan = frontend.plans.get(public._plan_key(sql, [20]), old.version + 1)
+        assert isinstance(plan, KeyPlan) and plan.catalog_version == old.version + 1
+    finally:
+        meta.snapshot = old
+
+
+def test_a_constant_select_runs_once(stored, monkeypatch):
+    frontend, _ = stored
+    session = new_session(frontend)
+    calls = []
+    run_batch = frontend.engine.run
+    monkeypatch.setattr(frontend.engine, "run", lambda *a, **kw: calls.append(1) or run_batch(*a, **kw))
+    first = asyncio.run(session.execute("SELECT 1", [], []))
+    again = asyncio.run(new_session(frontend).execute("SELECT 1", [], []))
+    assert calls == [1]
+    assert first.rows.to_pylist() == again.rows.to_pylist() == [{"?column?": 1}]
+    assert [c.name for c in again.columns] == ["?column?"] and again.tag == "SELECT 1"
+    assert isinstance(frontend.plans.get(session._plan_key("SELECT 1", [])), ConstantPlan)
+    asyncio.run(session.execute("SELECT now() IS NOT NULL", [], []))
+    asyncio.run(session.execute("SELECT now() IS NOT NULL", [], []))
+    assert len(calls) == 3  # not a constant: runs every time
+
+
+def test_the_cache_keys_and_capacity():
+    cache = PlanCache(capacity=2)
+    key = PlanKey("SELECT 1", (), "dev", "root", ("public",))
+    cache.put(key, FullPlan(1))
+    assert cache.get(key, 1) == FullPlan(1) and cache.get(key, 2) is None
+    assert cache.get(replace(key, user="ann"), 1) is None and cache.get(replace(key, database="d2"), 1) is None
+    cache.put(replace(key, text="a"), FullPlan(1))
+    cache.put(replace(key, text="b"), FullPlan(1))
+    assert len(cache) == 2 and cache.get(key, 1) is None  # least recently used out
