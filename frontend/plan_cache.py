@@ -95,6 +95,11 @@ class PlanCache:
             self.hits += 1
             return plan
 
+    def is_key_query(self, key: PlanKey) -> bool:
+        """Whether `key` last compiled to a key query (whatever the catalog version since)."""
+        with self._lock:
+            return isinstance(self._plans.get(key), KeyPlan)
+
     def put(self, key: PlanKey, plan: Plan) -> None:
         with self._lock:
             self._plans[key] = plan

@@ -172,6 +172,9 @@ class MetaClient:
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         return self.rpc.call("submit_dml", table_id, path, row_count)
 
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+        return self.rpc.call("submit_dml_batches", batches)
+
     def flush(self, timeout: float | None = None) -> int:
         return self.rpc.call("flush", timeout, timeout_s=None)
 

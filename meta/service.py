@@ -459,15 +459,25 @@ class MetaService:
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         """Record a DML batch already written to the object store. Once this returns the rows are
         durable: the next barriers deliver them until an epoch that consumed them commits."""
+        return self.submit_dml_batches([(table_id, path, row_count)])[0]
+
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+        """Record DML batches ``(table id, path, row count)`` in one transaction, in this order (a
+        frontend's group commit, `frontend.dml_commit`: the batches of concurrent statements share
+        one commit of the meta store). Durable, as `submit_dml`, once this returns."""
         with self.store.transaction() as tx:
-            batch_id = next_ids(tx.conn, "dml_batch")
-            tx.conn.execute(dml_batches.insert().values(id=batch_id, table_id=table_id, path=path,
-                                                        row_count=row_count, committed_epoch=None))
-        rel = self.catalog.snapshot.relations.get(table_id)
-        name = rel.name if rel else str(table_id)
-        METRICS.dml_rows.labels(job=name).inc(row_count)
-        METRICS.dml_batches.labels(job=name).inc()
-        return DmlReceipt(batch_id, self.is_write_stalled(table_id))
+            first = next_ids(tx.conn, "dml_batch", len(batches))
+            for i, (table_id, path, row_count) in enumerate(batches):
+                tx.conn.execute(dml_batches.insert().values(id=first + i, table_id=table_id, path=path,
+                                                            row_count=row_count, committed_epoch=None))
+        receipts = []
+        for i, (table_id, _, row_count) in enumerate(batches):
+            rel = self.catalog.snapshot.relations.get(table_id)
+            name = rel.name if rel else str(table_id)
+            METRICS.dml_rows.labels(job=name).inc(row_count)
+            METRICS.dml_batches.labels(job=name).inc()
+            receipts.append(DmlReceipt(first + i, self.is_write_stalled(table_id)))
+        return receipts
 
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait

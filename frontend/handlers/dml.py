@@ -162,7 +162,7 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
         part = full.slice(start, BATCH_ROWS)
         path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
         session.frontend.store.write_parquet(path, part)
-        stalled = session.frontend.meta.submit_dml(rel.id, path, part.num_rows).stalled
+        stalled = session.frontend.dml.submit(rel.id, path, part.num_rows).stalled
     if stalled:
         _wait_while_stalled(session, rel.id)
 

@@ -107,6 +107,23 @@ def test_dml_is_delivered_once_and_committed_atomically(store_url: str, tmp_path
         meta.stop()
 
 
+def test_batches_recorded_in_one_transaction_are_delivered_in_order(store_url: str, tmp_path) -> None:
+    compute = ScriptedCompute()
+    meta = _meta(store_url, tmp_path, compute)
+    try:
+        rel, other = _table(meta, "t"), _table(meta, "u")
+        receipts = meta.submit_dml_batches([(rel.id, "dml/g1.parquet", 2), (other.id, "dml/g2.parquet", 3),
+                                            (rel.id, "dml/g3.parquet", 4)])
+        ids = [r.batch_id for r in receipts]
+        assert ids == sorted(ids) and len(set(ids)) == 3 and not any(r.stalled for r in receipts)
+        meta.flush(timeout=30)
+        delivered = [(b.batch_id, b.path) for bar in compute.barriers for b in bar.dml]
+        assert delivered == list(zip(ids, ["dml/g1.parquet", "dml/g2.parquet", "dml/g3.parquet"], strict=True))
+        assert meta.row_count(rel.id) == 6 and meta.row_count(other.id) == 3
+    finally:
+        meta.stop()
+
+
 def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
