@@ -1,5 +1,6 @@
-"""Key queries: SELECTs that fix a prefix of a table's or MV's primary key, answered by the storage's
-key lookup without DuckDB (the local execution mode's point-query path).
+"""Key queries: SELECTs that fix a prefix of a table's or MV's primary key, or of one of its indexes'
+keys, answered by the storage's key lookup without DuckDB (the local execution mode's point-query
+path).
 
 RisingWave's local mode answers point queries with "simpler, heuristic-based passes" instead of the
 full optimizer. Here the heuristic is one pattern, matched on the statement's parse tree once (the
@@ -8,7 +9,9 @@ plan cache keeps the match, `frontend.plan_cache`)::
     SELECT <columns | *> FROM <table or MV> [alias]
     WHERE k1 = <constant | $n> AND ... AND kn = <constant | $n>   [LIMIT <integer>]
 
-where ``k1..kn`` are the first ``n`` columns of the relation's primary key, each named once. Per
+where ``k1..kn`` are the first ``n`` columns of the relation's primary key, each named once, or of
+the key of an index on it that holds every column (``CREATE INDEX i ON t (customer)`` is keyed by
+``(customer, <t's key>)``: ``WHERE customer = $1`` is a prefix lookup in it). Per
 execution, the parameters are converted to the key columns' types (an integer for an integer
 column, within its range; a string for a varchar column); the lookup key gets its vnode from the
 distribution key's values (`risingspark.vnode.vnode_of`) or, when the prefix does not hold every
@@ -36,6 +39,7 @@ from frontend.pgwire.api import StatementResult
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import VNODE
 from risingspark.errors import RisingSparkError
+from risingspark.storage.desc import StateTableDesc
 from risingspark.storage.reader import StateTableReader
 from risingspark.types import DataType, TypeName
 from risingspark.vnode import VNODE_COUNT, vnode_of
@@ -53,18 +57,18 @@ class KeyValue:
 
 @dataclass(frozen=True)
 class KeyQuery:
-    """A matched key query: look up `keys` (values of the first ``len(keys)`` pk columns) in
-    `relation`, project `outputs` (``(output name, column name)``), keep at most `limit` rows."""
+    """A matched key query: look up `keys` (values of the first ``len(keys)`` key columns) in the
+    state table `desc` (the relation's own, or an index's), project `outputs` (``(output name,
+    column name)``), keep at most `limit` rows."""
 
-    relation: RelationCatalog
+    desc: StateTableDesc
     keys: tuple[KeyValue, ...]
     outputs: tuple[tuple[str, str], ...]
     limit: int | None
 
     @property
     def key_types(self) -> list[DataType]:
-        desc = self.relation.table_desc
-        return [desc.fields[i].type for i in desc.pk[:len(self.keys)]]
+        return [self.desc.fields[i].type for i in self.desc.pk[:len(self.keys)]]
 
     def key_values(self, params: Sequence[object]) -> list[object] | None:
         """The key's values for these parameters, each of its column's type; None when one does not
@@ -80,7 +84,7 @@ class KeyQuery:
 
     def run(self, reader: StateTableReader, version, values: list[object]) -> StatementResult:
         """The query's rows at the pinned `version`'s committed epoch."""
-        desc = self.relation.table_desc
+        desc = self.desc
         names = desc.pk_names[:len(values)]
         dist = [desc.fields[i] for i in desc.dist_key]
         if all(f.name in names for f in dist):
@@ -141,13 +145,29 @@ def match_key_query(ast: exp.Expression, catalog: CatalogReader) -> KeyQuery | N
     limit = _limit(ast.args.get("limit"))
     if outputs is None or conditions is None or limit is False:
         return None
-    desc = rel.table_desc
-    pk = desc.pk_names
-    n = len(conditions)
-    if n == 0 or n > len(pk) or set(conditions) != set(pk[:n]):
+    if not conditions:
         return None
-    return KeyQuery(rel, tuple(conditions[name] for name in pk[:n]), tuple(outputs),
-                    limit if isinstance(limit, int) else None)
+    for desc in _key_tables(rel, catalog):
+        pk = desc.pk_names
+        n = len(conditions)
+        if n <= len(pk) and set(conditions) == set(pk[:n]):
+            return KeyQuery(desc, tuple(conditions[name] for name in pk[:n]), tuple(outputs),
+                            limit if isinstance(limit, int) else None)
+    return None
+
+
+def _key_tables(rel: RelationCatalog, catalog: CatalogReader) -> list[StateTableDesc]:
+    """The state tables that hold every column of `rel` by a key: its own, then its indexes' (an
+    index is keyed by its columns, then the relation's key, `frontend.handlers.indexes`) that hold
+    them all."""
+    out = [rel.table_desc]
+    visible = [f.name for f in rel.fields if not f.hidden]
+    for index in catalog.snapshot.dependents(rel.id):
+        if index.kind is RelationKind.INDEX and not index.is_creating:
+            names = {f.name for f in index.table_desc.fields}
+            if all(n in names for n in visible):
+                out.append(index.table_desc)
+    return out
 
 
 _SELECT_ARGS = {"expressions", "from_", "where", "limit"}

@@ -47,6 +47,9 @@ ACCOUNTS = table(2001, "accounts", (Field("id", INT8), Field("name", VARCHAR), F
 LINES = table(2002, "lines", (Field("k", INT4), Field("name", VARCHAR), Field("v", INT4)), (0, 1), (0,))
 TAGS = table(2003, "tags", (Field("name", VARCHAR), Field("n", INT4), Field("v", INT4)), (0, 1), (1,))
 SHADOW = table(2004, "accounts", (Field("id", INT8), Field("note", VARCHAR)), (0,), (0,), schema_id=OTHER)
+# CREATE INDEX by_v ON lines (v): keyed by (v, k, name), distributed by v
+BY_V = replace(table(2005, "by_v", (Field("v", INT4), Field("k", INT4), Field("name", VARCHAR)), (0, 1, 2), (0,)),
+               kind=RelationKind.INDEX, dependencies=(LINES.id,))
 NAMES = ["ann", "bob", "cy", "dé", "e'e", ""]
 
 
@@ -66,29 +69,65 @@ def random_value(rel: RelationCatalog, key: tuple, rng: random.Random) -> tuple:
     return (*key, rng.randint(-50, 50))
 
 
-def write_versions(store: ObjectStore, rel: RelationCatalog, rng: random.Random) -> tuple[TableLevels, dict]:
-    """Random upserts and deletes over epochs 1..6 as SSTs; the rows live at `PINNED`."""
-    desc = rel.table_desc
-    model: dict[tuple, tuple] = {}
-    dist_types = [desc.fields[i].type.to_spark() for i in desc.dist_key]
-    l0, base = [], ()
+Changes = dict[tuple, tuple | None]  # key (the state table's pk) -> the row in its field order, None: deleted
+
+
+def random_epochs(rel: RelationCatalog, rng: random.Random) -> list[Changes]:
+    """Random upserts and deletes of epochs 1..6."""
+    epochs = []
     for epoch in range(1, 7):
-        changes: dict[tuple, tuple | None] = {}
+        changes: Changes = {}
         for _ in range(150 if epoch == 1 else 25):
             key = random_key(rel, rng)
             changes[key] = None if epoch > 1 and rng.random() < 0.3 else random_value(rel, key, rng)
+        epochs.append(changes)
+    return epochs
+
+
+def index_epochs(epochs: list[Changes], columns: list[int]) -> list[Changes]:
+    """The same changes in an index keyed by `columns` of the rows, then the rows' key (the rows
+    hold nothing else): the old entry of an updated or deleted row is deleted."""
+    state: dict[tuple, tuple] = {}
+    out = []
+    for changes in epochs:
+        moved: Changes = {}
+        for key, row in changes.items():
+            old = state.pop(key, None)
+            if old is not None:
+                moved[(*[old[c] for c in columns], *key)] = None
+            if row is not None:
+                state[key] = row
+                moved[(*[row[c] for c in columns], *key)] = (*[row[c] for c in columns], *key)
+        out.append(moved)
+    return out
+
+
+def live_rows(epochs: list[Changes]) -> dict[tuple, tuple]:
+    rows: dict[tuple, tuple] = {}
+    for changes in epochs[:PINNED]:
+        for key, row in changes.items():
+            if row is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = row
+    return rows
+
+
+def write_epochs(store: ObjectStore, desc: StateTableDesc, epochs: list[Changes]) -> TableLevels:
+    """Epoch 1 as level 1, each later epoch as an L0 sub-level."""
+    dist_types = [desc.fields[i].type.to_spark() for i in desc.dist_key]
+    schema = desc.sst_schema()
+    l0, base = [], ()
+    for epoch, changes in enumerate(epochs, start=1):
         rows = []
-        for key, value in changes.items():
-            full = value if value is not None else (*key, *[None] * (len(desc.fields) - len(key)))
-            by_name = dict(zip(desc.names, full, strict=True))
-            vnode = vnode_of([by_name[desc.fields[i].name] for i in desc.dist_key], dist_types)
-            rows.append((vnode, *full, epoch, value is None))
-            if epoch <= PINNED:
-                if value is None:
-                    model.pop(key, None)
-                else:
-                    model[key] = value
-        schema = desc.sst_schema()
+        for key, row in changes.items():
+            if row is None:
+                full: list = [None] * len(desc.fields)
+                for value, position in zip(key, desc.pk, strict=True):
+                    full[position] = value
+                row = tuple(full)
+            vnode = vnode_of([row[i] for i in desc.dist_key], dist_types)
+            rows.append((vnode, *row, epoch, changes[key] is None))
         cols = list(zip(*rows, strict=True))
         data = pa.table([pa.array(c, t) for c, t in zip(cols, schema.types, strict=True)], names=schema.names)
         sst = write_sst(store, desc, data, f"t{desc.table_id}-e{epoch}.parquet", level=0 if epoch > 1 else 1,
@@ -98,7 +137,7 @@ def write_versions(store: ObjectStore, rel: RelationCatalog, rng: random.Random)
             base = ((replace(sst, level=1),),)
         else:
             l0.append(SubLevel(epoch, (sst,)))
-    return TableLevels(desc.table_id, tuple(l0), base), model
+    return TableLevels(desc.table_id, tuple(l0), base)
 
 
 class StoredMeta(FakeMeta):
@@ -116,8 +155,11 @@ def stored(tmp_path_factory):
     rng = random.Random(3)
     tables, models = {}, {}
     for rel in (ACCOUNTS, LINES, TAGS, SHADOW):
-        tables[rel.id], models[rel.id] = write_versions(store, rel, rng)
-    meta = StoredMeta([ACCOUNTS, LINES, TAGS, SHADOW], HummockVersion(9, PINNED, tables))
+        epochs = random_epochs(rel, rng)
+        tables[rel.id], models[rel.id] = write_epochs(store, rel.table_desc, epochs), live_rows(epochs)
+        if rel is LINES:
+            tables[BY_V.id] = write_epochs(store, BY_V.table_desc, index_epochs(epochs, [2]))
+    meta = StoredMeta([ACCOUNTS, LINES, TAGS, SHADOW, BY_V], HummockVersion(9, PINNED, tables))
     frontend = Frontend(meta, store, cache_bytes=1 << 24, workers=2)
     yield frontend, models
     frontend.close()
@@ -151,15 +193,18 @@ def statements(rng: random.Random):
     for _ in range(60):
         i = rng.randint(-20, 200)
         k, name, n = rng.randint(0, 15), rng.choice(NAMES), rng.randint(-3, 12)
-        yield "SELECT * FROM accounts WHERE id = $1", [20], [i], (2001, lambda key, i=i: key == (i,))
+        yield "SELECT * FROM accounts WHERE id = $1", [20], [i], (2001, lambda key, row, i=i: key == (i,))
         yield (f"SELECT name AS who, a.balance FROM public.accounts a WHERE a.id = {i}", [], [],
-               (2001, lambda key, i=i: key == (i,)))
+               (2001, lambda key, row, i=i: key == (i,)))
         yield ("SELECT v, name FROM lines WHERE name = $2 AND k = $1", [23, 0], [k, name],
-               (2002, lambda key, k=k, name=name: key == (k, name)))
-        yield "SELECT lines.* FROM lines WHERE k = $1", [21], [k], (2002, lambda key, k=k: key[0] == k)
-        yield "SELECT * FROM tags WHERE name = $1", [1043], [name], (2003, lambda key, name=name: key[0] == name)
+               (2002, lambda key, row, k=k, name=name: key == (k, name)))
+        yield "SELECT lines.* FROM lines WHERE k = $1", [21], [k], (2002, lambda key, row, k=k: key[0] == k)
+        yield "SELECT * FROM tags WHERE name = $1", [1043], [name], (2003, lambda key, row, name=name: key[0] == name)
         yield ("SELECT v FROM tags WHERE n = $2 AND name = $1", [0, 23], [name, n],
-               (2003, lambda key, name=name, n=n: key == (name, n)))
+               (2003, lambda key, row, name=name, n=n: key == (name, n)))
+        v = rng.randint(-50, 50)
+        yield ("SELECT k, name FROM lines WHERE v = $1", [23], [v],  # through the index by_v
+               (2002, lambda key, row, v=v: row[2] == v))
 
 
 def test_key_queries_answer_as_the_full_path_on_random_data(stored):
@@ -172,7 +217,7 @@ def test_key_queries_answer_as_the_full_path_on_random_data(stored):
         got = run(session, sql, oids, params)
         assert key_queries() == before + 1, sql  # answered by the key lookup
         assert got == full_path(session, sql, oids, params), (sql, params)
-        assert len(got[1]) == sum(1 for key in models[rel_id] if wanted(key)), (sql, params)
+        assert len(got[1]) == sum(1 for key, row in models[rel_id].items() if wanted(key, row)), (sql, params)
         nonempty += bool(got[1])
     assert nonempty > 100  # most keys exist: the comparison is not of empty results
     assert isinstance(frontend.plans.get(session._plan_key("SELECT * FROM accounts WHERE id = $1", [20])), KeyPlan)
