@@ -29,8 +29,9 @@ from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
 from frontend.catalog.rewrite import RewriteContext
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
+from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
-from frontend.handlers import alter, commands, copy, ddl, dml, indexes
+from frontend.handlers import alter, commands, copy, ddl, dml, indexes, query
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
@@ -82,8 +83,9 @@ class Frontend:
     """What every session of a frontend shares: meta, the object store and the batch engine."""
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
-                 users: tuple[str, ...] = ()) -> None:
+                 users: tuple[str, ...] = (), distributed: DistributedRunner | None = None) -> None:
         self.meta = meta
+        self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
         self.engine = BatchEngine(store, cache_bytes)
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="frontend")
@@ -375,7 +377,9 @@ class Session:
             inner = parse_statement(stmt.inner)
             if isinstance(inner, SqlStmt) and isinstance(inner.ast, exp.Create):
                 return ddl.explain_create(self, inner.ast, inner.text)
-            raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
+            if isinstance(inner, SqlStmt):
+                return query.explain(self, inner.ast)
+            raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")
         if isinstance(stmt, TransactionStmt):
             return StatementResult(stmt.tag, in_transaction=stmt.in_transaction)
         if isinstance(stmt, IgnoredStmt):
@@ -385,7 +389,7 @@ class Session:
     def _dispatch_sql(self, stmt: SqlStmt) -> StatementResult:
         ast = stmt.ast
         if isinstance(ast, exp.Select | exp.Union | exp.Values):
-            table = self.run_batch(ast)
+            table = query.run_query(self, ast)
             return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
         if isinstance(ast, exp.Insert):
             return self._after_dml(dml.insert(self, ast))

@@ -77,6 +77,19 @@ def duration_ms(shown: str) -> int:
     return round(float(m.group(1)) * dict((*_MS_UNITS, ("", 1)))[m.group(2)])
 
 
+QUERY_MODES = ("auto", "local", "distributed")  # `frontend.distributed`
+
+
+def _choice(name: str, values: tuple[str, ...]) -> Callable[[str], str]:
+    def check(v: str) -> str:
+        s = v.strip().lower()
+        if s not in values:
+            raise InvalidParameterValue(f'invalid value for parameter "{name}": "{v}"',
+                                        hint="Available values: " + ", ".join(values) + ".")
+        return s
+    return check
+
+
 def _text(v: str) -> str:
     return v
 
@@ -120,6 +133,8 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
             "then catch up from the upstream's change log", _bool),
     VarSpec("streaming_use_arrangement_backfill", "true", "Without snapshot backfill: per-vnode arrangement "
             "backfill (parallelism independent of the upstream) rather than no-shuffle backfill", _bool),
+    VarSpec("query_mode", "auto", "Where batch queries run: local (the frontend), distributed (Spark jobs of a "
+            "compute node), auto (distributed for joins and aggregations over big relations)", _choice("query_mode", QUERY_MODES)),
     VarSpec("rw_implicit_flush", "false", "Every INSERT/UPDATE/DELETE waits until its rows are visible", _bool),
     VarSpec("enable_serverless_backfill", "false", "Accepted for compatibility: backfills run on the cluster's "
             "Spark", _bool),

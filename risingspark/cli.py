@@ -56,6 +56,7 @@ class Playground:
 
     def run(self) -> int:
         from compactor.service import CompactorService
+        from compute.batch_query import SparkBatchRunner
         from compute.node import CacheBudgets, ComputeNode
         from compute.spark import SparkSettings, create_spark_session
         from frontend.pgwire.auth import PasswordAuth
@@ -105,7 +106,8 @@ class Playground:
                                      f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
-                            users=tuple(auth.users) if auth else ())
+                            users=tuple(auth.users) if auth else (),
+                            distributed=SparkBatchRunner(spark, store.url))
         http.start()  # before meta: backfillers resumed at its start register over HTTP
         cluster.start()
         meta.start()

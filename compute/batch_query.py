@@ -1,0 +1,160 @@
+"""Distributed batch queries: a SELECT over tables and MVs run as Spark jobs of a compute node's Spark
+application (the serving path's distributed mode, as RisingWave's distributed query mode).
+
+The frontend pins a storage version and sends the query in Spark SQL with, per relation it reads,
+the relation's state table layout, its SSTs at that version and the epoch to read
+(`risingspark.batch_query.BatchRelation`). Each relation becomes a DataFrame of its live rows: one
+Spark task per vnode range reads that range's rows from every SST and merges their versions at the
+epoch (`StateTableReader.read`: the MVCC merge the local mode does in the frontend, here spread over
+the executors). The query runs over those DataFrames, registered as temporary views of a Spark
+session of its own (`SparkSession.newSession`: one query's views are invisible to the others and to
+the epoch rounds sharing the application), and its rows come back as Arrow.
+
+The query's Spark jobs run in a job group of their own: a cancel (the client's CancelRequest, or the
+statement timeout) cancels the group, and the query fails with 57014. Spark's errors become
+PostgreSQL's where they mean the same (division by zero, overflow, invalid input); a query Spark
+cannot analyze fails with `NotDistributable` (0A000), which the frontend's auto mode answers by
+running the query locally instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from risingspark.batch_query import BatchRelation, NotDistributable
+from risingspark.errors import (
+    DivisionByZero,
+    InternalError,
+    InvalidTextRepresentation,
+    NumericValueOutOfRange,
+    QueryCanceled,
+    RisingSparkError,
+)
+from risingspark.storage.cache import block_cache, meta_cache
+from risingspark.storage.object_store import get_object_store
+from risingspark.storage.reader import StateTableReader
+from risingspark.types import spark_ddl
+from risingspark.vnode import VNODE_COUNT, actor_vnodes
+
+logger = logging.getLogger(__name__)
+
+CANCEL_POLL_S = 0.05
+
+
+def read_relation_task(store_url: str, rel: BatchRelation, partitions: int,
+                       schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A source: input row ``id`` = a vnode range (`actor_vnodes` of `partitions`); yields the live
+    rows of those vnodes at the relation's epoch, merged over its SSTs."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        reader = StateTableReader(get_object_store(store_url), block_cache(), metas=meta_cache())
+        for batch in batches:
+            for part in batch.column("id").to_pylist():
+                rows = reader.read(rel.desc, rel.ssts, rel.epoch, vnodes=actor_vnodes(part, partitions))
+                yield from rows.select(list(rel.columns)).cast(schema).to_batches(max_chunksize=65536)
+
+    return run
+
+
+class SparkBatchRunner:
+    """Runs distributed batch queries on a Spark application (see the module doc)."""
+
+    def __init__(self, spark, store_url: str, partitions: int | None = None) -> None:
+        self.spark = spark
+        self.store_url = store_url
+        default = max(1, spark.sparkContext.defaultParallelism)
+        self.partitions = max(1, min(VNODE_COUNT, partitions or 4 * default))
+
+    def _session(self, relations: list[BatchRelation]):
+        session = self.spark.newSession()
+        for rel in relations:
+            fields = {f.name: f for f in rel.desc.fields}
+            columns = [fields[c] for c in rel.columns]
+            schema = pa.schema([pa.field(f.name, f.type.to_arrow()) for f in columns])
+            n = self.partitions
+            frame = session.range(0, n, 1, numPartitions=n).mapInArrow(
+                read_relation_task(self.store_url, rel, n, schema), spark_ddl(columns))
+            frame.createOrReplaceTempView(rel.view)
+        return session
+
+    def explain(self, sql: str, relations: list[BatchRelation]) -> str:
+        """Spark's physical plan of the query: its stages and exchanges (the query's fragments)."""
+        df = self._analyzed(self._session(relations), sql)
+        return str(df._jdf.queryExecution().executedPlan().toString())
+
+    def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None) -> pa.Table:
+        """The query's rows; raises QueryCanceled once `cancel` is set (its Spark jobs cancelled)."""
+        session = self._session(relations)
+        df = self._analyzed(session, sql)
+        sc = self.spark.sparkContext
+        group = f"risingspark-batch-{uuid.uuid4().hex[:12]}"
+        done = threading.Event()
+        cancelled = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(CANCEL_POLL_S):
+                if cancel is not None and cancel.is_set():
+                    cancelled.set()
+                    sc.cancelJobGroup(group)
+                    return
+
+        sc.setJobGroup(group, "batch query", interruptOnCancel=True)
+        watcher = threading.Thread(target=watch, name="batch-query-cancel", daemon=True)
+        watcher.start()
+        try:
+            if cancel is not None and cancel.is_set():
+                raise QueryCanceled("canceling statement due to user request")
+            return df.toArrow()
+        except RisingSparkError:
+            raise
+        except Exception as e:
+            if cancelled.is_set() or (cancel is not None and cancel.is_set()):
+                raise QueryCanceled("canceling statement due to user request") from None
+            raise _translate(e) from None
+        finally:
+            done.set()
+            watcher.join()
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+
+    def _analyzed(self, session, sql: str):
+        try:
+            return session.sql(sql)
+        except Exception as e:
+            raise _translate(e) from None
+
+
+_ERRORS: tuple[tuple[str, type[RisingSparkError], str | None], ...] = (
+    ("DIVIDE_BY_ZERO", DivisionByZero, "division by zero"),
+    ("ARITHMETIC_OVERFLOW", NumericValueOutOfRange, None),
+    ("CAST_OVERFLOW", NumericValueOutOfRange, None),
+    ("NUMERIC_VALUE_OUT_OF_RANGE", NumericValueOutOfRange, None),
+    ("CAST_INVALID_INPUT", InvalidTextRepresentation, None),
+)
+
+
+def _translate(e: Exception) -> RisingSparkError:
+    """A Spark error as the error PostgreSQL raises for the same cause, where there is one."""
+    condition = ""
+    for name in ("getCondition", "getErrorClass"):
+        get = getattr(e, name, None)
+        if get is not None:
+            try:
+                condition = get() or ""
+            except Exception:  # noqa: BLE001 - an error without a condition
+                condition = ""
+            if condition:
+                break
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    for prefix, cls, text in _ERRORS:
+        if condition.startswith(prefix):
+            return cls(text or message)
+    if type(e).__name__ in ("AnalysisException", "ParseException"):
+        return NotDistributable(f"distributed query mode cannot run this query: {message}")
+    logger.warning("distributed batch query failed: %s", e)
+    return InternalError(f"distributed batch query failed: {message}")

@@ -1,0 +1,127 @@
+"""Query modes: where a batch query runs (RisingWave's ``query_mode``).
+
+* **local**: in the frontend, at its pinned version: a key query by the storage's key lookup
+  (`frontend.key_query`), anything else by DuckDB over the relations read whole (`frontend.batch`).
+* **distributed**: as Spark jobs of a compute node (`compute.batch_query`): every relation is read
+  and merged at the pinned epoch by Spark tasks, a vnode range each, and the query's joins and
+  aggregations run as Spark stages, so a query over relations bigger than the frontend's memory runs
+  at all.
+* **auto** (the default): distributed for a query with a join or an aggregation whose relations hold
+  at least `DISTRIBUTED_MIN_BYTES` in their SSTs, when a compute node can run it; local otherwise.
+  RisingWave's auto mode likewise sends point queries to local execution and the rest to distributed.
+
+A query runs distributed only if every relation it reads is a user table or materialized view (no
+system catalog, view or table function) and Spark can analyze it; in auto mode anything else runs
+locally, with ``query_mode = distributed`` it fails with 0A000 naming the reason.
+
+Compiling for Spark (`compile_for_spark`): the relations are renamed to the temporary views the
+compute node registers, the columns are qualified and typed with the relations' schemas (sqlglot's
+``qualify`` and ``annotate_types``), integer ``/`` becomes Spark's ``DIV`` (PostgreSQL divides
+integers as integers, Spark as doubles; sqlglot alone would truncate the double quotient, inexact
+past 2**53), and the tree is written in Spark's dialect (sqlglot also spells out PostgreSQL's NULL
+ordering). Spark runs in ANSI mode: overflow and division by zero fail, as in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from frontend.binder import CatalogReader, ident
+from frontend.catalog.rewrite import name_outputs
+from frontend.parser import DIALECT
+from risingspark.batch_query import BatchRelation, NotDistributable
+from risingspark.catalog import RelationKind
+from risingspark.errors import FeatureNotSupported
+
+DISTRIBUTED_MIN_BYTES = 256 << 20
+
+_INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
+
+
+class DistributedRunner(Protocol):
+    """A compute node's Spark application, as the frontend sees it (`compute.batch_query`)."""
+
+    def run(self, sql: str, relations: list[BatchRelation], cancel=None) -> pa.Table: ...
+
+    def explain(self, sql: str, relations: list[BatchRelation]) -> str: ...
+
+
+@dataclass(frozen=True)
+class SparkQuery:
+    sql: str
+    relations: list[BatchRelation]
+    input_bytes: int
+
+
+def is_heavy(query: exp.Expression) -> bool:
+    """A join or an aggregation: what auto mode sends to Spark when its inputs are big."""
+    return any(isinstance(n, exp.Join | exp.Group | exp.AggFunc) for n in query.walk())
+
+
+def choose_distributed(mode: str, query: exp.Expression, input_bytes: int, runner_available: bool) -> bool:
+    """Whether a query runs distributed (see the module doc); `mode` is ``query_mode``'s value.
+
+    >>> q = exp.select("count(*)").from_("t")
+    >>> [choose_distributed("auto", q, n, True) for n in (1 << 20, 1 << 30)], choose_distributed("auto", q, 1 << 30, False)
+    ([False, True], False)
+    """
+    if mode == "local":
+        return False
+    if mode == "distributed":
+        if not runner_available:
+            raise FeatureNotSupported("distributed query mode needs a compute node in the frontend's process (the "
+                                      "playground); this frontend runs queries in local mode only")
+        return True
+    return runner_available and input_bytes >= DISTRIBUTED_MIN_BYTES and is_heavy(query)
+
+
+def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) -> SparkQuery:
+    """The query in Spark SQL and the relations it reads at the pinned `version`; raises
+    NotDistributable for a query that reads anything but tables and materialized views."""
+    query = name_outputs(query.copy())
+    ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
+    relations: dict[int, BatchRelation] = {}
+    schema: dict[str, object] = {}
+    for table in list(query.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier):
+            raise NotDistributable(f"distributed query mode does not run table functions: {table.sql()}")
+        name = ident(table.this)
+        if not table.args.get("db") and name in ctes:
+            continue
+        ref = catalog.resolve(table)
+        rel = ref.relation
+        if rel is None:
+            raise NotDistributable(f'distributed query mode does not read system tables: "{ref.schema}.{ref.name}"')
+        if rel.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW) or rel.is_creating:
+            raise NotDistributable(f'distributed query mode reads tables and materialized views only: "{rel.name}"')
+        if rel.id not in relations:
+            visible = [f for f in rel.fields if not f.hidden]
+            desc = rel.table_desc
+            view = f"__rel_{len(relations)}"
+            relations[rel.id] = BatchRelation(view, desc, tuple(version.ssts(desc.table_id)), version.committed_epoch,
+                                              tuple(f.name for f in visible))
+            schema[view] = {f.name: f.type.to_duckdb() for f in visible}
+        alias = table.args.get("alias")
+        table.set("this", exp.to_identifier(relations[rel.id].view))
+        table.set("db", None)
+        table.set("catalog", None)
+        if alias is None:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+    try:
+        typed = annotate_types(qualify(query, schema=schema, dialect=DIALECT, quote_identifiers=True,
+                                       validate_qualify_columns=False), schema=schema)
+    except OptimizeError as e:
+        raise NotDistributable(f"distributed query mode cannot run this query: {e}") from None
+    for div in list(typed.find_all(exp.Div)):
+        if div.this.type is not None and div.expression.type is not None and \
+                div.this.type.this in _INTEGERS and div.expression.type.this in _INTEGERS:
+            div.replace(exp.IntDiv(this=div.this, expression=div.expression))
+    input_bytes = sum(s.size_bytes for r in relations.values() for s in r.ssts)
+    return SparkQuery(typed.sql(dialect="spark"), list(relations.values()), input_bytes)

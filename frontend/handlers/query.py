@@ -1,0 +1,101 @@
+"""A client's SELECT, run in the mode ``query_mode`` picks (`frontend.distributed`), and its EXPLAIN.
+
+Local mode runs it in the frontend (`Session.run_batch`); distributed mode compiles it for Spark and
+runs it on the frontend's `DistributedRunner` at a pinned version. In auto mode a query Spark cannot
+run (a system table, a view, a function Spark lacks) runs locally; with ``query_mode = distributed``
+it fails with 0A000 naming why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from sqlglot import exp
+
+from frontend.batch import normalize
+from frontend.distributed import choose_distributed, compile_for_spark, is_heavy
+from frontend.key_query import match_key_query
+from frontend.pgwire.api import ColumnDesc, StatementResult
+from risingspark.batch_query import NotDistributable
+from risingspark.errors import FeatureNotSupported
+from risingspark.types import VARCHAR
+
+if TYPE_CHECKING:
+    from frontend.session import Session
+
+
+def run_query(session: Session, query: exp.Expression) -> pa.Table:
+    """The rows of a client's SELECT (or VALUES), in the session's query mode."""
+    runner = session.frontend.distributed
+    mode = session.vars.get("query_mode")
+    if mode == "distributed" and runner is None:
+        choose_distributed(mode, query, 0, False)  # raises: no compute node to run it
+    if mode == "local" or (mode == "auto" and (runner is None or not is_heavy(query))):
+        return session.run_batch(query)
+    meta = session.frontend.meta
+    reader = session.catalog_reader()
+    version = meta.pin_version()
+    try:
+        try:
+            compiled = compile_for_spark(query, reader, version)
+        except NotDistributable:
+            if mode == "distributed":
+                raise
+            return session.run_batch(query)
+        if not choose_distributed(mode, query, compiled.input_bytes, True):
+            return session.run_batch(query)
+        assert runner is not None
+        try:
+            return normalize(runner.run(compiled.sql, compiled.relations, session.cancel_event))
+        except NotDistributable:
+            if mode == "distributed":
+                raise
+            return session.run_batch(query)
+    finally:
+        meta.unpin_version(version)
+
+
+def explain_query(session: Session, query: exp.Expression) -> StatementResult:
+    """EXPLAIN of a SELECT: the mode it runs in and how (a key lookup, DuckDB, or Spark's stages)."""
+    lines = _plan_lines(session, query)
+    return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
+
+
+def _plan_lines(session: Session, query: exp.Expression) -> list[str]:
+    runner = session.frontend.distributed
+    mode = session.vars.get("query_mode")
+    reader = session.catalog_reader()
+    if mode != "local" and runner is not None and (mode == "distributed" or is_heavy(query)):
+        meta = session.frontend.meta
+        version = meta.pin_version()
+        try:
+            try:
+                compiled = compile_for_spark(query, reader, version)
+                distributed = choose_distributed(mode, query, compiled.input_bytes, True)
+            except NotDistributable as e:
+                if mode == "distributed":
+                    raise
+                distributed, reason = False, e.message
+            else:
+                reason = f"inputs {compiled.input_bytes} bytes"
+            if distributed:
+                return [f"Distributed mode: Spark ({reason})", f"Spark SQL: {compiled.sql}",
+                        *runner.explain(compiled.sql, compiled.relations).splitlines()]
+        finally:
+            meta.unpin_version(version)
+    elif mode == "distributed":
+        choose_distributed(mode, query, 0, False)  # raises: no compute node to run it
+    key = match_key_query(query, reader)
+    if key is not None:
+        desc = key.desc
+        names = desc.pk_names[:len(key.keys)]
+        return [f"Local mode: key lookup in state table {desc.table_id} by ({', '.join(names)})"
+                + (f" LIMIT {key.limit}" if key.limit is not None else "")]
+    return ["Local mode: DuckDB over the relations read at the pinned version"]
+
+
+def explain(session: Session, inner: exp.Expression) -> StatementResult:
+    if isinstance(inner, exp.Select | exp.Union | exp.Values):
+        return explain_query(session, inner)
+    raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")

@@ -1,0 +1,35 @@
+"""What a distributed batch query sends to the compute node that runs it (`compute.batch_query`):
+the query in Spark SQL and, per relation it reads, where the relation's rows are at the frontend's
+pinned version. Shared by the frontend, which builds it, and compute, which runs it (and by the RPC
+between them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from risingspark.errors import FeatureNotSupported
+from risingspark.storage.desc import SstableInfo, StateTableDesc
+
+
+@dataclass(frozen=True)
+class BatchRelation:
+    """One relation of a distributed query.
+
+    Attributes:
+        view: the name the query's SQL reads it by (a temporary view of the query's Spark session).
+        desc: the layout of the relation's state table.
+        ssts: its SSTs in the pinned version.
+        epoch: the pinned version's committed epoch: the rows as of it are read.
+        columns: the columns the view has (the relation's visible columns), in order.
+    """
+
+    view: str
+    desc: StateTableDesc
+    ssts: tuple[SstableInfo, ...]
+    epoch: int
+    columns: tuple[str, ...]
+
+
+class NotDistributable(FeatureNotSupported):
+    """The query cannot run in distributed mode: it reads something Spark is not given (a system
+    table, a view) or uses a form Spark cannot analyze (the message says which)."""

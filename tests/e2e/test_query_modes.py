@@ -1,0 +1,115 @@
+"""Batch queries in local and distributed mode (``SET query_mode``) give PostgreSQL's answers:
+joins, aggregations, integer division, NULL ordering, a CTE, a subquery, over tables and an MV; and
+key queries. EXPLAIN names the mode; a distributed query is cancelled by the statement timeout and
+the session goes on; what distributed mode cannot run fails with 0A000 there and runs in auto mode."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from conftest import PlaygroundProcess, unique_name
+from support.oracle import copy_table, rows_of
+
+pytestmark = pytest.mark.e2e
+
+QUERIES = [
+    "SELECT o.id, o.amount, c.name FROM {o} o JOIN {c} c ON o.cid = c.id",
+    "SELECT c.tier, count(*) AS n, sum(o.amount) AS total, min(o.amount), max(c.name) FROM {o} o "
+    "JOIN {c} c ON o.cid = c.id GROUP BY c.tier",
+    "SELECT o.cid, sum(o.amount) / count(*) AS per, o.cid / 3 AS third, -o.amount / 7 AS neg FROM {o} o "
+    "GROUP BY o.cid, o.amount",
+    "SELECT o.id, c.name FROM {o} o LEFT JOIN {c} c ON o.cid = c.id ORDER BY c.name, o.id LIMIT 40",
+    "WITH big AS (SELECT cid, sum(amount) AS s FROM {o} GROUP BY cid) "
+    "SELECT c.name, big.s FROM big JOIN {c} c ON big.cid = c.id WHERE big.s > 100",
+    "SELECT id FROM {o} WHERE cid IN (SELECT id FROM {c} WHERE tier = 1) AND amount BETWEEN 10 AND 60",
+    "SELECT tier, n FROM {m}",
+    "SELECT count(DISTINCT cid) AS d, count(cid) AS nn, count(*) AS a FROM {o}",
+]
+
+
+def _modes(conn: psycopg.Connection, query: str) -> dict[str, list[tuple]]:
+    out = {}
+    for mode in ("local", "distributed"):
+        conn.execute(f"SET query_mode = {mode}")
+        out[mode] = rows_of(conn, query)
+    conn.execute("SET query_mode = auto")
+    return out
+
+
+def test_local_and_distributed_modes_answer_as_postgres(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    o, c, m = unique_name("qm_ord"), unique_name("qm_cust"), unique_name("qm_tiers")
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        conn.execute(f"CREATE TABLE {o} (id INT PRIMARY KEY, cid INT, amount INT)")
+        conn.execute(f"CREATE TABLE {c} (id INT PRIMARY KEY, name VARCHAR, tier INT)")
+        conn.execute(f"INSERT INTO {o} SELECT i, CASE WHEN i % 13 = 0 THEN NULL ELSE i % 11 END, i % 97 "
+                     f"FROM generate_series(1, 2000) AS s(i)")
+        conn.execute(f"INSERT INTO {c} SELECT i, CASE WHEN i % 4 = 0 THEN NULL ELSE 'c' || i END, i % 3 "
+                     f"FROM generate_series(1, 9) AS s(i)")
+        conn.execute(f"CREATE MATERIALIZED VIEW {m} AS SELECT tier, count(*) AS n FROM {c} GROUP BY tier")
+        conn.execute(f"UPDATE {o} SET amount = amount + 1 WHERE id % 5 = 0")
+        conn.execute(f"DELETE FROM {o} WHERE id % 17 = 0")
+        conn.execute("FLUSH")
+        for t in (o, c):
+            copy_table(conn, pg, t)
+        pg.execute(f"CREATE VIEW {m} AS SELECT tier, count(*) AS n FROM {c} GROUP BY tier")
+        for q in QUERIES:
+            sql = q.format(o=o, c=c, m=m)
+            want = rows_of(pg, sql)
+            got = _modes(conn, sql)
+            assert got["local"] == want, sql
+            assert got["distributed"] == want, sql
+        # a key query, in both modes
+        for mode in ("local", "distributed"):
+            conn.execute(f"SET query_mode = {mode}")
+            assert conn.execute(f"SELECT cid, amount FROM {o} WHERE id = %s", (22,)).fetchall() == \
+                pg.execute(f"SELECT cid, amount FROM {o} WHERE id = %s", (22,)).fetchall()
+
+
+def test_explain_names_the_mode(playground: PlaygroundProcess) -> None:
+    t = unique_name("qm_explain")
+    with playground.connect() as conn:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, g INT)")
+        conn.execute(f"INSERT INTO {t} VALUES (1, 1), (2, 1)")
+        conn.execute("FLUSH")
+
+        def plan(sql: str) -> str:
+            return "\n".join(r[0] for r in conn.execute(f"EXPLAIN {sql}").fetchall())
+
+        assert plan(f"SELECT g FROM {t} WHERE id = 1").startswith("Local mode: key lookup")
+        assert plan(f"SELECT g, count(*) FROM {t} GROUP BY g").startswith("Local mode: DuckDB")  # small inputs
+        conn.execute("SET query_mode = distributed")
+        text = plan(f"SELECT g, count(*) FROM {t} GROUP BY g")
+        assert text.startswith("Distributed mode: Spark") and "HashAggregate" in text
+        assert rows_of(conn, f"SELECT g, count(*) FROM {t} GROUP BY g") == [(1, 2)]
+
+
+def test_what_distributed_mode_cannot_run(playground: PlaygroundProcess) -> None:
+    t = unique_name("qm_sys")
+    with playground.connect() as conn:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY)")
+        conn.execute(f"INSERT INTO {t} VALUES (1)")
+        conn.execute("FLUSH")
+        conn.execute("SET query_mode = distributed")
+        with pytest.raises(psycopg.errors.FeatureNotSupported, match="system tables"):
+            conn.execute("SELECT count(*) FROM pg_class JOIN pg_namespace n ON relnamespace = n.oid")
+        conn.execute("SET query_mode = auto")
+        assert conn.execute("SELECT count(*) > 0 FROM pg_class JOIN pg_namespace n ON relnamespace = n.oid"
+                            ).fetchone() == (True,)
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="query_mode"):
+            conn.execute("SET query_mode = remote")
+        assert conn.execute("SHOW query_mode").fetchone() == ("auto",)
+
+
+def test_a_distributed_query_times_out_and_the_session_goes_on(playground: PlaygroundProcess) -> None:
+    t = unique_name("qm_slow")
+    with playground.connect() as conn:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY)")
+        conn.execute(f"INSERT INTO {t} SELECT i FROM generate_series(1, 3000) AS s(i)")
+        conn.execute("FLUSH")
+        conn.execute("SET query_mode = distributed")
+        conn.execute("SET statement_timeout = '2s'")
+        with pytest.raises(psycopg.errors.QueryCanceled, match="statement timeout"):
+            conn.execute(f"SELECT count(*) FROM {t} a, {t} b, {t} c WHERE a.id + b.id + c.id = -1")
+        conn.execute("SET statement_timeout = 0")
+        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (3000,)

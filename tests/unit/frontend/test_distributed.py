@@ -1,0 +1,95 @@
+"""Query modes (`frontend.distributed`): which mode a query runs in, and its compilation for Spark
+(relations renamed to the views the compute node registers, PostgreSQL's integer division and NULL
+ordering kept, what Spark is not given refused). The e2e test `tests/e2e/test_query_modes.py` runs the
+compiled queries on Spark against PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from catalog_session import EVENTS, ORDERS, SUMMARY, creating, make_session
+
+from frontend.distributed import DISTRIBUTED_MIN_BYTES, choose_distributed, compile_for_spark, is_heavy
+from frontend.parser import DIALECT
+from risingspark.batch_query import NotDistributable
+from risingspark.errors import FeatureNotSupported, InvalidParameterValue
+from risingspark.storage.desc import HummockVersion, SstableInfo, SubLevel, TableLevels
+
+
+def parse(sql: str):
+    return sqlglot.parse_one(sql, read=DIALECT)
+
+
+def sst(table_id: int, size: int) -> SstableInfo:
+    return SstableInfo(f"t{table_id}-{size}.parquet", table_id, 0, 1, 0, 255, 1, 1, 10, 0, size)
+
+
+VERSION = HummockVersion(3, 42, {
+    ORDERS.id: TableLevels(ORDERS.id, (SubLevel(1, (sst(ORDERS.id, 300 << 20),)),)),
+    SUMMARY.id: TableLevels(SUMMARY.id, (SubLevel(1, (sst(SUMMARY.id, 1 << 20),)),)),
+})
+
+
+def test_modes():
+    join = parse("SELECT o.id FROM orders o JOIN summary s ON o.customer = s.customer")
+    point = parse("SELECT note FROM orders WHERE id = 1")
+    assert is_heavy(join) and is_heavy(parse("SELECT count(*) FROM orders")) and not is_heavy(point)
+    assert not choose_distributed("local", join, 1 << 40, True)
+    assert choose_distributed("distributed", point, 0, True)
+    assert choose_distributed("auto", join, DISTRIBUTED_MIN_BYTES, True)
+    assert not choose_distributed("auto", join, DISTRIBUTED_MIN_BYTES - 1, True)
+    assert not choose_distributed("auto", point, 1 << 40, True)  # a point query stays local
+    assert not choose_distributed("auto", join, 1 << 40, False)  # no compute node: local
+    with pytest.raises(FeatureNotSupported, match="needs a compute node"):
+        choose_distributed("distributed", join, 0, False)
+
+
+def test_compiled_for_spark():
+    reader = make_session().catalog_reader()
+    q = compile_for_spark(parse(
+        "SELECT s.customer, count(*), sum(o.id) / count(*) AS per, o.customer / 2.0 AS half "
+        "FROM orders o JOIN summary s ON o.customer = s.customer WHERE o.note IS NOT NULL "
+        "GROUP BY s.customer, o.customer ORDER BY 1"), reader, VERSION)
+    assert [(r.view, r.desc.table_id, r.epoch, r.columns) for r in q.relations] == [
+        ("__rel_0", ORDERS.id, 42, ("id", "customer", "amount", "note", "created_at")),
+        ("__rel_1", SUMMARY.id, 42, ("customer", "n")),
+    ]
+    assert q.relations[0].ssts == tuple(VERSION.ssts(ORDERS.id))
+    assert q.input_bytes == (300 << 20) + (1 << 20)
+    assert "FROM `__rel_0` AS `o` JOIN `__rel_1` AS `s`" in q.sql
+    assert "SUM(`o`.`id`) DIV COUNT(*) AS `per`" in q.sql  # integers divide as integers
+    assert "`o`.`customer` / 2.0 AS `half`" in q.sql
+    assert "COUNT(*) AS `count`" in q.sql  # PostgreSQL's output name
+    assert q.sql.endswith("NULLS LAST")  # PostgreSQL puts NULLs last
+
+
+def test_a_cte_and_a_self_join_read_each_relation_once():
+    reader = make_session().catalog_reader()
+    q = compile_for_spark(parse("WITH c AS (SELECT customer FROM orders) SELECT a.id FROM orders a "
+                                "JOIN orders b ON a.id = b.id JOIN c ON c.customer = a.customer"), reader, VERSION)
+    assert [r.view for r in q.relations] == ["__rel_0"]
+
+
+@pytest.mark.parametrize(("sql", "reason"), [
+    ("SELECT count(*) FROM pg_class", "system tables"),
+    ("SELECT * FROM generate_series(1, 3)", "table functions"),
+])
+def test_what_is_not_distributable(sql, reason):
+    with pytest.raises(NotDistributable, match=reason):
+        compile_for_spark(parse(sql), make_session().catalog_reader(), VERSION)
+
+
+def test_a_creating_mv_is_not_read():
+    session = make_session([ORDERS, EVENTS, creating(SUMMARY)])
+    with pytest.raises(NotDistributable, match="summary"):
+        compile_for_spark(parse("SELECT * FROM summary"), session.catalog_reader(), VERSION)
+
+
+def test_the_session_variable():
+    session = make_session()
+    assert session.vars.get("query_mode") == "auto"
+    session.vars.set("query_mode", "Distributed")
+    assert session.vars.get("query_mode") == "distributed"
+    with pytest.raises(InvalidParameterValue, match="query_mode") as e:
+        session.vars.set("query_mode", "remote")
+    assert e.value.hint == "Available values: auto, local, distributed."
