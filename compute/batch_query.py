@@ -129,6 +129,43 @@ class SparkBatchRunner:
             raise _translate(e) from None
 
 
+class BatchQueryService:
+    """The compute node's RPCs of distributed queries for frontends in processes of their own
+    (`frontend.remote_runner`): run one (rows as an Arrow IPC stream), cancel one, explain one."""
+
+    def __init__(self, runner: SparkBatchRunner) -> None:
+        self.runner = runner
+        self._running: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def methods(self) -> dict:
+        return {"run_batch_query": self.run, "cancel_batch_query": self.cancel, "explain_batch_query": self.explain}
+
+    def run(self, query_id: str, sql: str, relations: list[BatchRelation]) -> bytes:
+        cancel = threading.Event()
+        with self._lock:
+            self._running[query_id] = cancel
+        try:
+            table = self.runner.run(sql, relations, cancel)
+        finally:
+            with self._lock:
+                self._running.pop(query_id, None)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return sink.getvalue().to_pybytes()
+
+    def cancel(self, query_id: str) -> bool:
+        with self._lock:
+            event = self._running.get(query_id)
+        if event is not None:
+            event.set()
+        return event is not None
+
+    def explain(self, sql: str, relations: list[BatchRelation]) -> str:
+        return self.runner.explain(sql, relations)
+
+
 _ERRORS: tuple[tuple[str, type[RisingSparkError], str | None], ...] = (
     ("DIVIDE_BY_ZERO", DivisionByZero, "division by zero"),
     ("ARITHMETIC_OVERFLOW", NumericValueOutOfRange, None),

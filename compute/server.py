@@ -1,7 +1,9 @@
 """`risingspark compute`: a compute node as a process of its own.
 
 It starts its Spark application (``--spark-master local[N]`` or ``spark://host:7077``), serves the
-barrier RPCs meta sends (``run_epoch``, ``reset``) plus ``/api/health`` and ``/metrics``, and
+barrier RPCs meta sends (``run_epoch``, ``reset``), the distributed batch queries of frontends
+(``run_batch_query``, ``cancel_batch_query``, ``explain_batch_query``: `compute.batch_query`) plus
+``/api/health`` and ``/metrics``, and
 registers with meta, heartbeating until it stops. The object store URL comes from meta unless set
 here; it must be readable by every Spark executor (a shared directory, or S3).
 """
@@ -76,6 +78,7 @@ def export_process_metrics(node: str, stop: threading.Event, interval_s: float =
 
 
 def run_compute(cfg: ComputeConfig) -> int:
+    from compute.batch_query import BatchQueryService, SparkBatchRunner
     from compute.metrics import set_node
     from compute.node import CacheBudgets, ComputeNode
     from compute.spark import SparkSettings, create_spark_session
@@ -105,7 +108,18 @@ def run_compute(cfg: ComputeConfig) -> int:
         if node is not None:
             node.reset()
 
-    mount_rpc(app, {"run_epoch": run_epoch, "reset": reset})
+    batch: list[BatchQueryService] = []  # (built with the node: the object store comes from meta)
+
+    def batch_call(name: str):
+        def call(*args):
+            if not started.wait(60) or not batch:
+                raise RuntimeError("the compute node is still starting")
+            return batch[0].methods()[name](*args)
+        return call
+
+    mount_rpc(app, {"run_epoch": run_epoch, "reset": reset,
+                    **{name: batch_call(name) for name in ("run_batch_query", "cancel_batch_query",
+                                                           "explain_batch_query")}})
     http = HttpServer(app, cfg.host, cfg.port, "compute-http")
     http.start()
     parallelism = cfg.parallelism or spark.sparkContext.defaultParallelism
@@ -122,6 +136,7 @@ def run_compute(cfg: ComputeConfig) -> int:
         store = ObjectStore(cfg.object_store_url or session.object_store_url)
         node = ComputeNode(spark, store, parallelism=cfg.parallelism,
                            caches=CacheBudgets(cfg.state_cache_mb, cfg.block_cache_mb))
+        batch.append(BatchQueryService(SparkBatchRunner(spark, store.url)))
         started.set()
         session.start()
         print(f"{READY}: {session.address} (node {session.node_id}, Spark {cfg.spark_master}, "

@@ -21,6 +21,7 @@ READY = "RisingSpark frontend is ready"
 def run_frontend(cfg: FrontendConfig) -> int:
     from frontend.pgwire.auth import PasswordAuth
     from frontend.pgwire.server import PgServer
+    from frontend.remote_runner import RemoteBatchRunner
     from frontend.session import Frontend
     from meta.client import MetaClient, MetaSession
     from risingspark.runtime import HttpServer, health_app
@@ -35,8 +36,9 @@ def run_frontend(cfg: FrontendConfig) -> int:
     session.register()
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
     auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
-    frontend = Frontend(MetaClient(session), store, cache_bytes=cfg.block_cache_mb << 20,
-                        users=tuple(auth.users) if auth else ())
+    meta = MetaClient(session)
+    frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
+                        users=tuple(auth.users) if auth else (), distributed=RemoteBatchRunner(meta))
     session.start()
 
     async def serve() -> None:

@@ -175,6 +175,10 @@ class MetaClient:
     def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
         return self.rpc.call("submit_dml_batches", batches)
 
+    def compute_nodes(self) -> list[str]:
+        """Addresses of the live compute nodes of the default resource group."""
+        return self.rpc.call("compute_nodes")
+
     def flush(self, timeout: float | None = None) -> int:
         return self.rpc.call("flush", timeout, timeout_s=None)
 

@@ -18,7 +18,7 @@ from meta.catalog import CatalogSnapshot
 from meta.cluster import ClusterManager, WorkerNode
 from meta.compaction.picker import CompactionTask
 from meta.service import MetaService
-from risingspark.catalog import JobStatus, RelationCatalog
+from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatalog
 from risingspark.errors import QueryCanceled
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
 
@@ -52,10 +52,16 @@ class MetaRpc:
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "compaction_config": lambda: m.compaction.config,
+            "compute_nodes": self.compute_nodes,
             "compaction_next_task": self.compaction_next_task, "compaction_report": self.compaction_report,
         }
 
     # ---- workers ------------------------------------------------------------------------------
+    def compute_nodes(self) -> list[str]:
+        """The addresses of the live compute nodes of the default resource group (where frontends
+        run distributed queries: `frontend.remote_runner`)."""
+        return [n.address for n in self.cluster.workers("compute", DEFAULT_RESOURCE_GROUP)]
+
     def register(self, kind: str, address: str, resource_group: str, parallelism: int,
                  pid: int = 0) -> dict[str, Any]:
         node = self.cluster.register(kind, address, resource_group, parallelism, pid)

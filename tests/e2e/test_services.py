@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from support.cluster import LocalCluster
-from support.oracle import assert_same, copy_table
+from support.oracle import assert_same, copy_table, rows_of
 
 pytestmark = pytest.mark.e2e
 
@@ -71,6 +71,25 @@ def test_two_frontends_serve_one_cluster(cluster: LocalCluster, oracle_dsn: str)
         assert assert_same(a, pg, "per_customer", query) == 8
         assert assert_same(b, pg, "per_customer", query) == 8
         assert a.execute("SELECT count(*) FROM orders").fetchone() == (4901,)
+
+
+def test_a_frontend_runs_distributed_queries_on_the_compute_node(cluster: LocalCluster, oracle_dsn: str) -> None:
+    fe = _frontends(cluster)[0]
+    with cluster.connect(fe) as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        conn.execute("CREATE TABLE dq_items (id INT PRIMARY KEY, g INT, v INT)")
+        conn.execute("INSERT INTO dq_items SELECT i, i % 5, i % 13 FROM generate_series(1, 3000) AS s(i)")
+        conn.execute("FLUSH")
+        copy_table(conn, pg, "dq_items")
+        query = "SELECT a.g, count(*) AS n, sum(b.v) / count(*) AS q FROM dq_items a JOIN dq_items b ON a.id = b.id + 1 GROUP BY a.g"
+        conn.execute("SET query_mode = distributed")
+        assert rows_of(conn, query) == rows_of(pg, query)
+        plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query}").fetchall())
+        assert plan.startswith("Distributed mode: Spark") and "HashAggregate" in plan
+        conn.execute("SET statement_timeout = '2s'")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT count(*) FROM dq_items a, dq_items b, dq_items c WHERE a.v + b.v + c.id = -1")
+        conn.execute("SET statement_timeout = 0")
+        assert conn.execute("SELECT count(*) FROM dq_items").fetchone() == (3000,)
 
 
 def test_errors_keep_their_sqlstate_across_services(cluster: LocalCluster) -> None:
