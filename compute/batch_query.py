@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
@@ -97,11 +98,11 @@ class SparkBatchRunner:
         cancelled = threading.Event()
 
         def watch() -> None:
+            # every tick once cancelled: a job submitted after a cancel (the next stage's) is cancelled too
             while not done.wait(CANCEL_POLL_S):
                 if cancel is not None and cancel.is_set():
                     cancelled.set()
                     sc.cancelJobGroup(group)
-                    return
 
         sc.setJobGroup(group, "batch query", interruptOnCancel=True)
         watcher = threading.Thread(target=watch, name="batch-query-cancel", daemon=True)
@@ -109,7 +110,10 @@ class SparkBatchRunner:
         try:
             if cancel is not None and cancel.is_set():
                 raise QueryCanceled("canceling statement due to user request")
-            return df.toArrow()
+            rows = df.toArrow()
+            if cancel is not None and cancel.is_set():  # cancelled as it finished: no rows
+                raise QueryCanceled("canceling statement due to user request")
+            return rows
         except RisingSparkError:
             raise
         except Exception as e:
@@ -119,8 +123,8 @@ class SparkBatchRunner:
         finally:
             done.set()
             watcher.join()
-            sc.setLocalProperty("spark.jobGroup.id", None)
-            sc.setLocalProperty("spark.job.description", None)
+            for prop in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+                sc.setLocalProperty(prop, None)
 
     def _analyzed(self, session, sql: str):
         try:
@@ -133,10 +137,14 @@ class BatchQueryService:
     """The compute node's RPCs of distributed queries for frontends in processes of their own
     (`frontend.remote_runner`): run one (rows as an Arrow IPC stream), cancel one, explain one."""
 
+    MAX_RUNNING = 8  # queries at once: the RPC threads are shared with the barriers' run_epoch
+
     def __init__(self, runner: SparkBatchRunner) -> None:
         self.runner = runner
         self._running: dict[str, threading.Event] = {}
+        self._cancelled: OrderedDict[str, None] = OrderedDict()  # cancels that came before their query
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.MAX_RUNNING)
 
     def methods(self) -> dict:
         return {"run_batch_query": self.run, "cancel_batch_query": self.cancel, "explain_batch_query": self.explain}
@@ -145,8 +153,12 @@ class BatchQueryService:
         cancel = threading.Event()
         with self._lock:
             self._running[query_id] = cancel
+            if query_id in self._cancelled:
+                del self._cancelled[query_id]
+                cancel.set()
         try:
-            table = self.runner.run(sql, relations, cancel)
+            with self._slots:
+                table = self.runner.run(sql, relations, cancel)
         finally:
             with self._lock:
                 self._running.pop(query_id, None)
@@ -156,8 +168,13 @@ class BatchQueryService:
         return sink.getvalue().to_pybytes()
 
     def cancel(self, query_id: str) -> bool:
+        """Cancel a query, running or not yet arrived (a cancel may overtake its query)."""
         with self._lock:
             event = self._running.get(query_id)
+            if event is None:
+                self._cancelled[query_id] = None
+                while len(self._cancelled) > 1000:
+                    self._cancelled.popitem(last=False)
         if event is not None:
             event.set()
         return event is not None

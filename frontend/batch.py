@@ -90,13 +90,15 @@ class BatchEngine:
         return table
 
     def run(self, query: exp.Expression, ctx: QueryContext, *, cancel: threading.Event | None = None,
-            full_relations: bool = False) -> pa.Table:
-        """Run a SELECT (or VALUES) and return its rows, with Postgres' column names."""
+            full_relations: bool = False, schema_only: bool = False) -> pa.Table:
+        """Run a SELECT (or VALUES) and return its rows, with Postgres' column names. With
+        `schema_only` the tables and MVs it reads are empty: what it returns is its result's schema
+        (a statement's description, the types distributed mode conforms to), with no relation read."""
         query = query.copy()
         con = self._db.cursor()
         try:
             query = rewrite(name_outputs(query), ctx.rewrite)
-            _register_relations(self, con, query, ctx, full_relations)
+            _register_relations(self, con, query, ctx, full_relations, schema_only)
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
             watch = self._watcher.watch(con, cancel)
@@ -176,7 +178,7 @@ class _CancelWatcher:
 
 
 def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, query: exp.Expression,
-                        ctx: QueryContext, full: bool) -> None:
+                        ctx: QueryContext, full: bool, schema_only: bool = False) -> None:
     ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
     registered: dict[tuple[str, str], str] = {}
     tables = list(query.find_all(exp.Table))
@@ -197,7 +199,10 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
         if key not in registered:
             reg = f"__rel_{len(registered)}"
             if ref.relation is not None and ref.relation.kind is RelationKind.VIEW:
-                data = _view_rows(engine, ref.relation, ctx)
+                data = _view_rows(engine, ref.relation, ctx, schema_only)
+            elif ref.relation is not None and ref.relation.kind is not RelationKind.INDEX and schema_only:
+                fields = ref.relation.fields if full else [f for f in ref.relation.fields if not f.hidden]
+                data = pa.schema([pa.field(f.name, f.type.to_arrow()) for f in fields]).empty_table()
             elif ref.relation is not None and ref.relation.kind is RelationKind.INDEX:
                 raise WrongObjectType(f'"{ref.name}" is an index')
             elif ref.relation is not None:
@@ -217,11 +222,12 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
 
 
-def _view_rows(engine: BatchEngine, view: RelationCatalog, ctx: QueryContext) -> pa.Table:
+def _view_rows(engine: BatchEngine, view: RelationCatalog, ctx: QueryContext, schema_only: bool = False) -> pa.Table:
     """A view's rows: its stored (schema-qualified) query run at the same pinned version."""
     from frontend.handlers.views import QUERY
 
-    rows = engine.run(cast(exp.Expression, sqlglot.parse_one(view.extra[QUERY], read="postgres")), ctx)
+    rows = engine.run(cast(exp.Expression, sqlglot.parse_one(view.extra[QUERY], read="postgres")), ctx,
+                      schema_only=schema_only)
     return rows.rename_columns([f.name for f in view.fields][:rows.num_columns])
 
 

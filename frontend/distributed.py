@@ -16,10 +16,14 @@ locally, with ``query_mode = distributed`` it fails with 0A000 naming the reason
 
 Compiling for Spark (`compile_for_spark`): the relations are renamed to the temporary views the
 compute node registers, the columns are qualified and typed with the relations' schemas (sqlglot's
-``qualify`` and ``annotate_types``), integer ``/`` becomes Spark's ``DIV`` (PostgreSQL divides
-integers as integers, Spark as doubles; sqlglot alone would truncate the double quotient, inexact
-past 2**53), and the tree is written in Spark's dialect (sqlglot also spells out PostgreSQL's NULL
-ordering). Spark runs in ANSI mode: overflow and division by zero fail, as in PostgreSQL.
+``qualify`` and ``annotate_types``), integer ``/`` becomes Spark's ``DIV`` cast to PostgreSQL's
+result type (PostgreSQL divides integers as integers, Spark as doubles; sqlglot alone would truncate
+the double quotient, inexact past 2**53), a sum of bigints is a sum of numerics (as PostgreSQL's), and
+the tree is written in Spark's dialect (sqlglot also spells out PostgreSQL's NULL ordering). Only
+functions whose Spark meaning is PostgreSQL's are sent (`_SAME_FUNCTIONS`); Spark runs in ANSI
+mode: overflow and division by zero fail, as in PostgreSQL. The result is cast to the types the
+local mode gives the same query (`Session.result_schema`), so a statement is described the same
+whichever mode runs it.
 """
 
 from __future__ import annotations
@@ -82,6 +86,27 @@ def choose_distributed(mode: str, query: exp.Expression, input_bytes: int, runne
     return runner_available and input_bytes >= DISTRIBUTED_MIN_BYTES and is_heavy(query)
 
 
+# Functions whose Spark meaning is PostgreSQL's (for the types the frontend gives them); a query
+# calling any other (current_user, version(), substring, round on doubles, concat with NULLs, date
+# functions with time zones...) is not distributable: auto mode runs it locally.
+_SAME_FUNCTIONS: tuple[type[exp.Expression], ...] = (
+    exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.Cast, exp.Coalesce, exp.Case, exp.If, exp.Nullif,
+    exp.Abs, exp.Lower, exp.Upper, exp.Length, exp.Greatest, exp.Least,
+    exp.Connector, exp.Exists,  # (AND, OR and EXISTS are functions to sqlglot)
+)
+
+
+def _check_functions(query: exp.Expression) -> None:
+    for node in query.walk():
+        if isinstance(node, exp.Window | exp.Interval) or (isinstance(node, exp.Func) and
+                                                           not isinstance(node, _SAME_FUNCTIONS)):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()) if isinstance(node, exp.Func) \
+                else type(node).__name__
+            name = name.lower()
+            raise NotDistributable(f"distributed query mode does not run {name}: its Spark meaning is not "
+                                   "PostgreSQL's")
+
+
 def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) -> SparkQuery:
     """The query in Spark SQL and the relations it reads at the pinned `version`; raises
     NotDistributable for a query that reads anything but tables and materialized views."""
@@ -119,9 +144,17 @@ def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) ->
                                        validate_qualify_columns=False), schema=schema)
     except OptimizeError as e:
         raise NotDistributable(f"distributed query mode cannot run this query: {e}") from None
+    _check_functions(typed)
     for div in list(typed.find_all(exp.Div)):
         if div.this.type is not None and div.expression.type is not None and \
                 div.this.type.this in _INTEGERS and div.expression.type.this in _INTEGERS:
-            div.replace(exp.IntDiv(this=div.this, expression=div.expression))
+            # PostgreSQL's type: int4 / int4 is int4 (DIV gives Spark's bigint)
+            div.replace(exp.Cast(this=exp.IntDiv(this=div.this.copy(), expression=div.expression.copy()),
+                                 to=div.type.copy() if div.type is not None else exp.DataType.build("BIGINT")))
+    for total in list(typed.find_all(exp.Sum)):
+        arg = total.this
+        if arg.type is not None and arg.type.this == exp.DataType.Type.BIGINT:
+            # PostgreSQL sums bigints as numeric (Spark as bigint, overflowing past 2**63)
+            arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("DECIMAL(38, 0)")))
     input_bytes = sum(s.size_bytes for r in relations.values() for s in r.ssts)
     return SparkQuery(typed.sql(dialect="spark"), list(relations.values()), input_bytes)

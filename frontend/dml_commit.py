@@ -6,13 +6,14 @@ A statement's rows are durable, and the statement acknowledged, once meta record
 (`meta.service.MetaService.submit_dml_batches`); the contract is unchanged. The algorithm (leader
 and followers, no timer): a writer appends its batch to the pending list; if no commit is running it
 becomes the leader: it takes every pending batch, records them in one call, hands each writer its
-receipt (or the error) and wakes them. Writers that arrive while a commit runs wait for it to end;
+receipt (or the error: a failed commit fails every statement of its group) and wakes them. Writers that arrive while a commit runs wait for it to end;
 then one of them leads the next commit, for all of them. One writer alone waits for no one: its
 commit starts at once, as before.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,8 +58,8 @@ class GroupCommit:
                 group, self._pending = self._pending, []
         if group:
             self._commit(group)
-        if mine.error is not None:
-            raise mine.error
+        if mine.error is not None:  # a copy each: a session sets its error's position on it
+            raise copy.copy(mine.error)
         assert mine.receipt is not None
         return mine.receipt
 

@@ -45,6 +45,10 @@ from risingspark.types import DataType, TypeName
 from risingspark.vnode import VNODE_COUNT, vnode_of
 
 _INT_RANGE = {TypeName.SMALLINT: 1 << 15, TypeName.INT: 1 << 31, TypeName.BIGINT: 1 << 63}
+KEY_TYPES = {*_INT_RANGE, TypeName.VARCHAR}  # the key column types a value converts to exactly (`convert`)
+# parameter types whose values `convert` takes, by key column type (0: unspecified, sent as text)
+PARAM_OIDS = {TypeName.SMALLINT: {20, 21, 23}, TypeName.INT: {20, 21, 23}, TypeName.BIGINT: {20, 21, 23},
+              TypeName.VARCHAR: {0, 25, 1043}}
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,20 @@ class KeyQuery:
     def key_types(self) -> list[DataType]:
         return [self.desc.fields[i].type for i in self.desc.pk[:len(self.keys)]]
 
+    def takes(self, param_oids: Sequence[int]) -> bool:
+        """Whether parameters of these types can convert to the key's columns (else every execution
+        would take the full path: the statement is no key query)."""
+        for key, t in zip(self.keys, self.key_types, strict=True):
+            if key.param is not None and (key.param >= len(param_oids) or param_oids[key.param] not in PARAM_OIDS[t.name]):
+                return False
+        return True
+
     def key_values(self, params: Sequence[object]) -> list[object] | None:
         """The key's values for these parameters, each of its column's type; None when one does not
         convert exactly (the full path then answers)."""
         out = []
         for key, t in zip(self.keys, self.key_types, strict=True):
-            value = key.value if key.param is None else (params[key.param] if key.param < len(params) else None)
+            value = key.value if key.param is None else (params[key.param] if 0 <= key.param < len(params) else None)
             value = convert(value, t)
             if value is None:
                 return None
@@ -150,7 +162,8 @@ def match_key_query(ast: exp.Expression, catalog: CatalogReader) -> KeyQuery | N
     for desc in _key_tables(rel, catalog):
         pk = desc.pk_names
         n = len(conditions)
-        if n <= len(pk) and set(conditions) == set(pk[:n]):
+        if n <= len(pk) and set(conditions) == set(pk[:n]) and \
+                all(desc.fields[i].type.name in KEY_TYPES for i in desc.pk[:n]):
             return KeyQuery(desc, tuple(conditions[name] for name in pk[:n]), tuple(outputs),
                             limit if isinstance(limit, int) else None)
     return None
@@ -178,8 +191,15 @@ def _plain_select(ast: exp.Select) -> bool:
     return all(k in _SELECT_ARGS or not v for k, v in ast.args.items())
 
 
+# Unquoted, these name functions, not columns (``SELECT user`` is the current user in PostgreSQL).
+SQL_VALUE_FUNCTIONS = {"user", "current_user", "session_user", "current_role", "current_schema", "current_catalog",
+                       "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp"}
+
+
 def _column_name(col: exp.Column, alias: str, visible: list[str]) -> str | None:
     if col.args.get("db") or col.args.get("catalog"):
+        return None
+    if not col.this.quoted and col.this.name.lower() in SQL_VALUE_FUNCTIONS and not col.table:
         return None
     if col.table and ident(col.args.get("table")) != alias:
         return None
@@ -237,7 +257,8 @@ def _is_column(node: exp.Expression) -> bool:
 def _value(node: exp.Expression) -> KeyValue | None:
     """A parameter ``$n`` or a plain literal (an integer or a string)."""
     if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal) and node.this.this.isdigit():
-        return KeyValue(int(node.this.this) - 1)
+        n = int(node.this.this)
+        return KeyValue(n - 1) if n >= 1 else None  # ($0: the full path reports the syntax error)
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this

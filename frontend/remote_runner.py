@@ -10,6 +10,7 @@ timeout) sends ``cancel_batch_query`` to the node, which cancels the query's Spa
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import uuid
 from typing import Any
@@ -19,6 +20,8 @@ import pyarrow as pa
 from risingspark.batch_query import BatchRelation
 from risingspark.errors import FeatureNotSupported, QueryCanceled
 from risingspark.rpc import RpcClient
+
+logger = logging.getLogger(__name__)
 
 CANCEL_POLL_S = 0.05
 
@@ -53,7 +56,10 @@ class RemoteBatchRunner:
         def watch() -> None:
             while not done.wait(CANCEL_POLL_S):
                 if cancel is not None and cancel.is_set():
-                    node.call("cancel_batch_query", query_id, timeout_s=10)
+                    try:  # (the node keeps a cancel that overtakes its query)
+                        node.call("cancel_batch_query", query_id, timeout_s=10)
+                    except Exception:  # noqa: BLE001 - the query's own call reports a dead node
+                        logger.warning("could not cancel distributed query %s", query_id, exc_info=True)
                     return
 
         watcher = threading.Thread(target=watch, name="remote-batch-cancel", daemon=True)

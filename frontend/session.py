@@ -27,7 +27,7 @@ from sqlglot.errors import ParseError
 from frontend.batch import BatchEngine, QueryContext
 from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
-from frontend.catalog.rewrite import RewriteContext
+from frontend.catalog.rewrite import RewriteContext, name_outputs
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
 from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
@@ -176,9 +176,7 @@ class Session:
         stmt = parse_statement(text) if text.strip() else None
         self._begin_statement()
         if isinstance(stmt, SqlStmt) and isinstance(stmt.ast, exp.Select | exp.Union):
-            table = await self._in_thread(self.run_batch, exp.select("*").from_(
-                exp.Subquery(this=stmt.ast, alias=exp.TableAlias(this=exp.to_identifier("__d")))).limit(0))
-            return oids, columns_of(table)
+            return oids, columns_of(await self._in_thread(self.result_schema, stmt.ast))
         if isinstance(stmt, ShowStmt):
             result = await self._in_thread(self._dispatch, stmt)
             return oids, result.columns
@@ -252,7 +250,8 @@ class Session:
         stmt = None
         if plan is None:
             plan, stmt, result = self._compile(key, version)
-            plans.put(key, plan)
+            if _MAY_BE_FAST.match(key.text) and len(key.text) <= MAX_CACHED_TEXT:
+                plans.put(key, plan)
             if result is not None:
                 run.kind = "select"
                 return result
@@ -292,7 +291,7 @@ class Session:
             result = self._dispatch(stmt)
             return ConstantPlan(result.tag, result.columns, result.rows), None, result
         query = match_key_query(stmt.ast, self.catalog_reader())
-        if query is not None:
+        if query is not None and query.takes(key.param_oids):
             return KeyPlan(query, version), None, None
         return FullPlan(version), stmt if not key.param_oids else None, None
 
@@ -300,9 +299,12 @@ class Session:
         meta = self.frontend.meta
         version = meta.pin_version()
         try:
-            return query.run(self.frontend.engine.reader, version, values)
+            result = query.run(self.frontend.engine.reader, version, values)
         finally:
             meta.unpin_version(version)
+        if self.cancel_event.is_set():  # (a prefix of the key may have looked up every vnode)
+            raise QueryCanceled("canceling statement due to user request")
+        return result
 
     def _begin_statement(self) -> int:
         """A new statement: a cancel request or a timeout of the one before no longer applies."""
@@ -426,7 +428,7 @@ class Session:
             raise InvalidCatalogName(f'database "{self.database}" does not exist')
         return CatalogReader(snap, self.database, self.vars.search_path())
 
-    def run_batch(self, query: exp.Expression, *, full_relations: bool = False) -> pa.Table:
+    def run_batch(self, query: exp.Expression, *, full_relations: bool = False, schema_only: bool = False) -> pa.Table:
         meta = self.frontend.meta
         reader = self.catalog_reader()
         version = meta.pin_version()
@@ -445,9 +447,17 @@ class Session:
             settings = {name: value for name, value, _ in self.vars.all()}
             rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
             ctx = QueryContext(reader, version, self.database, self.user, system_rows, rewrite)
-            return self.frontend.engine.run(query, ctx, cancel=self.cancel_event, full_relations=full_relations)
+            return self.frontend.engine.run(query, ctx, cancel=self.cancel_event, full_relations=full_relations,
+                                            schema_only=schema_only)
         finally:
             meta.unpin_version(version)
+
+    def result_schema(self, query: exp.Expression) -> pa.Table:
+        """The (empty) result of a SELECT, computed without reading a relation or running it:
+        ``SELECT * FROM (query) LIMIT 0`` over empty tables and MVs."""
+        named = name_outputs(query.copy())  # (PostgreSQL's output names, as the query itself gets)
+        return self.run_batch(exp.select("*").from_(exp.Subquery(this=named, alias=exp.TableAlias(
+            this=exp.to_identifier("__d")))).limit(0), schema_only=True)
 
     def _after_dml(self, result: StatementResult) -> StatementResult:
         if self.vars.flag("rw_implicit_flush"):
@@ -545,7 +555,7 @@ def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
         if m.group(1) is None:
             return m.group(0)
         i = int(m.group(1)) - 1
-        if i >= len(params):
+        if not 0 <= i < len(params):
             from risingspark.errors import ProtocolViolation
 
             raise ProtocolViolation(f"there is no parameter ${i + 1}")
@@ -564,7 +574,8 @@ class _Running:
         self.substituted = False
 
 
-_MAY_BE_FAST = re.compile(r"\s*SELECT\b", re.IGNORECASE)
+_MAY_BE_FAST = re.compile(r"\s*SELECT\b", re.IGNORECASE)  # only SELECTs get plans worth caching
+MAX_CACHED_TEXT = 4096  # longer statements are not cached (the cache holds at most 1024 texts)
 _CONSTANT_ARGS = {"expressions"}
 
 

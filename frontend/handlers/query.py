@@ -8,6 +8,7 @@ it fails with 0A000 naming why.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -18,11 +19,13 @@ from frontend.distributed import choose_distributed, compile_for_spark, is_heavy
 from frontend.key_query import match_key_query
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from risingspark.batch_query import NotDistributable
-from risingspark.errors import FeatureNotSupported
+from risingspark.errors import FeatureNotSupported, InternalError, ServiceUnavailable
 from risingspark.types import VARCHAR
 
 if TYPE_CHECKING:
     from frontend.session import Session
+
+logger = logging.getLogger(__name__)
 
 
 def run_query(session: Session, query: exp.Expression) -> pa.Table:
@@ -46,14 +49,28 @@ def run_query(session: Session, query: exp.Expression) -> pa.Table:
         if not choose_distributed(mode, query, compiled.input_bytes, True):
             return session.run_batch(query)
         assert runner is not None
+        schema = session.result_schema(query).schema
         try:
-            return normalize(runner.run(compiled.sql, compiled.relations, session.cancel_event))
-        except NotDistributable:
+            rows = runner.run(compiled.sql, compiled.relations, session.cancel_event)
+        except (FeatureNotSupported, InternalError, ServiceUnavailable) as e:
+            # no compute node, or one Spark cannot run it with (errors cross RPC by SQLSTATE: a
+            # NotDistributable raised there arrives as FeatureNotSupported)
             if mode == "distributed":
                 raise
+            logger.info("query runs locally: distributed mode failed: %s", e.message)
             return session.run_batch(query)
+        return _conform(normalize(rows), schema)
     finally:
         meta.unpin_version(version)
+
+
+def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Spark's rows in the types local mode gives the same query (what Describe announced)."""
+    if rows.num_columns != len(schema):
+        raise InternalError(f"distributed mode returned {rows.num_columns} columns where the query has {len(schema)}")
+    return pa.Table.from_arrays([c if c.type == f.type else c.cast(f.type) for c, f in zip(rows.columns, schema,
+                                                                                            strict=True)],
+                                schema=schema)
 
 
 def explain_query(session: Session, query: exp.Expression) -> StatementResult:
@@ -66,6 +83,12 @@ def _plan_lines(session: Session, query: exp.Expression) -> list[str]:
     runner = session.frontend.distributed
     mode = session.vars.get("query_mode")
     reader = session.catalog_reader()
+    key = match_key_query(query, reader)
+    if key is not None:  # in every mode, as the statement runs
+        desc = key.desc
+        names = desc.pk_names[:len(key.keys)]
+        return [f"Local mode: key lookup in state table {desc.table_id} by ({', '.join(names)})"
+                + (f" LIMIT {key.limit}" if key.limit is not None else "")]
     if mode != "local" and runner is not None and (mode == "distributed" or is_heavy(query)):
         meta = session.frontend.meta
         version = meta.pin_version()
@@ -86,12 +109,6 @@ def _plan_lines(session: Session, query: exp.Expression) -> list[str]:
             meta.unpin_version(version)
     elif mode == "distributed":
         choose_distributed(mode, query, 0, False)  # raises: no compute node to run it
-    key = match_key_query(query, reader)
-    if key is not None:
-        desc = key.desc
-        names = desc.pk_names[:len(key.keys)]
-        return [f"Local mode: key lookup in state table {desc.table_id} by ({', '.join(names)})"
-                + (f" LIMIT {key.limit}" if key.limit is not None else "")]
     return ["Local mode: DuckDB over the relations read at the pinned version"]
 
 

@@ -78,7 +78,11 @@ def _per_value(t: pa.DataType) -> bool:
 
 def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
     if 0 < rows.num_rows <= SMALL_ROWS and all(_per_value(t) for t in rows.schema.types):
-        return _encode_tuples(columns, formats, list(zip(*(c.to_pylist() for c in rows.columns), strict=True)))
+        try:
+            values = list(zip(*(c.to_pylist() for c in rows.columns), strict=True))
+        except (OverflowError, ValueError):  # a date or timestamp Python cannot hold ('infinity', year 10000)
+            return encode_columns(columns, formats, rows)
+        return _encode_tuples(columns, formats, values)
     return encode_columns(columns, formats, rows)
 
 

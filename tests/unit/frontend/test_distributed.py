@@ -5,11 +5,13 @@ compiled queries on Spark against PostgreSQL."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 import sqlglot
 from catalog_session import EVENTS, ORDERS, SUMMARY, creating, make_session
 
 from frontend.distributed import DISTRIBUTED_MIN_BYTES, choose_distributed, compile_for_spark, is_heavy
+from frontend.handlers.query import run_query
 from frontend.parser import DIALECT
 from risingspark.batch_query import NotDistributable
 from risingspark.errors import FeatureNotSupported, InvalidParameterValue
@@ -48,7 +50,8 @@ def test_compiled_for_spark():
     reader = make_session().catalog_reader()
     q = compile_for_spark(parse(
         "SELECT s.customer, count(*), sum(o.id) / count(*) AS per, o.customer / 2.0 AS half "
-        "FROM orders o JOIN summary s ON o.customer = s.customer WHERE o.note IS NOT NULL "
+        "FROM orders o JOIN summary s ON o.customer = s.customer WHERE o.note IS NOT NULL AND (o.id > 3 OR "
+        "EXISTS (SELECT 1 FROM summary x WHERE x.n = o.id)) "
         "GROUP BY s.customer, o.customer ORDER BY 1"), reader, VERSION)
     assert [(r.view, r.desc.table_id, r.epoch, r.columns) for r in q.relations] == [
         ("__rel_0", ORDERS.id, 42, ("id", "customer", "amount", "note", "created_at")),
@@ -57,7 +60,8 @@ def test_compiled_for_spark():
     assert q.relations[0].ssts == tuple(VERSION.ssts(ORDERS.id))
     assert q.input_bytes == (300 << 20) + (1 << 20)
     assert "FROM `__rel_0` AS `o` JOIN `__rel_1` AS `s`" in q.sql
-    assert "SUM(`o`.`id`) DIV COUNT(*) AS `per`" in q.sql  # integers divide as integers
+    # integers divide as integers (in PostgreSQL's type), bigints sum as numerics
+    assert "CAST(SUM(CAST(`o`.`id` AS DECIMAL(38, 0))) DIV COUNT(*) AS BIGINT) AS `per`" in q.sql
     assert "`o`.`customer` / 2.0 AS `half`" in q.sql
     assert "COUNT(*) AS `count`" in q.sql  # PostgreSQL's output name
     assert q.sql.endswith("NULLS LAST")  # PostgreSQL puts NULLs last
@@ -73,6 +77,11 @@ def test_a_cte_and_a_self_join_read_each_relation_once():
 @pytest.mark.parametrize(("sql", "reason"), [
     ("SELECT count(*) FROM pg_class", "system tables"),
     ("SELECT * FROM generate_series(1, 3)", "table functions"),
+    ("SELECT current_user, count(*) FROM orders", "current_user"),
+    ("SELECT substring(note, 0, 2) FROM orders", "substring"),
+    ("SELECT round(amount, 1) FROM orders", "round"),
+    ("SELECT row_number() OVER (ORDER BY id) FROM orders", "window"),
+    ("SELECT version()", "version"),
 ])
 def test_what_is_not_distributable(sql, reason):
     with pytest.raises(NotDistributable, match=reason):
@@ -93,3 +102,45 @@ def test_the_session_variable():
     with pytest.raises(InvalidParameterValue, match="query_mode") as e:
         session.vars.set("query_mode", "remote")
     assert e.value.hint == "Available values: auto, local, distributed."
+
+
+class FailingRunner:
+    """A compute node whose Spark cannot run the query (the error as it arrives over RPC)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run(self, sql, relations, cancel=None):
+        self.calls += 1
+        raise FeatureNotSupported("distributed query mode cannot run this query: [UNRESOLVED_ROUTINE]")
+
+    def explain(self, sql, relations):
+        return ""
+
+
+class CountRunner(FailingRunner):
+    def run(self, sql, relations, cancel=None):
+        self.calls += 1
+        return pa.table({"count": pa.array([5], pa.int32())})  # Spark's type, not local mode's
+
+
+def test_auto_mode_runs_locally_what_the_compute_node_cannot(monkeypatch):
+    monkeypatch.setattr("frontend.distributed.DISTRIBUTED_MIN_BYTES", 0)
+    session = make_session()
+    runner = FailingRunner()
+    session.frontend.distributed = runner
+    query = parse("SELECT customer, count(*) FROM orders GROUP BY customer")
+    assert run_query(session, query).num_rows == 0  # locally, over the empty table
+    assert runner.calls == 1
+    session.vars.set("query_mode", "distributed")
+    with pytest.raises(FeatureNotSupported, match="UNRESOLVED_ROUTINE"):
+        run_query(session, query)
+
+
+def test_distributed_rows_come_in_local_mode_types():
+    session = make_session()
+    session.frontend.distributed = CountRunner()
+    session.vars.set("query_mode", "distributed")
+    rows = run_query(session, parse("SELECT count(*) FROM orders"))
+    assert rows.schema == session.result_schema(parse("SELECT count(*) FROM orders")).schema
+    assert rows.schema.field("count").type == pa.int64() and rows.to_pylist() == [{"count": 5}]

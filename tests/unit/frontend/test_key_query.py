@@ -26,7 +26,7 @@ from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, PlanCache, Plan
 from frontend.session import Frontend, columns_of, substitute_params
 from meta.catalog import CatalogSnapshot
 from risingspark.catalog import RelationCatalog, RelationKind
-from risingspark.errors import UndefinedColumn
+from risingspark.errors import ProtocolViolation, UndefinedColumn
 from risingspark.storage.desc import HummockVersion, StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.sst import write_sst
@@ -234,6 +234,7 @@ def test_key_queries_answer_as_the_full_path_on_random_data(stored):
     ("SELECT * FROM accounts WHERE id = $1", [20], [None]),
     ("SELECT * FROM lines WHERE k = $1", [20], [1 << 40]),  # out of the INT column's range
     ("SELECT * FROM accounts WHERE id = 2.0", [], []),
+    ("SELECT * FROM lines WHERE k = $1", [25], ["3"]),  # a text parameter for an integer key
 ])
 def test_other_statements_take_the_full_path(stored, sql, oids, params):
     frontend, _ = stored
@@ -241,6 +242,31 @@ def test_other_statements_take_the_full_path(stored, sql, oids, params):
     before = key_queries()
     assert run(session, sql, oids, params) == full_path(session, sql, oids, params)
     assert key_queries() == before
+
+
+def test_parameter_zero_is_no_parameter(stored):
+    frontend, _ = stored
+    with pytest.raises(ProtocolViolation, match=r"there is no parameter \$0"):
+        run(new_session(frontend), "SELECT * FROM accounts WHERE id = $0", [20], [1])
+
+
+def test_unquoted_user_is_the_current_user_not_a_column(tmp_path):
+    users = table(2010, "u", (Field("user", VARCHAR), Field("v", INT4)), (0,), (0,))
+    store = ObjectStore(str(tmp_path))
+    epochs = [{("root",): ("root", 1), ("ann",): ("ann", 2)}]
+    meta = StoredMeta([users], HummockVersion(9, PINNED, {users.id: write_epochs(store, users.table_desc, epochs)}))
+    frontend = Frontend(meta, store, cache_bytes=1 << 22, workers=2)
+    try:
+        session = new_session(frontend)
+        before = key_queries()
+        # unquoted, `user` is the session's user (root) in the select list and in the WHERE
+        assert run(session, "SELECT user, v FROM u WHERE \"user\" = 'ann'", [], [])[1] == [("root", 2)]
+        assert run(session, "SELECT v FROM u WHERE user = 'ann'", [], [])[1] == []
+        assert key_queries() == before
+        assert run(session, "SELECT \"user\", v FROM u WHERE \"user\" = 'ann'", [], [])[1] == [("ann", 2)]
+        assert key_queries() == before + 1
+    finally:
+        frontend.close()
 
 
 def test_an_unknown_column_fails_as_on_the_full_path(stored):

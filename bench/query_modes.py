@@ -1,0 +1,117 @@
+"""A TPC-H-like join and aggregation over a big table in local and distributed mode: time and peak
+memory of the frontend. Printed as JSON.
+
+A fresh playground gets ``lineitem (id BIGINT PRIMARY KEY, orderkey INT, qty INT, price INT)`` with
+``--rows`` rows (default 30M) and ``orders (orderkey INT PRIMARY KEY, priority INT)`` with a tenth as
+many, then runs, each mode in turn (distributed first, so that local mode's cache of merged relations
+is empty for both)::
+
+    SELECT o.priority, count(*), sum(l.qty * l.price) FROM lineitem l JOIN orders o
+    ON l.orderkey = o.orderkey GROUP BY o.priority
+
+Reported per mode: seconds, and the peak resident memory of the playground's Python process (the
+frontend; Spark's JVM and Python workers are its children, reported apart) over the query, as
+growth over the idle process.
+
+Usage: ``python bench/query_modes.py [--rows 30000000] [--settle 30] [--out result.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from state_scaling import start_playground, stop_playground  # noqa: E402
+
+QUERY = ("SELECT o.priority, count(*), sum(l.qty * l.price) FROM lineitem l JOIN orders o "
+         "ON l.orderkey = o.orderkey GROUP BY o.priority")
+
+
+class PeakRss:
+    """Peak RSS of a process alone and of its descendants, sampled every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self.own = self.children = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        with contextlib.suppress(psutil.Error):
+            self.own = max(self.own, self.root.memory_info().rss)
+            total = 0
+            for p in self.root.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    total += p.memory_info().rss
+            self.children = max(self.children, total)
+
+    def _run(self) -> None:
+        self._sample()
+        while not self._stop.wait(0.2):
+            self._sample()
+
+    def stop(self) -> tuple[int, int]:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return self.own, self.children
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=30_000_000)
+    parser.add_argument("--settle", type=float, default=30, help="seconds to wait after the load")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="risingspark-bench-modes-"))
+    proc, port, _ = start_playground(work / "data", [])
+    result: dict = {"machine": {"cores": os.cpu_count()}, "rows": args.rows, "query": QUERY, "modes": {}}
+    try:
+        with psycopg.connect(f"host=127.0.0.1 port={port} user=root dbname=dev", autocommit=True) as c:
+            started = time.perf_counter()
+            c.execute("CREATE TABLE lineitem (id BIGINT PRIMARY KEY, orderkey INT, qty INT, price INT)")
+            c.execute("CREATE TABLE orders (orderkey INT PRIMARY KEY, priority INT)")
+            c.execute(f"INSERT INTO orders SELECT i, i % 5 FROM generate_series(1, {args.rows // 10}) AS s(i)")
+            c.execute(f"INSERT INTO lineitem SELECT i, (i % {args.rows // 10}) + 1, i % 50, i % 1000 "
+                      f"FROM generate_series(1, {args.rows}) AS s(i)")
+            c.execute("FLUSH")
+            result["load_s"] = round(time.perf_counter() - started, 1)
+            time.sleep(args.settle)  # let compaction settle
+            answers = {}
+            for mode in ("distributed", "local"):
+                c.execute(f"SET query_mode = {mode}")
+                idle = psutil.Process(proc.pid).memory_info().rss
+                peak = PeakRss(proc.pid)
+                started = time.perf_counter()
+                answers[mode] = sorted(c.execute(QUERY).fetchall())
+                seconds = time.perf_counter() - started
+                own, children = peak.stop()
+                result["modes"][mode] = {"seconds": round(seconds, 1),
+                                         "frontend_peak_rss_growth_mb": round((own - idle) / 2**20),
+                                         "frontend_idle_rss_mb": round(idle / 2**20),
+                                         "spark_children_peak_rss_mb": round(children / 2**20)}
+            result["same_answer"] = answers["local"] == answers["distributed"]
+    finally:
+        stop_playground(proc)
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
