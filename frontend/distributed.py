@@ -89,7 +89,7 @@ def choose_distributed(mode: str, query: exp.Expression, input_bytes: int, runne
 # Functions whose Spark meaning is PostgreSQL's (for the types the frontend gives them); a query
 # calling any other (current_user, version(), substring, round on doubles, concat with NULLs, date
 # functions with time zones...) is not distributable: auto mode runs it locally.
-_SAME_FUNCTIONS: tuple[type[exp.Expression], ...] = (
+_SAME_FUNCTIONS: tuple[type, ...] = (
     exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.Cast, exp.Coalesce, exp.Case, exp.If, exp.Nullif,
     exp.Abs, exp.Lower, exp.Upper, exp.Length, exp.Greatest, exp.Least,
     exp.Connector, exp.Exists,  # (AND, OR and EXISTS are functions to sqlglot)
