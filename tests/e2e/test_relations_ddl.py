@@ -265,6 +265,12 @@ def _index_lookups(playground: PlaygroundProcess, index: str) -> float:
     return 0.0
 
 
+def _key_queries(playground: PlaygroundProcess) -> float:
+    text = httpx.get(f"http://127.0.0.1:{playground.meta_port}/metrics", timeout=30).text
+    return next((float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                 if line.startswith("risingspark_frontend_key_queries_total ")), 0.0)
+
+
 def test_point_queries_read_one_vnode_of_an_index(playground: PlaygroundProcess, conn: psycopg.Connection,
                                                    schema: str, oracle_dsn: str) -> None:
     setup = ["create table people (id int primary key, city varchar, score numeric(10, 2), born date)",
@@ -280,11 +286,13 @@ def test_point_queries_read_one_vnode_of_an_index(playground: PlaygroundProcess,
                "select count(*), sum(score) from people where city = 'city 36' and id > 100",
                "select p.id from people p where p.score = 12.50 and p.born = '2000-03-11' order by 1",
                "select id from people where city = 'nowhere'"]
-    for q in queries:
+    # the last one is a key query (`frontend/key_query.py`): a prefix lookup in people_by_city's key
+    for q, key_query in zip(queries, [False, False, False, True], strict=True):
         before = (_index_lookups(playground, "people_by_city"), _index_lookups(playground, "people_by_score"))
+        keyed = _key_queries(playground)
         assert conn.execute(q).fetchall() == _oracle(oracle_dsn, [], q), q
         after = (_index_lookups(playground, "people_by_city"), _index_lookups(playground, "people_by_score"))
-        assert sum(after) == sum(before) + 1, q
+        assert (sum(after), _key_queries(playground)) == (sum(before) + (not key_query), keyed + key_query), q
     # the index follows updates of its table
     conn.execute("update people set city = 'moved' where id in (7, 44)")
     conn.execute("flush")
