@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from risingspark.chunk import EPOCH, KEY, VNODE
 from risingspark.errors import InternalError
-from risingspark.storage.bloom import hash_keys
+from risingspark.storage.bloom import FEW_KEYS, hash_keys
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
@@ -175,8 +175,17 @@ def lookup_rows(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[Sstabl
     in `file_schema` (not merged: see the module doc)."""
     parts = []
     vnodes = np.unique(keys.rows.column(VNODE).to_numpy().astype(np.int64))
+    # A few keys (a point query's) are compared with each SST's key range in Python first: below L0 a
+    # level's SSTs have disjoint ranges, so the key meets one per level, and the others cost a bytes
+    # comparison instead of an index lookup (the lookup's cost then grows with the levels, not with
+    # the SSTs). `lo` is stripped of trailing zero bytes (an S-dtype element): the test is loose, safe.
+    ranges = [(bytes(lo), bytes(hi)) for lo, hi in zip(keys.lo, keys.hi, strict=True)] \
+        if len(keys) <= FEW_KEYS else None
     for sst in ssts:
         if epoch is not None and sst.min_epoch > epoch:
+            continue
+        if ranges is not None and sst.max_key and \
+                not any(lo <= sst.max_key and sst.min_key < hi for lo, hi in ranges):
             continue
         i = int(np.searchsorted(vnodes, sst.min_vnode, side="left"))
         if i >= len(vnodes) or vnodes[i] > sst.max_vnode:
