@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=30_000_000)
     parser.add_argument("--settle", type=float, default=30, help="seconds to wait after the load")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the playground's data and log")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="risingspark-bench-modes-"))
     proc, port, _ = start_playground(work / "data", [])
@@ -106,7 +107,10 @@ def main() -> None:
             result["same_answer"] = answers["local"] == answers["distributed"]
     finally:
         stop_playground(proc)
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

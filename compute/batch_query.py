@@ -45,6 +45,7 @@ from risingspark.vnode import VNODE_COUNT, actor_vnodes
 logger = logging.getLogger(__name__)
 
 CANCEL_POLL_S = 0.05
+BROADCAST_MAX_BYTES = 10 << 20  # Spark's default autoBroadcastJoinThreshold, applied to the SSTs' bytes
 
 
 def read_relation_task(store_url: str, rel: BatchRelation, partitions: int,
@@ -73,6 +74,10 @@ class SparkBatchRunner:
 
     def _session(self, relations: list[BatchRelation]):
         session = self.spark.newSession()
+        # Spark cannot tell a relation's size from its source (a range of vnode ranges mapped to rows):
+        # it took a 3M-row side for a small one and ran out of memory broadcasting it. The SSTs' size
+        # tells: relations up to Spark's usual threshold are broadcast, no other.
+        session.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
         for rel in relations:
             fields = {f.name: f for f in rel.desc.fields}
             columns = [fields[c] for c in rel.columns]
@@ -80,6 +85,8 @@ class SparkBatchRunner:
             n = self.partitions
             frame = session.range(0, n, 1, numPartitions=n).mapInArrow(
                 read_relation_task(self.store_url, rel, n, schema), spark_ddl(columns))
+            if sum(s.size_bytes for s in rel.ssts) <= BROADCAST_MAX_BYTES:
+                frame = frame.hint("broadcast")
             frame.createOrReplaceTempView(rel.view)
         return session
 
