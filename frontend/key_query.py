@@ -19,14 +19,15 @@ distribution column, one key per vnode. `StateTableReader.lookup` then reads onl
 that can hold the keys and merges their versions at the pinned epoch: ``O(keys · log n)``, whatever
 the relation holds, where the full path reads (and caches) the whole relation.
 
-Anything else, including a parameter that does not convert exactly (a NULL, a string for an
-integer column, an integer out of the column's range), returns None and the statement takes the
-full path, which is the reference: a key query's rows, names and types are the full path's (the
+Anything else, including a parameter that does not convert exactly (a NULL, text that is no
+integer for an integer column, an integer out of the column's range), returns None and the statement
+takes the full path, which is the reference: a key query's rows, names and types are the full path's (the
 tests compare both on random data).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,8 +48,9 @@ from risingspark.vnode import VNODE_COUNT, vnode_of
 _INT_RANGE = {TypeName.SMALLINT: 1 << 15, TypeName.INT: 1 << 31, TypeName.BIGINT: 1 << 63}
 KEY_TYPES = {*_INT_RANGE, TypeName.VARCHAR}  # the key column types a value converts to exactly (`convert`)
 # parameter types whose values `convert` takes, by key column type (0: unspecified, sent as text)
-PARAM_OIDS = {TypeName.SMALLINT: {20, 21, 23}, TypeName.INT: {20, 21, 23}, TypeName.BIGINT: {20, 21, 23},
+PARAM_OIDS = {TypeName.SMALLINT: {0, 20, 21, 23}, TypeName.INT: {0, 20, 21, 23}, TypeName.BIGINT: {0, 20, 21, 23},
               TypeName.VARCHAR: {0, 25, 1043}}
+_INT_TEXT = re.compile(r"\s*[+-]?\d+\s*")  # PostgreSQL's integer input (an unknown-typed value: '5', ' -7 ')
 
 
 @dataclass(frozen=True)
@@ -122,10 +124,12 @@ class KeyQuery:
 def convert(value: object, t: DataType) -> object | None:
     """`value` as a value of a key column of type `t`, when it is exactly one; else None.
 
-    >>> convert(5, DataType(TypeName.INT)), convert(1 << 31, DataType(TypeName.INT)), convert("5", DataType(TypeName.INT))
-    (5, None, None)
+    >>> [convert(v, DataType(TypeName.INT)) for v in (5, 1 << 31, " -5 ", "5.0", "abc", True)]
+    [5, None, -5, None, None, None]
     """
     if t.name in _INT_RANGE:
+        if isinstance(value, str) and _INT_TEXT.fullmatch(value):  # (an unknown-typed parameter or literal)
+            value = int(value)
         bound = _INT_RANGE[t.name]
         return value if isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound else None
     if t.name is TypeName.VARCHAR:

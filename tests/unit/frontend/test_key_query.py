@@ -194,6 +194,8 @@ def statements(rng: random.Random):
         i = rng.randint(-20, 200)
         k, name, n = rng.randint(0, 15), rng.choice(NAMES), rng.randint(-3, 12)
         yield "SELECT * FROM accounts WHERE id = $1", [20], [i], (2001, lambda key, row, i=i: key == (i,))
+        yield "SELECT id FROM accounts WHERE id = $1", [0], [f" {i} "], (2001, lambda key, row, i=i: key == (i,))
+        yield f"SELECT id FROM accounts WHERE id = '{i}'", [], [], (2001, lambda key, row, i=i: key == (i,))
         yield (f"SELECT name AS who, a.balance FROM public.accounts a WHERE a.id = {i}", [], [],
                (2001, lambda key, row, i=i: key == (i,)))
         yield ("SELECT v, name FROM lines WHERE name = $2 AND k = $1", [23, 0], [k, name],
@@ -230,7 +232,7 @@ def test_key_queries_answer_as_the_full_path_on_random_data(stored):
     ("SELECT count(*) FROM accounts WHERE id = $1", [20], [3]),  # not a plain column
     ("SELECT * FROM accounts WHERE id = $1 ORDER BY name", [20], [3]),
     ("SELECT DISTINCT name FROM lines WHERE k = $1", [23], [3]),
-    ("SELECT * FROM accounts WHERE id = $1", [0], ["3"]),  # a string for an integer column
+    ("SELECT * FROM accounts WHERE id = $1", [0], ["3.0"]),  # text that is no integer, for an integer column
     ("SELECT * FROM accounts WHERE id = $1", [20], [None]),
     ("SELECT * FROM lines WHERE k = $1", [20], [1 << 40]),  # out of the INT column's range
     ("SELECT * FROM accounts WHERE id = 2.0", [], []),
