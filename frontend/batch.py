@@ -64,9 +64,9 @@ class BatchEngine:
 
     def __init__(self, store: ObjectStore, cache_bytes: int = 1 << 30) -> None:
         # SST indexes (block first keys, bloom filters, Parquet footers) cached apart, as Hummock's meta
-        # cache: a key query reads the index of every SST of its relation. A quarter of the budget:
-        # a 10M-row table's 26 SSTs hold ~130 MB of them; a sixteenth (32 MB of the default 512 MB)
-        # made every point query parse footers again: 115 point queries/s, 630/s with a quarter
+        # cache: a key query reads the index of every SST its key may be in. A quarter of the budget:
+        # a 10M-row table's indexes did not fit a sixteenth (32 MB of the default 512 MB), and every
+        # point query parsed footers again (115 point queries/s; 630/s with a quarter)
         self.reader = StateTableReader(store, BlockCache(cache_bytes // 4), metas=BlockCache(cache_bytes // 4))
         self._merged = BlockCache(cache_bytes // 2)
         self._db = duckdb.connect(config={"threads": 2})
