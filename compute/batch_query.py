@@ -92,12 +92,21 @@ class SparkBatchRunner:
 
     def explain(self, sql: str, relations: list[BatchRelation]) -> str:
         """Spark's physical plan of the query: its stages and exchanges (the query's fragments)."""
-        df = self._analyzed(self._session(relations), sql)
-        return str(df._jdf.queryExecution().executedPlan().toString())
+        session = self._session(relations)
+        try:
+            return str(self._analyzed(session, sql)._jdf.queryExecution().executedPlan().toString())
+        finally:
+            _drop_views(session, relations)
 
     def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None) -> pa.Table:
         """The query's rows; raises QueryCanceled once `cancel` is set (its Spark jobs cancelled)."""
         session = self._session(relations)
+        try:
+            return self._run(session, sql, cancel)
+        finally:
+            _drop_views(session, relations)
+
+    def _run(self, session, sql: str, cancel: threading.Event | None) -> pa.Table:
         df = self._analyzed(session, sql)
         sc = self.spark.sparkContext
         group = f"risingspark-batch-{uuid.uuid4().hex[:12]}"
@@ -138,6 +147,16 @@ class SparkBatchRunner:
             return session.sql(sql)
         except Exception as e:
             raise _translate(e) from None
+
+
+def _drop_views(session, relations: list[BatchRelation]) -> None:
+    """The query's temporary views go with it (its session is dropped too, but the JVM frees it only
+    when the Python side's reference is collected)."""
+    for rel in relations:
+        try:
+            session.catalog.dropTempView(rel.view)
+        except Exception:  # noqa: BLE001 - the query's outcome matters, not the cleanup's
+            logger.debug("dropping view %s failed", rel.view, exc_info=True)
 
 
 class BatchQueryService:
