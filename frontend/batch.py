@@ -5,8 +5,9 @@ SSTs; merged results are cached per set of SSTs, since SSTs are immutable) and r
 in-process DuckDB; the statement, parsed by sqlglot as Postgres SQL, gets Postgres' output names,
 is rewritten for DuckDB (`frontend.catalog.rewrite`: catalog functions, reg* casts, operators) and
 to the registered names, and runs with Postgres' integer division. Every query runs on its own
-cursor of one DuckDB database per engine, which holds the catalog macros. Distributed execution on
-Spark is for later issues; its entry point would take the same rewritten plan.
+cursor of one DuckDB database per engine, which holds the catalog macros. This is local mode's
+general path; key queries skip it (`frontend.key_query`), and distributed mode runs queries on
+Spark instead (`frontend.distributed`).
 """
 
 from __future__ import annotations
