@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from frontend.batch import normalize
 from frontend.binder import CatalogReader, ident
+from frontend.catalog.rewrite import is_user_word
 from frontend.pgwire.api import StatementResult
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import VNODE
@@ -195,15 +196,8 @@ def _plain_select(ast: exp.Select) -> bool:
     return all(k in _SELECT_ARGS or not v for k, v in ast.args.items())
 
 
-# Unquoted, these name functions, not columns (``SELECT user`` is the current user in PostgreSQL).
-SQL_VALUE_FUNCTIONS = {"user", "current_user", "session_user", "current_role", "current_schema", "current_catalog",
-                       "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp"}
-
-
 def _column_name(col: exp.Column, alias: str, visible: list[str]) -> str | None:
-    if col.args.get("db") or col.args.get("catalog"):
-        return None
-    if not col.this.quoted and col.this.name.lower() in SQL_VALUE_FUNCTIONS and not col.table:
+    if col.args.get("db") or col.args.get("catalog") or is_user_word(col):  # (`user`: the current user)
         return None
     if col.table and ident(col.args.get("table")) != alias:
         return None

@@ -386,14 +386,20 @@ _NAMED = {exp.CurrentSchema: "current_schema", exp.CurrentSchemas: "current_sche
 _USER_WORDS = ("current_user", "session_user", "current_role", "user")
 
 
+def is_user_word(node: exp.Column) -> bool:
+    """An unquoted, unqualified ``user`` (``current_user``...): PostgreSQL's current user, not a
+    column; `functions` replaces it by the session's user."""
+    return not node.table and isinstance(node.this, exp.Identifier) and not node.this.quoted and \
+        node.name.lower() in _USER_WORDS
+
+
 def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """Postgres catalog functions (`frontend.catalog.functions.BUILDERS`)."""
     if ctx is None:
         return query
     for node in reversed(list(query.find_all(exp.Func, exp.Column))):
         if isinstance(node, exp.Column):
-            if not node.table and not node.this.quoted and node.name.lower() in _USER_WORDS and \
-                    isinstance(node.this, exp.Identifier):
+            if is_user_word(node):
                 node.replace(exp.Literal.string(ctx.user))
             continue
         name = _NAMED.get(type(node))  # type: ignore[arg-type]
