@@ -41,7 +41,7 @@ from frontend.binder import CatalogReader, ident
 from frontend.catalog.rewrite import name_outputs
 from frontend.parser import DIALECT
 from risingspark.batch_query import BatchRelation, NotDistributable
-from risingspark.catalog import RelationKind
+from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import FeatureNotSupported
 
 DISTRIBUTED_MIN_BYTES = 256 << 20
@@ -80,10 +80,44 @@ def choose_distributed(mode: str, query: exp.Expression, input_bytes: int, runne
         return False
     if mode == "distributed":
         if not runner_available:
-            raise FeatureNotSupported("distributed query mode needs a compute node in the frontend's process (the "
-                                      "playground); this frontend runs queries in local mode only")
+            require_runner(None)
         return True
     return runner_available and input_bytes >= DISTRIBUTED_MIN_BYTES and is_heavy(query)
+
+
+def require_runner(runner: DistributedRunner | None) -> DistributedRunner:
+    """The runner of ``query_mode = distributed``; 0A000 when the frontend has none."""
+    if runner is None:
+        raise FeatureNotSupported("distributed query mode needs a compute node in the frontend's process (the "
+                                  "playground); this frontend runs queries in local mode only")
+    return runner
+
+
+def _read_relations(query: exp.Expression, catalog: CatalogReader) -> list[tuple[exp.Table, RelationCatalog]]:
+    """Each FROM item of the query with the table or MV it reads (CTE names skipped); raises
+    NotDistributable for anything Spark is not given."""
+    ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
+    out = []
+    for table in query.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            raise NotDistributable(f"distributed query mode does not run table functions: {table.sql()}")
+        if not table.args.get("db") and ident(table.this) in ctes:
+            continue
+        ref = catalog.resolve(table)
+        rel = ref.relation
+        if rel is None:
+            raise NotDistributable(f'distributed query mode does not read system tables: "{ref.schema}.{ref.name}"')
+        if rel.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW) or rel.is_creating:
+            raise NotDistributable(f'distributed query mode reads tables and materialized views only: "{rel.name}"')
+        out.append((table, rel))
+    return out
+
+
+def input_bytes(query: exp.Expression, catalog: CatalogReader, version) -> int:
+    """The bytes of the SSTs of the relations the query reads (each once) at `version`: what auto mode
+    weighs before compiling the query for Spark."""
+    relations = {rel.id: rel for _, rel in _read_relations(query, catalog)}
+    return sum(s.size_bytes for rel in relations.values() for s in version.ssts(rel.table_desc.table_id))
 
 
 # Functions whose Spark meaning is PostgreSQL's (for the types the frontend gives them); a query
@@ -111,21 +145,10 @@ def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) ->
     """The query in Spark SQL and the relations it reads at the pinned `version`; raises
     NotDistributable for a query that reads anything but tables and materialized views."""
     query = name_outputs(query.copy())
-    ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
     relations: dict[int, BatchRelation] = {}
     schema: dict[str, object] = {}
-    for table in list(query.find_all(exp.Table)):
-        if not isinstance(table.this, exp.Identifier):
-            raise NotDistributable(f"distributed query mode does not run table functions: {table.sql()}")
+    for table, rel in _read_relations(query, catalog):
         name = ident(table.this)
-        if not table.args.get("db") and name in ctes:
-            continue
-        ref = catalog.resolve(table)
-        rel = ref.relation
-        if rel is None:
-            raise NotDistributable(f'distributed query mode does not read system tables: "{ref.schema}.{ref.name}"')
-        if rel.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW) or rel.is_creating:
-            raise NotDistributable(f'distributed query mode reads tables and materialized views only: "{rel.name}"')
         if rel.id not in relations:
             visible = [f for f in rel.fields if not f.hidden]
             desc = rel.table_desc

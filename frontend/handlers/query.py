@@ -15,7 +15,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from frontend.batch import normalize
-from frontend.distributed import choose_distributed, compile_for_spark, is_heavy
+from frontend.distributed import choose_distributed, compile_for_spark, input_bytes, is_heavy, require_runner
 from frontend.key_query import match_key_query
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from risingspark.batch_query import NotDistributable
@@ -32,23 +32,24 @@ def run_query(session: Session, query: exp.Expression) -> pa.Table:
     """The rows of a client's SELECT (or VALUES), in the session's query mode."""
     runner = session.frontend.distributed
     mode = session.vars.get("query_mode")
-    if mode == "distributed" and runner is None:
-        choose_distributed(mode, query, 0, False)  # raises: no compute node to run it
+    if mode == "distributed":
+        runner = require_runner(runner)
     if mode == "local" or (mode == "auto" and (runner is None or not is_heavy(query))):
         return session.run_batch(query)
+    assert runner is not None
     meta = session.frontend.meta
     reader = session.catalog_reader()
     version = meta.pin_version()
     try:
         try:
+            # (the inputs' size first: a small join or aggregation is not compiled for Spark)
+            if not choose_distributed(mode, query, input_bytes(query, reader, version), True):
+                return session.run_batch(query)
             compiled = compile_for_spark(query, reader, version)
         except NotDistributable:
             if mode == "distributed":
                 raise
             return session.run_batch(query)
-        if not choose_distributed(mode, query, compiled.input_bytes, True):
-            return session.run_batch(query)
-        assert runner is not None
         schema = session.result_schema(query).schema
         try:
             rows = runner.run(compiled.sql, compiled.relations, session.cancel_event)
@@ -108,7 +109,7 @@ def _plan_lines(session: Session, query: exp.Expression) -> list[str]:
         finally:
             meta.unpin_version(version)
     elif mode == "distributed":
-        choose_distributed(mode, query, 0, False)  # raises: no compute node to run it
+        require_runner(runner)
     return ["Local mode: DuckDB over the relations read at the pinned version"]
 
 

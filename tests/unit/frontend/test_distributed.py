@@ -10,7 +10,7 @@ import pytest
 import sqlglot
 from catalog_session import EVENTS, ORDERS, SUMMARY, creating, make_session
 
-from frontend.distributed import DISTRIBUTED_MIN_BYTES, choose_distributed, compile_for_spark, is_heavy
+from frontend.distributed import DISTRIBUTED_MIN_BYTES, choose_distributed, compile_for_spark, input_bytes, is_heavy
 from frontend.handlers.query import run_query
 from frontend.parser import DIALECT
 from risingspark.batch_query import NotDistributable
@@ -59,6 +59,7 @@ def test_compiled_for_spark():
     ]
     assert q.relations[0].ssts == tuple(VERSION.ssts(ORDERS.id))
     assert q.input_bytes == (300 << 20) + (1 << 20)
+    assert input_bytes(parse("SELECT count(*) FROM orders a JOIN orders b ON a.id = b.id"), reader, VERSION) == 300 << 20
     assert "FROM `__rel_0` AS `o` JOIN `__rel_1` AS `s`" in q.sql
     # integers divide as integers (in PostgreSQL's type), bigints sum as numerics
     assert "CAST(SUM(CAST(`o`.`id` AS DECIMAL(38, 0))) DIV COUNT(*) AS BIGINT) AS `per`" in q.sql
