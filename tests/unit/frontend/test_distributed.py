@@ -10,7 +10,13 @@ import pytest
 import sqlglot
 from catalog_session import EVENTS, ORDERS, SUMMARY, creating, make_session
 
-from frontend.distributed import DISTRIBUTED_MIN_BYTES, choose_distributed, compile_for_spark, input_bytes, is_heavy
+from frontend.distributed import (
+    DISTRIBUTED_MIN_BYTES,
+    choose_distributed,
+    compile_for_spark,
+    input_bytes,
+    is_heavy,
+)
 from frontend.handlers.query import run_query
 from frontend.parser import DIALECT
 from risingspark.batch_query import NotDistributable
