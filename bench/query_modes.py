@@ -19,13 +19,11 @@ Usage: ``python bench/query_modes.py [--rows 30000000] [--settle 30] [--out resu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,41 +31,10 @@ import psutil
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from state_scaling import start_playground, stop_playground  # noqa: E402
+from state_scaling import RssSampler, start_playground, stop_playground  # noqa: E402
 
 QUERY = ("SELECT o.priority, count(*), sum(l.qty * l.price) FROM lineitem l JOIN orders o "
          "ON l.orderkey = o.orderkey GROUP BY o.priority")
-
-
-class PeakRss:
-    """Peak RSS of a process alone and of its descendants, sampled every 0.2 s."""
-
-    def __init__(self, pid: int) -> None:
-        self.root = psutil.Process(pid)
-        self.own = self.children = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        with contextlib.suppress(psutil.Error):
-            self.own = max(self.own, self.root.memory_info().rss)
-            total = 0
-            for p in self.root.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    total += p.memory_info().rss
-            self.children = max(self.children, total)
-
-    def _run(self) -> None:
-        self._sample()
-        while not self._stop.wait(0.2):
-            self._sample()
-
-    def stop(self) -> tuple[int, int]:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-        return self.own, self.children
 
 
 def main() -> None:
@@ -95,11 +62,12 @@ def main() -> None:
             for mode in ("distributed", "local"):
                 c.execute(f"SET query_mode = {mode}")
                 idle = psutil.Process(proc.pid).memory_info().rss
-                peak = PeakRss(proc.pid)
+                peak = RssSampler(proc.pid, interval_s=0.2)
                 started = time.perf_counter()
                 answers[mode] = sorted(c.execute(QUERY).fetchall())
                 seconds = time.perf_counter() - started
-                own, children = peak.stop()
+                peak.stop()
+                own, children = peak.own_peak, peak.children_peak
                 result["modes"][mode] = {"seconds": round(seconds, 1),
                                          "frontend_peak_rss_growth_mb": round((own - idle) / 2**20),
                                          "frontend_idle_rss_mb": round(idle / 2**20),

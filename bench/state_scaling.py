@@ -87,28 +87,34 @@ def stop_playground(proc: subprocess.Popen, timeout: float = 120) -> None:
 
 
 class RssSampler:
-    """The peak of the summed RSS of a process and its descendants, sampled every second."""
+    """The peak of the summed RSS of a process and its descendants (`peak`), and apart, of the
+    process alone (`own_peak`) and of its descendants (`children_peak`), sampled every `interval_s`
+    (and at the start and the stop)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, interval_s: float = 1.0) -> None:
         self.root = psutil.Process(pid)
-        self.peak = 0
+        self.interval_s = interval_s
+        self.peak = self.own_peak = self.children_peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def sample(self) -> int:
-        total = 0
         try:
-            procs = [self.root, *self.root.children(recursive=True)]
+            own = self.root.memory_info().rss
+            children = self.root.children(recursive=True)
         except psutil.Error:
             return 0
-        for p in procs:
+        rest = 0
+        for p in children:
             with contextlib.suppress(psutil.Error):
-                total += p.memory_info().rss
-        return total
+                rest += p.memory_info().rss
+        self.own_peak, self.children_peak = max(self.own_peak, own), max(self.children_peak, rest)
+        return own + rest
 
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
+        self.peak = max(self.peak, self.sample())
+        while not self._stop.wait(self.interval_s):
             self.peak = max(self.peak, self.sample())
 
     def reset(self) -> None:
@@ -116,6 +122,8 @@ class RssSampler:
 
     def stop(self) -> None:
         self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.sample())
 
 
 class BarrierLog:
