@@ -67,7 +67,7 @@ class BatchEngine:
         # SST indexes (block first keys, bloom filters, Parquet footers) cached apart, as Hummock's meta
         # cache: a key query reads the index of every SST its key may be in. A quarter of the budget:
         # a 10M-row table's indexes did not fit a sixteenth (32 MB of the default 512 MB), and every
-        # point query parsed footers again (115 point queries/s; 630/s with a quarter)
+        # point query parsed footers again (130 point queries/s; 630/s with a quarter)
         self.reader = StateTableReader(store, BlockCache(cache_bytes // 4), metas=BlockCache(cache_bytes // 4))
         self._merged = BlockCache(cache_bytes // 2)
         self._db = duckdb.connect(config={"threads": 2})
