@@ -16,6 +16,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from risingspark.backfill_order import waiting_for
+from risingspark.vnode import VNODE_COUNT
+
 MAX_UNFINISHED_PCT = 99.99
 
 
@@ -59,3 +62,47 @@ class ProgressRate:
         if not rate or not self._samples:
             return None
         return max(0.0, (total - self._samples[-1].consumed) / rate)
+
+
+@dataclass(frozen=True)
+class UpstreamProgress:
+    """The backfill of one upstream relation of a job (all its scans: a self-join has two), as
+    `rw_fragment_backfill_progress` shows it. `waiting_for`: the relations the backfill order puts
+    before it that have not finished (it has not started while there are some)."""
+
+    upstream_id: int
+    consumed_rows: int
+    total_rows: int
+    finished: bool
+    waiting_for: tuple[int, ...] = ()
+
+    def text(self, names: dict[int, str]) -> str:
+        """``45.23% (452300/1000000)``, ``100.00% (n/n)`` once finished, or ``0.00% (0/100000)
+        waiting for car_info``."""
+        if self.finished:
+            return f"100.00% ({self.consumed_rows}/{self.consumed_rows})"
+        out = format_progress(self.consumed_rows, self.total_rows)
+        if self.waiting_for:
+            out += " waiting for " + ", ".join(str(names.get(w, w)) for w in self.waiting_for)
+        return out
+
+
+def upstream_progress(scanned: list[int], consumed: dict[tuple[int, int], int], finished: set[tuple[int, int]],
+                      row_counts: dict[int, int], order: tuple[tuple[int, int], ...]) -> list[UpstreamProgress]:
+    """Per upstream relation, in the order of their first scan: `scanned` is each scan's upstream,
+    `consumed` and `finished` are keyed by ``(scan_id, vnode)``."""
+    by_relation: dict[int, list[int]] = {}
+    for scan_id, upstream in enumerate(scanned):
+        by_relation.setdefault(upstream, []).append(scan_id)
+    done = {r for r, ids in by_relation.items()
+            if all((i, v) in finished for i in ids for v in range(VNODE_COUNT))}
+    return [UpstreamProgress(r, sum(n for (i, _), n in consumed.items() if i in ids),
+                             row_counts.get(r, 0) * len(ids), r in done,
+                             tuple(waiting_for(order, r, done)) if r not in done else ())
+            for r, ids in by_relation.items()]
+
+
+def waiting_text(upstreams: list[UpstreamProgress], names: dict[int, str]) -> str:
+    """``car_sales waiting for car_info, car_regions`` (empty when no scan waits)."""
+    return "; ".join(f"{names.get(u.upstream_id, u.upstream_id)} waiting for "
+                     + ", ".join(str(names.get(w, w)) for w in u.waiting_for) for u in upstreams if u.waiting_for)

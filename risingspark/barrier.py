@@ -62,6 +62,7 @@ class StreamJob:
     """A streaming job as a compute node runs it (a table's DML job, or an MV).
 
     `backfill` holds the per-vnode progress of each scan of a creating job, None once it is created.
+    `backfill_order` holds ``(before, after)`` upstream relation ids (`risingspark.backfill_order`).
     """
 
     job_id: int
@@ -72,6 +73,7 @@ class StreamJob:
     backfill: tuple[ScanProgress, ...] | None = None
     backfill_rate_limit: int | None = None
     snapshot: SnapshotState | None = None
+    backfill_order: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from compute.stream.tasks import (
     progress_path,
     read_files_task,
 )
+from risingspark.backfill_order import finished_relations, waiting_for
 from risingspark.barrier import (
     BackfillReport,
     Barrier,
@@ -97,6 +98,15 @@ class JobRuntime:
     @property
     def backfilling(self) -> bool:
         return self.progress is not None
+
+    def waiting_for(self, relation_id: int) -> list[int]:
+        """The upstreams a scan of `relation_id` still waits for in the job's backfill order."""
+        if not self.job.backfill_order or self.progress is None:
+            return []
+        plan_scans = scans(self.job.plan)
+        done = finished_relations({i: (plan_scans[i].upstream_id, all(v.finished for v in p))
+                                   for i, p in self.progress.items()})
+        return waiting_for(self.job.backfill_order, relation_id, done)
 
 
 @dataclass
@@ -209,6 +219,8 @@ class EpochRound:
         if rate is not None and rate >= 0:
             # rows/s per parallelism over one round; a positive limit always reads something
             budget = max(1, int(rate * n * self.target_round_s)) if rate > 0 else 0
+        if rt.waiting_for(upstream.table_id):
+            budget = 0  # its place in the backfill order has not come: it waits as a paused scan does
         limit = 0 if budget == 0 else max(1, math.ceil(budget / max(1, unfinished)))
         ssts = tuple(self.barrier.version.ssts(upstream.table_id))
         if rt.no_shuffle:
