@@ -16,6 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from frontend.session_vars import backfill_rate, check_backfill_rate
 from frontend.statements import (  # noqa: F401 - re-exported: handlers import statements from here
     AlterParallelismStmt,
     AlterRateLimitStmt,
@@ -154,10 +155,10 @@ def parse_statement(text: str) -> Statement:
         return parse_create_index(text)
     if first == "ALTER" and len(head) > 3 and head[1] == "MATERIALIZED" and head[2] == "VIEW":
         m = re.fullmatch(r"\s*ALTER\s+MATERIALIZED\s+VIEW\s+(\S+)\s+SET\s+BACKFILL_RATE_LIMIT\s*(?:=|TO)\s*"
-                         r"(-?\d+|DEFAULT)\s*", text, re.IGNORECASE)
+                         r"(\S+)\s*", text, re.IGNORECASE)
         if m:
-            value = m.group(2).upper()
-            rate = None if value == "DEFAULT" or int(value) < 0 else int(value)
+            value = m.group(2).strip("'").lower()
+            rate = None if value == "default" else backfill_rate(check_backfill_rate(value))
             return AlterRateLimitStmt(_ident(m.group(1)), rate)
         m = re.fullmatch(r"\s*ALTER\s+MATERIALIZED\s+VIEW\s+(\S+)\s+SET\s+PARALLELISM\s*(?:=|TO)\s*"
                          r"(\d+|ADAPTIVE|DEFAULT)\s*", text, re.IGNORECASE)

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from risingspark.catalog import ADAPTIVE_BACKFILL_RATE, BACKFILL_RATE_LIMIT
 from risingspark.errors import InvalidParameterValue, UndefinedParameter
 
 
@@ -90,6 +91,36 @@ def _choice(name: str, values: tuple[str, ...]) -> Callable[[str], str]:
     return check
 
 
+ADAPTIVE = "adaptive"  # `backfill_rate_limit`: meta adapts the rate to the barrier latency (`meta.backfill_rate`)
+
+
+def check_backfill_rate(v: str) -> str:
+    """``backfill_rate_limit``: rows/s per parallelism (-1: unlimited, 0: paused) or ``adaptive``."""
+    s = v.strip().lower()
+    if s == ADAPTIVE:
+        return s
+    try:
+        n = int(s)
+    except ValueError:
+        raise InvalidParameterValue(f'invalid value for parameter "backfill_rate_limit": "{v}"',
+                                    hint="Use a number of rows per second per parallelism (-1: unlimited, "
+                                         "0: paused) or adaptive.") from None
+    if n < -1:
+        raise InvalidParameterValue(f"value {n} is below the minimum -1")
+    return str(n)
+
+
+def backfill_rate(shown: str) -> int | str | None:
+    """A `backfill_rate_limit` value as meta takes it: rows/s, ``"adaptive"``, or None (unlimited).
+
+    >>> backfill_rate("-1"), backfill_rate("0"), backfill_rate("5000"), backfill_rate("adaptive")
+    (None, 0, 5000, 'adaptive')
+    """
+    if shown == ADAPTIVE:
+        return ADAPTIVE
+    return None if int(shown) < 0 else int(shown)
+
+
 def _text(v: str) -> str:
     return v
 
@@ -128,7 +159,7 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("background_ddl", "false", "CREATE MATERIALIZED VIEW returns at once; the backfill runs "
             "in the background (SHOW JOBS)", _bool),
     VarSpec("backfill_rate_limit", "-1", "Backfill rows per second per parallelism of new jobs "
-            "(-1: unlimited, 0: paused)", _int(-1)),
+            "(-1: unlimited, 0: paused, adaptive: follows the cluster's barrier latency)", check_backfill_rate),
     VarSpec("streaming_use_snapshot_backfill", "true", "New MVs backfill from a fixed snapshot read in bulk, "
             "then catch up from the upstream's change log", _bool),
     VarSpec("streaming_use_arrangement_backfill", "true", "Without snapshot backfill: per-vnode arrangement "
@@ -193,6 +224,13 @@ class SessionVars:
 
     def number(self, name: str) -> int:
         return int(self.get(name))
+
+    def backfill_rate_extra(self) -> dict[str, object]:
+        """The catalog `extra` entries of a new job's backfill rate (`risingspark.catalog`)."""
+        rate = backfill_rate(self.get("backfill_rate_limit"))
+        if rate == ADAPTIVE:
+            return {ADAPTIVE_BACKFILL_RATE: True}
+        return {} if rate is None else {BACKFILL_RATE_LIMIT: rate}
 
     def search_path(self) -> list[str]:
         return [p.strip().strip('"') for p in self.get("search_path").split(",")]

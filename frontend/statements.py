@@ -56,10 +56,10 @@ class AlterSystemStmt:
 
 @dataclass(frozen=True)
 class AlterRateLimitStmt:
-    """``ALTER MATERIALIZED VIEW name SET BACKFILL_RATE_LIMIT { = | TO } n | DEFAULT``."""
+    """``ALTER MATERIALIZED VIEW name SET BACKFILL_RATE_LIMIT { = | TO } n | DEFAULT | ADAPTIVE``."""
 
     name: str
-    rate: int | None
+    rate: int | str | None  # rows/s per parallelism, "adaptive", or None: unlimited
 
 
 @dataclass(frozen=True)

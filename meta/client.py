@@ -155,7 +155,7 @@ class MetaClient:
     def drop_relation(self, rel_id: int, *, cascade: bool = False) -> list[RelationCatalog]:
         return self.rpc.call("drop_relation", rel_id, cascade)
 
-    def set_backfill_rate_limit(self, rel_id: int, rate: int | None) -> None:
+    def set_backfill_rate_limit(self, rel_id: int, rate: int | str | None) -> None:
         self.rpc.call("set_backfill_rate_limit", rel_id, rate)
 
     def set_parallelism(self, rel_id: int, parallelism: int) -> None:

@@ -38,6 +38,10 @@ class RingBuffer(Generic[T]):
         with self._lock:
             return list(self._items)
 
+    def newest(self) -> T | None:
+        with self._lock:
+            return self._items[-1] if self._items else None
+
     def __len__(self) -> int:
         return len(self._items)
 

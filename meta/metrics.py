@@ -42,6 +42,7 @@ class MetaMetrics:
     gc_deleted_objects: Counter
     process_cpu: Gauge
     process_memory: Gauge
+    backfill_rate_limit: Gauge
 
 
 METRICS = MetaMetrics(
@@ -87,6 +88,9 @@ METRICS = MetaMetrics(
                       ["node", "component"]),
     process_memory=Gauge("risingspark_process_resident_memory_bytes",
                          "Resident memory of a node's processes", ["node", "component"]),
+    backfill_rate_limit=Gauge("risingspark_backfill_rate_limit_rows_per_second",
+                              "Current backfill rate limit of an adaptive job, in rows/s per parallelism",
+                              ["job", "fragment"]),
 )
 
 _backfill_fragments: dict[int, str] = {}

@@ -17,6 +17,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from meta.backfill_rate import (
+    ADAPTIVE,
+    TARGET_PARAM,
+    BackfillRateController,
+    describe,
+    is_adaptive,
+    target_ms,
+    with_adaptive_start,
+)
+from meta.backfill_rate import split_rows as adaptive_split_rows
 from meta.barrier.command import ComputeClient
 from meta.barrier.manager import BarrierManager
 from meta.catalog import CatalogManager, CatalogSnapshot, post_order
@@ -39,12 +49,13 @@ from meta.serverless import (
     serverless_state,
 )
 from meta.serverless_compaction import ServerlessCompactionController
-from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, SPLIT_TARGET_ROWS, SnapshotBackfills
+from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT_TARGET_ROWS, SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
 from risingspark.barrier import AddJobs, DmlReceipt, DropJobs, EpochResult, Mutation, Throttle
 from risingspark.catalog import (
+    ADAPTIVE_BACKFILL_RATE,
     DEFAULT_DATABASE,
     DEFAULT_RESOURCE_GROUP,
     DEFAULT_SCHEMA,
@@ -95,6 +106,7 @@ class DdlProgress:
     total_rows: int
     rows_per_second: float | None
     eta_seconds: float | None
+    rate_limit: str | None = None  # "adaptive (n rows/s)", the fixed limit, or None: unlimited
 
 
 class MetaService:
@@ -121,6 +133,7 @@ class MetaService:
         self._row_counts: dict[int, int] = {}
         self._consumed: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)  # (scan, vnode) -> rows
         self._rates: dict[int, ProgressRate] = defaultdict(ProgressRate)
+        self.backfill_rates = BackfillRateController()  # adaptive backfill rates (`meta.backfill_rate`)
         self._load_progress()
         # The registered workers when services run as processes (`meta.cluster.ClusterManager`);
         # None in the playground, where every service is in this process.
@@ -218,6 +231,8 @@ class MetaService:
         if rel.plan is not None and group != DEFAULT_RESOURCE_GROUP:
             self._check_group(group)
         rel = replace(rel, created_at_epoch=self.hummock.version.committed_epoch, resource_group=group)
+        if is_adaptive(rel):
+            rel = with_adaptive_start(rel)
         with self._start_lock:
             queued = rel.is_creating and not self._has_free_slot()
             if queued:
@@ -339,8 +354,14 @@ class MetaService:
             rate = rel.extra.get("backfill_rate_limit")
             aggregates = rel.plan is not None and bool(find(node_from_json(rel.plan), StreamHashAgg))
             target = AGG_SPLIT_TARGET_ROWS if aggregates else SPLIT_TARGET_ROWS
-            split_rows = target if not rate else min(target, max(10_000, rate * max(1, rel.parallelism or 2)))
-            self.snapshots.create(tx, rel.id, rel.dependencies[0], self.hummock.version, live_rows, split_rows)
+            parallelism = max(1, rel.parallelism or self.default_parallelism or 2)
+            split_rows = target if not rate else min(target, max(10_000, rate * parallelism))
+            if is_adaptive(rel) and rate:  # small splits: the rate decides how often one is read
+                split_rows, max_splits = adaptive_split_rows(parallelism), VNODE_COUNT
+            else:
+                max_splits = MAX_SPLITS
+            self.snapshots.create(tx, rel.id, rel.dependencies[0], self.hummock.version, live_rows, split_rows,
+                                  max_splits)
         assert rel.plan is not None
         tx.conn.execute(backfill_progress.insert(), [
             {"job_id": rel.id, "scan_id": scan_id, "upstream_id": scan.upstream_id, "vnode": v, "position": None,
@@ -403,14 +424,21 @@ class MetaService:
         self.start_queued_jobs()
         return order
 
-    def set_backfill_rate_limit(self, rel_id: int, rate: int | None) -> None:
-        """Change a job's backfill rate limit (rows/s per parallelism; None: unlimited, 0: paused). A
-        running backfill applies it at the next barrier (a Throttle mutation)."""
+    def set_backfill_rate_limit(self, rel_id: int, rate: int | str | None) -> None:
+        """Change a job's backfill rate limit (rows/s per parallelism; None: unlimited, 0: paused;
+        "adaptive": meta adapts it to the barrier latency, `meta.backfill_rate`). A running backfill
+        applies it at the next barrier (a Throttle mutation)."""
         rel = self.catalog.snapshot.relations.get(rel_id)
         if rel is None:
             raise UndefinedTable(f"relation with id {rel_id} does not exist")
-        extra = {k: v for k, v in rel.extra.items() if k != "backfill_rate_limit"}
-        if rate is not None:
+        extra = {k: v for k, v in rel.extra.items() if k not in ("backfill_rate_limit", ADAPTIVE_BACKFILL_RATE)}
+        if rate == ADAPTIVE:  # from the current limit on (none for a serverless backfill)
+            current = self.backfill_rates.rate(rel_id) if is_adaptive(rel) else rel.extra.get("backfill_rate_limit")
+            rel = with_adaptive_start(replace(rel, extra={**extra, ADAPTIVE_BACKFILL_RATE: True}))
+            extra, rate = dict(rel.extra), None
+            if "backfill_rate_limit" in extra:
+                rate = extra["backfill_rate_limit"] = self.backfill_rates.start(rel, current)
+        elif rate is not None:
             extra["backfill_rate_limit"] = rate
         with self.store.transaction() as tx:
             self.catalog.set_extra(tx, rel_id, extra)
@@ -533,10 +561,30 @@ class MetaService:
                 backfill_type=rel.backfill_type.value if rel.backfill_type else None,
                 consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
                 eta_seconds=rate.eta_seconds(total)))
-        return out
+        return [replace(p, rate_limit=self._rate_limit_text(snap.relations[p.ddl_id])) for p in out]
+
+    def _rate_limit_text(self, rel: RelationCatalog) -> str | None:
+        """A job's backfill rate limit as `rw_fragment_backfill_progress.rate_limit` shows it."""
+        fixed = rel.extra.get("backfill_rate_limit")
+        if is_adaptive(rel) and fixed is not None:  # (a serverless backfill's has no limit: unlimited)
+            return describe(None, self.backfill_rates.rate(rel.id) or fixed)
+        return describe(fixed, None)
 
     # ---- after each commit ------------------------------------------------------------------------
+    def _adapt_backfill_rates(self) -> None:
+        """A step of the adaptive backfill rates on the latency of the barrier just committed."""
+        sample = self.barriers.history.newest()
+        if sample is None:
+            return
+        jobs = [r for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED)
+                and not on_backfiller(r) and r.resource_group == DEFAULT_RESOURCE_GROUP]
+        target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
+        throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs)
+        if throttle is not None:
+            self.barriers.add_mutation(throttle, urgent=False)
+
     def _after_commit(self, result: EpochResult) -> None:
+        self._adapt_backfill_rates()
         snap = self.catalog.snapshot
         now = time.monotonic()
         with self._lock:

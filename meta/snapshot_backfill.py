@@ -36,15 +36,18 @@ MAX_LOG_EPOCHS_PER_ROUND = 64
 MAX_LOG_ROWS_PER_ROUND = 2_000_000
 
 
-def plan_splits(total_rows: int, target_rows: int = SPLIT_TARGET_ROWS) -> tuple[tuple[int, int], ...]:
-    """Equal vnode ranges, as many as the snapshot's size asks for.
+def plan_splits(total_rows: int, target_rows: int = SPLIT_TARGET_ROWS,
+                max_splits: int = MAX_SPLITS) -> tuple[tuple[int, int], ...]:
+    """Equal vnode ranges, as many as the snapshot's size asks for (at most `max_splits`).
 
     >>> plan_splits(10)
     ((0, 255),)
     >>> plan_splits(10_000_000)
     ((0, 84), (85, 169), (170, 255))
+    >>> len(plan_splits(100_000_000, 200_000)), len(plan_splits(100_000_000, 200_000, VNODE_COUNT))
+    (32, 256)
     """
-    n = min(MAX_SPLITS, max(1, math.ceil(total_rows / max(1, target_rows))))
+    n = min(max_splits, VNODE_COUNT, max(1, math.ceil(total_rows / max(1, target_rows))))
     bounds = [i * VNODE_COUNT // n for i in range(n + 1)]
     return tuple((bounds[i], bounds[i + 1] - 1) for i in range(n))
 
@@ -54,9 +57,10 @@ class SnapshotBackfills:
         self._store = store
 
     def create(self, tx: Txn, job_id: int, upstream_id: int, version: HummockVersion, live_rows: int,
-               split_rows: int = SPLIT_TARGET_ROWS) -> None:
+               split_rows: int = SPLIT_TARGET_ROWS, max_splits: int = MAX_SPLITS) -> None:
         """Fix the snapshot of a new job at the version's committed epoch; splits hold about
-        `split_rows` rows (fewer for a rate-limited job, so its progress moves in small steps)."""
+        `split_rows` rows (fewer for a rate-limited job, so its progress moves in small steps; an
+        adaptive job's may be as small as one vnode, so the rate follows the barrier latency)."""
         ssts = version.ssts(upstream_id)
         stored = sum(s.row_count for s in ssts)
         tombstones = sum(s.tombstone_count for s in ssts)
@@ -66,7 +70,7 @@ class SnapshotBackfills:
         tx.conn.execute(snapshot_backfill.insert().values(
             job_id=job_id, upstream_id=upstream_id, snapshot_epoch=version.committed_epoch,
             consumed_epoch=version.committed_epoch, snapshot_done=False, unique_keys=unique, total_rows=live_rows,
-            ssts=json.dumps([s.to_json() for s in ssts]), splits=json.dumps(plan_splits(live_rows, split_rows))))
+            ssts=json.dumps([s.to_json() for s in ssts]), splits=json.dumps(plan_splits(live_rows, split_rows, max_splits))))
 
     def load(self, job_id: int) -> SnapshotState | None:
         with self._store.begin() as conn:

@@ -30,6 +30,9 @@ SPECS: dict[str, ParamSpec] = {p.name: p for p in (
     ParamSpec("level0_stop_write_threshold_sub_level_number", 128,
               "L0 sub-levels of a state table at which the writes of the tables feeding it stall until "
               "compaction catches up (0: never)"),
+    ParamSpec("adaptive_backfill_target_barrier_latency_ms", 0,
+              "Barrier latency an adaptive backfill rate aims at: it grows while barriers commit faster "
+              "and halves when one is slower (0: twice barrier_interval_ms)"),
 )}
 
 

@@ -21,6 +21,10 @@ DEFAULT_RESOURCE_GROUP = "default"
 VIEW_DEPENDENCIES = "view_dependencies"  # `RelationCatalog.extra` key: ids of the views a job's query names
 # `RelationCatalog.extra` key of a job that asked for serverless backfill: its state (`meta.serverless`)
 SERVERLESS_BACKFILL = "serverless_backfill"
+# `RelationCatalog.extra` keys of a job's backfill rate: its fixed limit (rows/s per parallelism), and
+# whether meta adapts it to the barrier latency (`meta.backfill_rate`)
+BACKFILL_RATE_LIMIT = "backfill_rate_limit"
+ADAPTIVE_BACKFILL_RATE = "adaptive_backfill_rate"
 
 
 class RelationKind(enum.StrEnum):

@@ -54,6 +54,13 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
     return out
 
 
+def _fragment_backfill_rows(ctx: SystemContext) -> list[tuple]:
+    """`_fragment_backfill_progress` with each job's backfill rate limit last: ``adaptive (n rows/s)``
+    with the current limit of an adaptive rate (`meta.backfill_rate`), the fixed limit, or NULL."""
+    limits = {p.ddl_id: p.rate_limit for p in ctx.ddl_progress()}
+    return [(*row, limits.get(row[0])) for row in _fragment_backfill_progress(ctx)]
+
+
 def _jobs_of(kind: RelationKind):
     def rows(ctx: SystemContext) -> list[tuple]:
         return [(r.id, r.name, r.schema_id, ROOT_OID, r.definition, "", _epoch(r.initialized_at_epoch),
@@ -196,7 +203,7 @@ TABLES = [
                 "is_serverless_backfill bool, backfill_type text", _ddl_progress, cached=False),
     SystemTable("rw_catalog", "rw_fragment_backfill_progress", 501,
                 "job_id int4, fragment_id int4, job_name text, upstream_table_name text, progress text, "
-                "rows_per_second float8, eta text", _fragment_backfill_progress, cached=False),
+                "rows_per_second float8, eta text, rate_limit text", _fragment_backfill_rows, cached=False),
     SystemTable("rw_catalog", "rw_tables", 502, _JOB, _jobs_of(RelationKind.TABLE)),
     SystemTable("rw_catalog", "rw_materialized_views", 503, _JOB, _jobs_of(RelationKind.MATERIALIZED_VIEW)),
     SystemTable("rw_catalog", "rw_relations", 504, "id int4, name text, relation_type text, schema_id int4, "

@@ -249,7 +249,6 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     first = meta.allocate_ids(1 + state_tables_needed(bound))
     bound, planned = _plan(session, ast, text, first, range(first + 1, first + 1 + state_tables_needed(bound)))
     background = session.vars.flag("background_ddl")
-    rate = session.vars.number("backfill_rate_limit")
     serverless = job_serverless_backfill(session, ast)
     rel = RelationCatalog(
         id=first, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
@@ -259,7 +258,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         backfill_type=choose_backfill(session, bound, serverless), plan=node_to_json(planned.plan),
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
         parallelism=session.vars.number("streaming_parallelism"),
-        extra={**({"backfill_rate_limit": rate} if rate >= 0 else {}),
+        extra={**session.vars.backfill_rate_extra(),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
                **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
     meta.create_relation(rel)

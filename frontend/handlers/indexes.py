@@ -82,14 +82,13 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
                              input=StreamExchange(fields=node.fields, stream_key=node.stream_key, input=node,
                                                   dist_key=dist))
     background = session.vars.flag("background_ddl")
-    rate = session.vars.number("backfill_rate_limit")
     rel = RelationCatalog(
         id=first, database_id=reader.database.id, schema_id=base.schema_id, name=stmt.name,
         kind=RelationKind.INDEX, fields=planned.fields, pk=pk, dist_key=dist, definition=stmt.text,
         status=JobStatus.CREATING, create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=backfill, plan=node_to_json(plan), state_tables=(table, *planned.state_tables[1:]),
         dependencies=(base.id,), parallelism=session.vars.number("streaming_parallelism"),
-        extra={INDEX_COLUMNS: keys, INCLUDED: columns, **({"backfill_rate_limit": rate} if rate >= 0 else {}),
+        extra={INDEX_COLUMNS: keys, INCLUDED: columns, **session.vars.backfill_rate_extra(),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {})})
     meta.create_relation(rel)
     if not background:

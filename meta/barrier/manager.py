@@ -105,11 +105,13 @@ class BarrierManager:
         if self._thread:
             self._thread.join(timeout=120)
 
-    def add_mutation(self, mutation: Mutation) -> None:
+    def add_mutation(self, mutation: Mutation, *, urgent: bool = True) -> None:
+        """Inject `mutation` with the next barrier: at once, or (not `urgent`) when one is due."""
         with self._cond:
             self._mutations.append(mutation)
-            self._requested = True
-            self._cond.notify_all()
+            if urgent:
+                self._requested = True
+                self._cond.notify_all()
 
     def next_epoch(self) -> int:
         """An epoch newer than every one allocated so far, for a round run elsewhere (a serverless

@@ -17,6 +17,8 @@ class BackfillProgressModel(BaseModel):
     rows_per_second: float | None
     eta_seconds: float | None
     queued: bool = Field(description="waiting for a slot (max_concurrent_creating_streaming_jobs)")
+    rate_limit: str | None = Field(None, description='as rw_fragment_backfill_progress: "adaptive (120000 rows/s)", '
+                                                     "a fixed limit, or null: unlimited")
 
 
 class JobModel(BaseModel):
@@ -32,7 +34,8 @@ class JobModel(BaseModel):
     resource_group: str
     parallelism: int | None = Field(description="actors per fragment (the compute default when adaptive)")
     adaptive: bool = Field(description="no parallelism set: one actor per core of the compute node")
-    backfill_rate_limit: int | None
+    backfill_rate_limit: int | None = Field(description="rows/s per parallelism; an adaptive rate's current limit")
+    backfill_rate_adaptive: bool = Field(False, description="the limit follows the barrier latency")
     dependencies: list[int]
     created_at_epoch: int
     initialized_at_epoch: int | None

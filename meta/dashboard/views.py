@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from meta.backfill_rate import is_adaptive
 from meta.dashboard.models import (
     BackfillProgressModel,
     BarrierSampleModel,
@@ -94,7 +95,9 @@ class DashboardViews:
                 create_type=rel.create_type.value,
                 backfill_type=rel.backfill_type.value if rel.backfill_type else None,
                 resource_group=rel.resource_group, parallelism=self.parallelism(rel), adaptive=rel.parallelism == 0,
-                backfill_rate_limit=rel.extra.get("backfill_rate_limit"), dependencies=list(rel.dependencies),
+                backfill_rate_limit=(self.meta.backfill_rates.rate(rel.id) if is_adaptive(rel) else None)
+                or rel.extra.get("backfill_rate_limit"),
+                backfill_rate_adaptive=is_adaptive(rel), dependencies=list(rel.dependencies),
                 created_at_epoch=rel.created_at_epoch, initialized_at_epoch=rel.initialized_at_epoch,
                 fragments=len(graph.fragments), backfill=backfill))
         return out
@@ -109,7 +112,7 @@ class DashboardViews:
             fragment_id=scan.fragment_id if scan is not None else None, upstream_job_id=upstream_id,
             upstream=upstream.name if upstream is not None else None, progress=p.progress,
             consumed_rows=p.consumed_rows, total_rows=p.total_rows, rows_per_second=p.rows_per_second,
-            eta_seconds=p.eta_seconds, queued=p.progress.startswith("Queued"))
+            eta_seconds=p.eta_seconds, queued=p.progress.startswith("Queued"), rate_limit=p.rate_limit)
 
     # ---- fragments ------------------------------------------------------------------------------
     def fragments(self, job_id: int) -> FragmentGraphModel:

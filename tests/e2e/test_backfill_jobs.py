@@ -147,3 +147,86 @@ def test_arrangement_backfill_survives_a_parallelism_change(playground: Playgrou
         with psycopg.connect(oracle_dsn, autocommit=True) as pg:
             copy_table(conn, pg, t)
             assert assert_same(conn, pg, f"{t}_m", f"SELECT g, count(*) AS n, sum(v) AS s FROM {t} GROUP BY g") == 13
+
+
+def _rate_limit(conn, job: str) -> str | None:
+    rows = conn.execute("SELECT rate_limit FROM rw_catalog.rw_fragment_backfill_progress WHERE job_name = %s",
+                        (job,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _limit_gauge(playground: PlaygroundProcess, job: str) -> float | None:
+    """The job's `risingspark_backfill_rate_limit_rows_per_second` in meta's /metrics."""
+    for line in httpx.get(f"http://127.0.0.1:{playground.meta_port}/metrics").text.splitlines():
+        if line.startswith("risingspark_backfill_rate_limit_rows_per_second{") and f'job="{job}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def _adaptive_limits_until(conn, job: str, done, timeout: float = 60) -> list[int]:
+    """The distinct adaptive limits the job shows, in order, until `done(limits)` holds."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done(seen):
+        shown = _rate_limit(conn, job) or ""
+        if shown.startswith("adaptive ("):
+            n = int(shown.removeprefix("adaptive (").split()[0])
+            if not seen or seen[-1] != n:
+                seen.append(n)
+        time.sleep(0.1)
+    return seen
+
+
+def test_adaptive_backfill_rate_follows_the_barrier_latency(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    """An adaptive rate backs off while barriers are slower than the target, grows while they are
+    faster (shown in rw_fragment_backfill_progress and /metrics), and the MV is PostgreSQL's answer."""
+    import psycopg
+
+    from support.oracle import assert_same, copy_table
+
+    t = unique_name("adaptive")
+    query = f"SELECT g, count(*) AS n, sum(v) AS s FROM {t} GROUP BY g"
+    with playground.connect() as conn:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, g INT, v INT)")
+        conn.execute(f"INSERT INTO {t} SELECT i, i % 11, i % 100 FROM generate_series(1, 150000) AS s(i)")
+        conn.execute("FLUSH")
+        with pytest.raises(errors.InvalidParameterValue):
+            conn.execute("SET backfill_rate_limit = fast")
+        with pytest.raises(errors.InvalidParameterValue):
+            conn.execute(f"ALTER MATERIALIZED VIEW {t} SET BACKFILL_RATE_LIMIT = fast")
+        conn.execute("SET background_ddl = true")
+        conn.execute("SET streaming_use_snapshot_backfill = false")  # arrangement: the limit sets each round
+        conn.execute("SET backfill_rate_limit = 8000")
+        conn.execute("ALTER SYSTEM SET adaptive_backfill_target_barrier_latency_ms = 1")  # every barrier is slower
+        try:
+            conn.execute(f"CREATE MATERIALIZED VIEW {t}_m AS {query}")
+            assert _rate_limit(conn, f"{t}_m") == "8000"
+            conn.execute(f"ALTER MATERIALIZED VIEW {t}_m SET BACKFILL_RATE_LIMIT = ADAPTIVE")
+            down = _adaptive_limits_until(conn, f"{t}_m", lambda s: bool(s) and s[-1] == 1000)
+            assert down[-1] == 1000 and down == sorted(down, reverse=True) and len(down) >= 2, down
+            assert _limit_gauge(playground, f"{t}_m") == 1000
+            conn.execute(f"UPDATE {t} SET v = v + 1 WHERE id % 7 = 0")  # changes while it backfills
+            conn.execute("ALTER SYSTEM SET adaptive_backfill_target_barrier_latency_ms = 600000")  # now faster
+            up = _adaptive_limits_until(conn, f"{t}_m", lambda s: len(s) >= 3)
+            assert len(up) >= 2 and up == sorted(up) and up[-1] > 1000, up
+        finally:
+            conn.execute("ALTER SYSTEM SET adaptive_backfill_target_barrier_latency_ms = DEFAULT")
+        conn.execute(f"WAIT MATERIALIZED VIEW {t}_m")
+        deadline = time.monotonic() + 10  # (forgotten at the barrier after the one that finished it)
+        while _limit_gauge(playground, f"{t}_m") is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _limit_gauge(playground, f"{t}_m") is None
+        # the session variable, with the default (snapshot) strategy
+        conn.execute("SET streaming_use_snapshot_backfill = true")
+        conn.execute("SET backfill_rate_limit = adaptive")
+        assert conn.execute("SHOW backfill_rate_limit").fetchone() == ("adaptive",)
+        conn.execute(f"CREATE MATERIALIZED VIEW {t}_s AS {query}")
+        shown = _rate_limit(conn, f"{t}_s")
+        assert shown is None or shown.startswith("adaptive ("), shown  # (None once it is done)
+        conn.execute(f"DELETE FROM {t} WHERE id % 5 = 0")
+        conn.execute(f"WAIT MATERIALIZED VIEW {t}_s")
+        conn.execute("FLUSH")
+        with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+            copy_table(conn, pg, t)
+            assert assert_same(conn, pg, f"{t}_m", query) == 11
+            assert assert_same(conn, pg, f"{t}_s", query) == 11

@@ -46,7 +46,7 @@
           data-consumed="${b.consumed_rows}" data-total="${b.total_rows}">
           <div class="progress-track"><div class="progress-fill" style="width:${pct.toFixed(2)}%"></div></div>
           <div class="progress-text">${b.queued ? RS.escape(b.progress) : `${pct.toFixed(2)}% · ${RS.fmtCount(b.consumed_rows)}/${RS.fmtCount(b.total_rows)} rows`}</div>
-          <div class="progress-meta muted">${where}${from} · ${rate} rows/s · ETA ${eta}</div>
+          <div class="progress-meta muted">${where}${from} · ${rate} rows/s · ETA ${eta}${b.rate_limit ? ` · limit ${RS.escape(b.rate_limit)}` : ""}</div>
         </div>`;
     }).join("");
   }
@@ -56,7 +56,8 @@
     const rows = jobs.map((j) => {
       const sel = j.id === state.selected ? " selected" : "";
       const par = j.parallelism === null ? "–" : j.parallelism + (j.adaptive ? " (adaptive)" : "");
-      const rate = j.backfill_rate_limit === null ? "" : `<div class="muted">rate limit ${j.backfill_rate_limit}/s</div>`;
+      const rate = j.backfill_rate_limit === null ? "" :
+        `<div class="muted">${j.backfill_rate_adaptive ? "adaptive " : ""}rate limit ${RS.fmtCount(j.backfill_rate_limit)}/s</div>`;
       return `<tr class="job${sel}" data-job-id="${j.id}" data-job="${RS.escape(j.name)}" data-status="${j.status}">
         <td>${j.id}</td><td><b>${RS.escape(j.name)}</b></td><td>${j.kind === "table" ? "table" : "materialized view"}</td>
         <td><span class="badge ${j.status.toLowerCase()}">${j.status}</span></td><td>${j.create_type}</td>

@@ -16,7 +16,7 @@ from frontend.parser import (
     parse_statement,
     split_statements,
 )
-from risingspark.errors import SyntaxError_
+from risingspark.errors import InvalidParameterValue, SyntaxError_
 
 
 def test_split_respects_quotes_and_comments() -> None:
@@ -78,5 +78,14 @@ def test_alter_materialized_view() -> None:
     assert parse_statement("ALTER MATERIALIZED VIEW m SET BACKFILL_RATE_LIMIT = 100") == AlterRateLimitStmt("m", 100)
     assert parse_statement("alter materialized view m set backfill_rate_limit to default") == \
         AlterRateLimitStmt("m", None)
+    assert parse_statement("ALTER MATERIALIZED VIEW m SET BACKFILL_RATE_LIMIT = ADAPTIVE") == \
+        AlterRateLimitStmt("m", "adaptive")
+    assert parse_statement("alter materialized view m set backfill_rate_limit to 'adaptive'") == \
+        AlterRateLimitStmt("m", "adaptive")
+    assert parse_statement("ALTER MATERIALIZED VIEW m SET BACKFILL_RATE_LIMIT = -1") == AlterRateLimitStmt("m", None)
+    for bad in ("fast", "adaptiv", "1.5", "-7"):
+        with pytest.raises(InvalidParameterValue) as e:
+            parse_statement(f"ALTER MATERIALIZED VIEW m SET BACKFILL_RATE_LIMIT = {bad}")
+        assert e.value.sqlstate == "22023"
     assert parse_statement("ALTER MATERIALIZED VIEW m SET PARALLELISM = 4") == AlterParallelismStmt("m", 4)
     assert parse_statement("ALTER MATERIALIZED VIEW m SET PARALLELISM TO ADAPTIVE") == AlterParallelismStmt("m", 0)

@@ -1,5 +1,6 @@
 """Time parameters (``statement_timeout`` and the like) take PostgreSQL's units and are shown as
-PostgreSQL shows them; the oracle is a real PostgreSQL (127.0.0.1:5432)."""
+PostgreSQL shows them; the oracle is a real PostgreSQL (127.0.0.1:5432). ``backfill_rate_limit``
+takes a number or ``adaptive``, and new jobs' catalog entries say which."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import psycopg
 import pytest
 
 from frontend.session_vars import SessionVars, duration_ms
+from risingspark.catalog import ADAPTIVE_BACKFILL_RATE, BACKFILL_RATE_LIMIT
 from risingspark.errors import InvalidParameterValue
 
 PG = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
@@ -41,3 +43,25 @@ def test_invalid_timeouts_fail_as_in_postgres(pg, value):
     assert ours.value.sqlstate == pg_error.value.sqlstate == "22023"
     assert str(ours.value) == pg_error.value.diag.message_primary
     assert ours.value.hint == pg_error.value.diag.message_hint
+
+
+@pytest.mark.parametrize(("value", "shown", "extra"), [
+    ("adaptive", "adaptive", {ADAPTIVE_BACKFILL_RATE: True}), (" ADAPTIVE ", "adaptive", {ADAPTIVE_BACKFILL_RATE: True}),
+    ("5000", "5000", {BACKFILL_RATE_LIMIT: 5000}), ("0", "0", {BACKFILL_RATE_LIMIT: 0}), ("-1", "-1", {}),
+])
+def test_backfill_rate_limit_takes_a_number_or_adaptive(value, shown, extra):
+    v = SessionVars()
+    assert v.backfill_rate_extra() == {}
+    v.set("backfill_rate_limit", value)
+    assert v.get("backfill_rate_limit") == shown
+    assert v.backfill_rate_extra() == extra
+    v.set("backfill_rate_limit", None)  # SET ... TO DEFAULT
+    assert v.get("backfill_rate_limit") == "-1" and v.backfill_rate_extra() == {}
+
+
+@pytest.mark.parametrize("value", ["adaptiv", "fast", "1.5", "", "-2"])
+def test_a_bad_backfill_rate_limit_is_an_invalid_parameter_value(value):
+    with pytest.raises(InvalidParameterValue) as e:
+        SessionVars().set("backfill_rate_limit", value)
+    assert e.value.sqlstate == "22023"
+    assert "backfill_rate_limit" in str(e.value) or "minimum -1" in str(e.value)

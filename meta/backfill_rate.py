@@ -1,0 +1,203 @@
+"""The adaptive backfill rate: meta's controller of `SET backfill_rate_limit = adaptive`.
+
+A fixed `backfill_rate_limit` is either too low (the backfill takes hours) or too high (the barriers
+of the jobs already running slow down). An adaptive job's limit (rows/s per parallelism, as the fixed
+one) follows the cluster's barrier latency instead, by additive increase, multiplicative decrease
+(AIMD, as TCP's congestion window):
+
+- after every committed barrier of the default group, its latency (inject to commit, measured by
+  the barrier manager) is compared with the system parameter
+  ``adaptive_backfill_target_barrier_latency_ms`` (0: twice the barrier interval);
+- under or at the target, each adaptive creating job's limit grows by `AimdPolicy.step`; over it, the
+  limit is multiplied by `AimdPolicy.factor`;
+- the limit stays within ``[floor, ceiling]``: the floor is above 0, so a backfill always progresses,
+  and the ceiling is never exceeded.
+
+A backfill round shares the barrier with every other job, so its cost shows in the very barrier that
+carries it: the signal answers within one round, and a multiplicative decrease after a slow round
+gives the existing jobs their latency back at once, while the additive increase probes slowly for
+the rate the cluster absorbs. The limit oscillates in a saw-tooth just under that rate.
+
+A changed limit reaches the compute nodes as the `Throttle` mutation a fixed limit uses, in the
+next barrier (without forcing one), so every strategy follows it unchanged: arrangement and
+no-shuffle backfill read ``limit × parallelism`` rows per round, snapshot backfill pauses after a
+split for as long as the split should have taken at the limit. For snapshot backfill to follow,
+an adaptive job's splits are small (`split_rows`): one split is what the starting limit reads in a
+second, so a round that carries a split costs about what a round at the starting limit costs.
+
+A serverless backfill ignores the adaptive rate: it runs on resources of its own, so it is left
+unlimited. The current limits live in memory; the catalog keeps the flag and the starting limit, so
+after a restart (or a recovery) a job starts again from `AimdPolicy.start`.
+
+State in the relation's catalog ``extra``::
+
+    | adaptive_backfill_rate: true | backfill_rate_limit: <starting limit> |
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from meta.metrics import METRICS, backfill_labels
+from meta.serverless import serverless_state
+from risingspark.barrier import Throttle
+from risingspark.catalog import ADAPTIVE_BACKFILL_RATE, BACKFILL_RATE_LIMIT, JobStatus, RelationCatalog
+
+logger = logging.getLogger(__name__)
+
+ADAPTIVE = "adaptive"  # the value of `backfill_rate_limit` that asks for an adaptive rate
+TARGET_PARAM = "adaptive_backfill_target_barrier_latency_ms"  # the system parameter (`meta.system_params`)
+
+
+@dataclass(frozen=True)
+class AimdPolicy:
+    """The controller's constants, in rows/s per parallelism.
+
+    Why these numbers (bench/isolation.py, docs/notes/issue-3.md and issue-4.md, 2 cores): a snapshot
+    backfill of the 10M-row aggregation reads ~3.3M rows/s on both cores (~1.6M per parallelism) and
+    ~0.7M rows/s when the cluster has one core (10M rows in one ~12 s round, with the existing jobs'
+    barriers 4× slower meanwhile); an idle barrier under 1 000 changes/s costs ~0.3 s to 1.7 s.
+    `start` is a fifth of the one-core speed, so the first rounds cost the existing jobs little
+    (~0.2 s of a core); `step` is a twentieth of `start`, so the limit doubles in about 20 barriers
+    after a back-off and the saw-tooth stays narrow; `ceiling` is above the fastest measured backfill
+    (it never slows a backfill the cluster absorbs); `floor` keeps a paused cluster's backfill alive.
+    """
+
+    start: int = 100_000
+    step: int = 5_000
+    factor: float = 0.5
+    floor: int = 1_000
+    ceiling: int = 2_000_000
+
+    def next_rate(self, rate: int, latency_ms: float, target_ms: float) -> int:
+        """The limit after a barrier of `latency_ms`.
+
+        >>> AimdPolicy().next_rate(100_000, 900, 2000)
+        105000
+        >>> AimdPolicy().next_rate(100_000, 2100, 2000)
+        50000
+        >>> AimdPolicy().next_rate(1_500, 9000, 2000)
+        1000
+        """
+        if latency_ms <= target_ms:
+            rate = rate + self.step
+        else:
+            rate = int(rate * self.factor)
+        return max(self.floor, min(self.ceiling, rate))
+
+    def clamp(self, rate: int) -> int:
+        return max(self.floor, min(self.ceiling, rate))
+
+
+POLICY = AimdPolicy()
+
+
+def is_adaptive(rel: RelationCatalog) -> bool:
+    return bool(rel.extra.get(ADAPTIVE_BACKFILL_RATE))
+
+
+def split_rows(parallelism: int, policy: AimdPolicy = POLICY) -> int:
+    """Rows of one snapshot split of an adaptive job: what the starting limit reads in a second.
+
+    >>> split_rows(2)
+    200000
+    """
+    return policy.start * max(1, parallelism)
+
+
+def target_ms(configured: int, barrier_interval_ms: int) -> int:
+    """The barrier latency the controller aims at: the system parameter, or twice the interval.
+
+    >>> target_ms(0, 1000), target_ms(3000, 1000)
+    (2000, 3000)
+    """
+    return configured if configured > 0 else 2 * barrier_interval_ms
+
+
+class BackfillRateController:
+    """The current limit of every adaptive creating job, updated from each barrier's latency."""
+
+    def __init__(self, policy: AimdPolicy = POLICY) -> None:
+        self.policy = policy
+        self._lock = threading.Lock()
+        self._rates: dict[int, int] = {}
+        self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
+
+    def start(self, rel: RelationCatalog, current: int | None = None) -> int:
+        """Begin adapting a job's limit from `current` (a fixed limit it had), else from the start."""
+        rate = self.policy.start if current is None or current <= 0 else self.policy.clamp(current)
+        with self._lock:
+            self._set(rel, rate)
+        logger.info("job %d (%s): adaptive backfill rate from %d rows/s per parallelism", rel.id, rel.name, rate)
+        return rate
+
+    def rate(self, job_id: int) -> int | None:
+        with self._lock:
+            return self._rates.get(job_id)
+
+    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog]) -> Throttle | None:
+        """One control step for the adaptive jobs among `jobs` (the creating jobs whose rounds run
+        in the barrier that took `latency_ms`): the `Throttle` of the limits that changed, if any.
+        Jobs no longer among `jobs` (created, dropped, moved to a backfiller) are forgotten."""
+        changed = []
+        with self._lock:
+            live = set()
+            for rel in jobs:
+                if not is_adaptive(rel) or rel.status is not JobStatus.CREATING:
+                    continue
+                live.add(rel.id)
+                rate = self._rates.get(rel.id)
+                if rate is None:  # after a restart: the job runs at its stored starting limit
+                    rate = self._set(rel, self.policy.clamp(int(rel.extra.get(BACKFILL_RATE_LIMIT)
+                                                                    or self.policy.start)))
+                new = self.policy.next_rate(rate, latency_ms, target)
+                if new != rate:
+                    self._set(rel, new)
+                    changed.append((rel.id, new))
+                    logger.debug("job %d: barrier %.0f ms (target %.0f ms): adaptive backfill rate %d -> %d",
+                                 rel.id, latency_ms, target, rate, new)
+            for stale in set(self._rates) - live:
+                self._forget(stale)
+        return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
+
+    def forget(self, job_ids: Iterable[int]) -> None:
+        with self._lock:
+            for i in job_ids:
+                self._forget(i)
+
+    def _set(self, rel: RelationCatalog, rate: int) -> int:
+        self._rates[rel.id] = rate
+        labels = self._labels.setdefault(rel.id, backfill_labels(rel))
+        METRICS.backfill_rate_limit.labels(**labels).set(rate)
+        return rate
+
+    def _forget(self, job_id: int) -> None:
+        self._rates.pop(job_id, None)
+        labels = self._labels.pop(job_id, None)
+        if labels is not None:
+            with contextlib.suppress(KeyError):
+                METRICS.backfill_rate_limit.remove(*labels.values())
+
+
+def with_adaptive_start(rel: RelationCatalog, policy: AimdPolicy = POLICY) -> RelationCatalog:
+    """A new adaptive job as the catalog keeps it: the starting limit stored as its fixed limit, so
+    its first rounds (and those after a recovery) run at it; none for a serverless backfill."""
+    extra = {k: v for k, v in rel.extra.items() if k != BACKFILL_RATE_LIMIT}
+    if serverless_state(rel) is None:
+        extra[BACKFILL_RATE_LIMIT] = policy.start
+    return replace(rel, extra=extra)
+
+
+def describe(fixed: int | None, adaptive: int | None) -> str | None:
+    """A job's limit as `rw_fragment_backfill_progress.rate_limit` shows it.
+
+    >>> describe(None, 120000), describe(5000, None), describe(None, None)
+    ('adaptive (120000 rows/s)', '5000', None)
+    """
+    if adaptive is not None:
+        return f"adaptive ({adaptive} rows/s)"
+    return None if fixed is None else str(fixed)

@@ -1,0 +1,150 @@
+"""The adaptive backfill rate (`meta.backfill_rate`) against a simulated cluster: each barrier's
+latency is a base cost plus the backfill rows its round reads over what the cluster absorbs. The
+controller converges to a rate where the latency sits at the target, backs off when it is exceeded,
+never exceeds its ceiling and never reaches 0."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from prometheus_client import REGISTRY
+
+from meta.backfill_rate import AimdPolicy, BackfillRateController, split_rows, target_ms, with_adaptive_start
+from meta.snapshot_backfill import MAX_SPLITS, plan_splits
+from risingspark.barrier import Throttle
+from risingspark.catalog import (
+    ADAPTIVE_BACKFILL_RATE,
+    BACKFILL_RATE_LIMIT,
+    JobStatus,
+    RelationCatalog,
+    RelationKind,
+)
+from risingspark.types import INT8, Field
+from risingspark.vnode import VNODE_COUNT
+
+PARALLELISM = 2
+TARGET_MS = 2000.0
+
+
+def job(rel_id: int = 7, *, adaptive: bool = True, status: JobStatus = JobStatus.CREATING,
+        extra: dict | None = None) -> RelationCatalog:
+    rel = RelationCatalog(id=rel_id, database_id=1, schema_id=1, name=f"m{rel_id}", kind=RelationKind.MATERIALIZED_VIEW,
+                          fields=(Field("id", INT8),), pk=(0,), dist_key=(0,), definition="", status=status,
+                          extra={**({ADAPTIVE_BACKFILL_RATE: True} if adaptive else {}), **(extra or {})})
+    return with_adaptive_start(rel) if adaptive else rel
+
+
+def latency_ms(rate: int, *, base_ms: float = 800.0, absorbed_rows_per_s: float = 1_000_000.0, noise: float = 0.0,
+               rng: random.Random | None = None) -> float:
+    """A round reads `rate × parallelism` rows (one second's worth) on top of the existing jobs' work."""
+    ms = base_ms + 1000.0 * rate * PARALLELISM / absorbed_rows_per_s
+    return ms * (1 + rng.uniform(-noise, noise)) if rng is not None else ms
+
+
+def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int, **plant) -> list[int]:
+    """Barriers of the simulated cluster; the controller's limit after each one."""
+    rates = []
+    rate = controller.rate(rel.id) or rel.extra[BACKFILL_RATE_LIMIT]
+    for _ in range(barriers):
+        throttle = controller.after_barrier(latency_ms(rate, **plant), TARGET_MS, [rel])
+        if throttle is not None:
+            assert throttle.rates[0][0] == rel.id
+            rate = throttle.rates[0][1]
+        assert rate == controller.rate(rel.id)
+        rates.append(rate)
+    return rates
+
+
+def test_it_converges_to_the_rate_where_latency_meets_the_target():
+    # latency = 800 ms + rate × 2 / 1M rows/s per ms: the target of 2 000 ms is met at 600 000 rows/s
+    controller, rel = BackfillRateController(), job()
+    rates = run(controller, rel, 3000)
+    settled = rates[1000:]
+    lat = [latency_ms(r) for r in settled]
+    # a saw-tooth under the equilibrium: never far above it, on average within a third below it
+    assert max(settled) <= 600_000 + controller.policy.step
+    assert 0.66 * 600_000 <= statistics.fmean(settled) <= 600_000
+    assert statistics.fmean(lat) <= TARGET_MS and max(lat) <= TARGET_MS * 1.01
+    assert statistics.fmean(lat) >= 0.8 * TARGET_MS
+
+
+def test_it_converges_under_a_noisy_latency():
+    controller, rel, rng = BackfillRateController(), job(), random.Random(16)
+    rates = run(controller, rel, 3000, noise=0.1, rng=rng)
+    settled = rates[1000:]
+    assert 0.4 * 600_000 <= statistics.fmean(settled) <= 600_000
+    over = sum(1 for r in settled if latency_ms(r) > TARGET_MS * 1.1)
+    assert over == 0
+
+
+def test_it_backs_off_at_once_when_latency_exceeds_the_target():
+    controller, rel = BackfillRateController(), job()
+    rates = run(controller, rel, 60)  # ramping up under the target
+    assert rates == sorted(rates) and rates[-1] > rates[0]
+    before = rates[-1]
+    # the cluster gets busy: the existing jobs' work alone now costs 1.9 s
+    after = run(controller, rel, 1, base_ms=1900)
+    assert after == [int(before * controller.policy.factor)]
+    busier = run(controller, rel, 300, base_ms=1900)
+    assert max(busier) < before
+    assert statistics.fmean(busier[100:]) <= 50_000 + controller.policy.step  # the new equilibrium
+
+
+def test_it_never_exceeds_the_ceiling():
+    policy = AimdPolicy(start=100_000, step=50_000, ceiling=300_000)
+    controller, rel = BackfillRateController(policy), job()
+    rates = run(controller, rel, 200, base_ms=10.0, absorbed_rows_per_s=1e12)  # an idle cluster: always under
+    assert max(rates) == 300_000 and rates[-1] == 300_000
+
+
+def test_it_never_reaches_zero():
+    controller, rel = BackfillRateController(), job()
+    rates = run(controller, rel, 100, base_ms=60_000)  # every barrier over the target, backfill or not
+    assert min(rates) == controller.policy.floor > 0
+    assert rates[-1] == controller.policy.floor
+
+
+def test_only_creating_adaptive_jobs_are_throttled_and_finished_ones_are_forgotten():
+    controller = BackfillRateController()
+    adaptive, fixed, created = job(1), job(2, adaptive=False, extra={BACKFILL_RATE_LIMIT: 5000}), \
+        job(3, status=JobStatus.CREATED)
+    throttle = controller.after_barrier(500, TARGET_MS, [adaptive, fixed, created])
+    start = controller.policy.start
+    assert throttle == Throttle(((1, start + controller.policy.step),))
+    assert controller.rate(2) is None and controller.rate(3) is None
+    labels = {"job": "m1", "fragment": ""}
+    assert REGISTRY.get_sample_value("risingspark_backfill_rate_limit_rows_per_second", labels) == \
+        start + controller.policy.step
+    assert controller.after_barrier(500, TARGET_MS, []) is None  # job 1 finished its backfill
+    assert controller.rate(1) is None
+    assert REGISTRY.get_sample_value("risingspark_backfill_rate_limit_rows_per_second", labels) is None
+
+
+def test_a_job_starts_from_its_fixed_limit_or_from_the_start():
+    controller = BackfillRateController()
+    assert controller.start(job(1), 40_000) == 40_000
+    assert controller.start(job(2), None) == controller.policy.start
+    assert controller.start(job(3), 10**9) == controller.policy.ceiling
+    # after a restart of meta the stored starting limit is where it goes on from
+    restarted = BackfillRateController()
+    assert restarted.after_barrier(500, TARGET_MS, [job(4)]) == \
+        Throttle(((4, controller.policy.start + controller.policy.step),))
+
+
+def test_a_serverless_backfill_keeps_no_limit():
+    rel = job(5, extra={"serverless_backfill": {"group": None}})
+    assert BACKFILL_RATE_LIMIT not in rel.extra and rel.extra[ADAPTIVE_BACKFILL_RATE]
+    assert BACKFILL_RATE_LIMIT in job(6).extra
+
+
+def test_the_target_defaults_to_twice_the_barrier_interval():
+    assert target_ms(0, 1000) == 2000 and target_ms(0, 250) == 500 and target_ms(1500, 1000) == 1500
+
+
+def test_adaptive_snapshot_splits_are_small_enough_for_the_rate_to_bite():
+    rows = split_rows(PARALLELISM)
+    splits = plan_splits(10_000_000, rows, VNODE_COUNT)
+    assert len(splits) > MAX_SPLITS  # finer than any fixed-rate job's
+    assert 10_000_000 / len(splits) <= rows
+    assert len(plan_splits(10**10, rows, VNODE_COUNT)) == VNODE_COUNT
