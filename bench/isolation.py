@@ -1,13 +1,15 @@
 """How much a backfill disturbs the jobs already running, printed as JSON: the barrier latency of
 existing jobs under a steady DML load while a big MV backfills, (a) with no backfill (the baseline of
 this same run, measured before and after the backfills and pooled), (b) during a normal (snapshot) backfill in the default resource group, (c) during a
-serverless backfill on a backfiller of its own.
+serverless backfill on a backfiller of its own, (d) during a backfill in the default group with an
+adaptive rate (``SET backfill_rate_limit = adaptive``, `meta.backfill_rate`), whose limits are sampled
+from ``rw_fragment_backfill_progress.rate_limit``.
 
 This machine has 2 cores and stands for two machines: the playground (meta, the default group's
 compute, the frontend) is pinned to CPU 0 once the history is loaded (every thread of its process
 tree, with ``taskset -a``), and backfillers to CPU 1 (``serverless_backfill_cpu_affinity``). The
 ratio (c)/(a) is the figure of merit (goal ≤ 1.5); (b)/(a) shows what the default group pays
-without serverless backfill.
+without serverless backfill. For (d) the goal is p99 ≤ 1.5× (a) and a backfill within 2× of (b)'s time.
 
 Usage: ``python bench/isolation.py [--rows 10000000] [--dml-rate 1000] [--idle-s 20] [--out r.json]``
 """
@@ -110,6 +112,39 @@ def dml_load(dsn: str, rate: int, stop: threading.Event, done: list[int]) -> Non
             time.sleep(max(0.0, next_at - time.monotonic()))
 
 
+class RateSampler:
+    """Samples a creating job's adaptive limit (``adaptive (n rows/s)``) every half second."""
+
+    def __init__(self, dsn: str, job: str) -> None:
+        self.dsn, self.job = dsn, job
+        self.limits: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RateSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            while not self._stop.wait(0.5):
+                row = c.execute("SELECT rate_limit FROM rw_catalog.rw_fragment_backfill_progress WHERE job_name = %s",
+                                (self.job,)).fetchone()
+                if row and row[0] and row[0].startswith("adaptive ("):
+                    self.limits.append(int(row[0].removeprefix("adaptive (").split()[0]))
+
+    def summary(self) -> dict:
+        if not self.limits:
+            return {"samples": 0}
+        return {"samples": len(self.limits), "first": self.limits[0], "min": min(self.limits),
+                "max": max(self.limits), "last": self.limits[-1],
+                "changes": sum(1 for a, b in zip(self.limits, self.limits[1:], strict=False) if a != b)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="history rows of the backfilled MV's upstream")
@@ -152,14 +187,19 @@ def main() -> None:
         idle = [(t0, time.time())]
         phases["a_idle_before"] = summary(recorder.between(t0, time.time()))
         with psycopg.connect(dsn, autocommit=True) as c:
-            for phase, setting in (("b_backfill", "false"), ("c_serverless_backfill", "true")):
-                c.execute(f"SET enable_serverless_backfill = {setting}")
-                t0 = time.time()
-                c.execute(f"CREATE MATERIALIZED VIEW summary_{phase} AS " + SUMMARY.format(t="orders"))
-                t1 = time.time()
+            for phase, serverless, rate in (("b_backfill", "false", "-1"), ("c_serverless_backfill", "true", "-1"),
+                                            ("d_adaptive_backfill", "false", "adaptive")):
+                c.execute(f"SET enable_serverless_backfill = {serverless}")
+                c.execute(f"SET backfill_rate_limit = {rate}")
+                with RateSampler(dsn, f"summary_{phase}") as limits:
+                    t0 = time.time()
+                    c.execute(f"CREATE MATERIALIZED VIEW summary_{phase} AS " + SUMMARY.format(t="orders"))
+                    t1 = time.time()
                 time.sleep(2)  # barriers committed up to the end of the backfill reach the history
                 phases[phase] = {**summary(recorder.between(t0, t1)), "create_seconds": round(t1 - t0, 1),
                                  "backfill_rows_per_s": round(args.rows / (t1 - t0))}
+                if rate == "adaptive":
+                    phases[phase]["adaptive_limit_rows_per_s"] = limits.summary()
         t0 = time.time()  # a second baseline after both backfills, pooled with the first
         time.sleep(args.idle_s)
         phases["a_idle_after"] = summary(recorder.between(t0, time.time()))
@@ -168,7 +208,7 @@ def main() -> None:
         recorder.stop()
         phases["a_idle"] = base = summary([d for start, end in idle for d in recorder.between(start, end)] +
                                           recorder.between(t0, t0 + args.idle_s))
-        for name in ("b_backfill", "c_serverless_backfill"):
+        for name in ("b_backfill", "c_serverless_backfill", "d_adaptive_backfill"):
             p = phases[name]
             if base.get("p50_s") and p.get("p50_s"):
                 p["p50_vs_idle"] = round(p["p50_s"] / base["p50_s"], 2)
@@ -176,6 +216,12 @@ def main() -> None:
         result["phases"] = phases
         result["dml_rows_written"] = written[0]
         result["goal_serverless_p99_vs_idle_at_most"] = 1.5
+        adaptive = phases["d_adaptive_backfill"]
+        adaptive["create_seconds_vs_unlimited"] = round(adaptive["create_seconds"] /
+                                                        phases["b_backfill"]["create_seconds"], 2)
+        result["goal_adaptive"] = {"p99_vs_idle_at_most": 1.5, "create_seconds_vs_unlimited_at_most": 2.0,
+                                   "met": adaptive.get("p99_vs_idle", 99) <= 1.5
+                                   and adaptive["create_seconds_vs_unlimited"] <= 2.0}
     finally:
         stop.set()
         proc.terminate()
