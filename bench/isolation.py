@@ -150,6 +150,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="history rows of the backfilled MV's upstream")
     parser.add_argument("--dml-rate", type=int, default=1000, help="changes/s to the existing jobs")
     parser.add_argument("--idle-s", type=float, default=20.0, help="length of the baseline phase")
+    parser.add_argument("--adaptive-target-ms", type=int, default=-1,
+                        help="adaptive_backfill_target_barrier_latency_ms for (d); -1: the goal, 1.5× the idle "
+                             "p99 measured before the backfills; 0: the system default (twice the barrier interval)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if (os.cpu_count() or 1) < 2:
@@ -186,7 +189,12 @@ def main() -> None:
         time.sleep(args.idle_s)
         idle = [(t0, time.time())]
         phases["a_idle_before"] = summary(recorder.between(t0, time.time()))
+        target = args.adaptive_target_ms
+        if target < 0:
+            target = round(1500 * phases["a_idle_before"]["p99_s"])
+        result["adaptive_target_barrier_latency_ms"] = target or "default"
         with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f"ALTER SYSTEM SET adaptive_backfill_target_barrier_latency_ms = {target}")
             for phase, serverless, rate in (("b_backfill", "false", "-1"), ("c_serverless_backfill", "true", "-1"),
                                             ("d_adaptive_backfill", "false", "adaptive")):
                 c.execute(f"SET enable_serverless_backfill = {serverless}")
