@@ -37,7 +37,7 @@ from meta.compaction.write_stall import WriteStall
 from meta.garbage import GarbageCollector
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
-from meta.progress import ProgressRate, format_progress
+from meta.progress import ProgressRate, UpstreamProgress, format_progress, upstream_progress, waiting_text
 from meta.remote import RemoteComputeGroup
 from meta.resource_groups import GroupRounds, jobs_of_other_groups
 from meta.serverless import (
@@ -53,6 +53,7 @@ from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT_TARG
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
+from risingspark.backfill_order import BACKFILL_ORDER, normalize
 from risingspark.barrier import AddJobs, DmlReceipt, DropJobs, EpochResult, Mutation, Throttle
 from risingspark.catalog import (
     ADAPTIVE_BACKFILL_RATE,
@@ -107,6 +108,7 @@ class DdlProgress:
     rows_per_second: float | None
     eta_seconds: float | None
     rate_limit: str | None = None  # "adaptive (n rows/s)", the fixed limit, or None: unlimited
+    upstreams: tuple[UpstreamProgress, ...] = ()  # per upstream relation (`rw_fragment_backfill_progress`)
 
 
 class MetaService:
@@ -132,6 +134,7 @@ class MetaService:
         self._start_lock = threading.RLock()
         self._row_counts: dict[int, int] = {}
         self._consumed: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)  # (scan, vnode) -> rows
+        self._finished: dict[int, set[tuple[int, int]]] = defaultdict(set)  # (scan, vnode) done
         self._rates: dict[int, ProgressRate] = defaultdict(ProgressRate)
         self.backfill_rates = BackfillRateController()  # adaptive backfill rates (`meta.backfill_rate`)
         self._load_progress()
@@ -415,6 +418,7 @@ class MetaService:
         with self._lock:
             for i in ids:
                 self._consumed.pop(i, None)
+                self._finished.pop(i, None)
                 self._rates.pop(i, None)
             for t in table_ids:
                 self._row_counts.pop(t, None)
@@ -544,6 +548,9 @@ class MetaService:
                 continue
             with self._lock:
                 consumed = sum(self._consumed.get(rel.id, {}).values())
+                upstreams = upstream_progress(_scanned(rel), self._consumed.get(rel.id, {}),
+                                              self._finished.get(rel.id, set()), self._row_counts,
+                                              normalize(rel.extra.get(BACKFILL_ORDER, ())))
                 # A snapshot backfill's total is fixed: the live rows at its snapshot epoch.
                 total = snapshot_totals.get(rel.id)
                 if total is None:
@@ -552,6 +559,8 @@ class MetaService:
             queued = bool(rel.extra.get(QUEUED))
             serverless = serverless_state(rel)
             progress = QUEUED_PROGRESS if queued else format_progress(consumed, total)
+            if not queued and (waiting := waiting_text(upstreams, {r.id: r.name for r in snap.relations.values()})):
+                progress += f", {waiting}"
             if serverless and serverless.get("error"):
                 progress = f"Failed: {serverless['error']}"
             out.append(DdlProgress(
@@ -560,7 +569,7 @@ class MetaService:
                 is_serverless_backfill=serverless is not None,
                 backfill_type=rel.backfill_type.value if rel.backfill_type else None,
                 consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
-                eta_seconds=rate.eta_seconds(total)))
+                eta_seconds=rate.eta_seconds(total), upstreams=tuple(upstreams)))
         return [replace(p, rate_limit=self._rate_limit_text(snap.relations[p.ddl_id])) for p in out]
 
     def _rate_limit_text(self, rel: RelationCatalog) -> str | None:
@@ -587,6 +596,9 @@ class MetaService:
         self._adapt_backfill_rates()
         snap = self.catalog.snapshot
         now = time.monotonic()
+        for job_id, rows in result.rows_in.items():
+            if (rel := snap.relations.get(job_id)) is not None and rel.kind is RelationKind.MATERIALIZED_VIEW:
+                METRICS.materialize_input_rows.labels(job=rel.name).inc(rows)
         with self._lock:
             for table_id, delta in result.row_count_deltas.items():
                 self._row_counts[table_id] = self._row_counts.get(table_id, 0) + delta
@@ -595,8 +607,11 @@ class MetaService:
                 if rel is None:
                     continue
                 per_vnode = self._consumed[report.job_id]
+                done = self._finished[report.job_id]
                 for v in report.vnodes:
                     per_vnode[(report.scan_id, v.vnode)] = v.row_count
+                    if v.finished:
+                        done.add((report.scan_id, v.vnode))
                 consumed = sum(per_vnode.values())
                 self._rates[report.job_id].record(consumed, now)
                 METRICS.backfill_snapshot_rows.labels(**backfill_labels(rel)).inc(report.rows_read)
@@ -605,6 +620,7 @@ class MetaService:
                     min(1.0, consumed / total) if total else 0)
             for job_id in result.finished_jobs:
                 self._consumed.pop(job_id, None)
+                self._finished.pop(job_id, None)
                 self._rates.pop(job_id, None)
                 rel = snap.relations.get(job_id)
                 if rel is not None:
@@ -618,6 +634,8 @@ class MetaService:
                 self._row_counts[r.table_id] = int(r.row_count)
             for r in conn.execute(sa.select(backfill_progress)):
                 self._consumed[r.job_id][(r.scan_id, r.vnode)] = int(r.row_count)
+                if r.finished:
+                    self._finished[r.job_id].add((r.scan_id, r.vnode))
 
 def _dependents_first(snap: CatalogSnapshot, rel: RelationCatalog) -> list[RelationCatalog]:
     return post_order([rel], lambda r: snap.dependents(r.id))

@@ -41,16 +41,28 @@ def _eta(seconds: float | None) -> str | None:
 
 
 def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
-    """One row per backfill fragment; a job has one (its scan of the upstream), whose fragment id is
-    the job id."""
+    """One row per upstream a creating job backfills (a job's whole plan is one fragment here, so
+    the fragment id is the job id, and the upstream tells the rows apart). A job over one upstream
+    shows the job's progress; over several, each upstream its own rows, and one that waits for its
+    place in the backfill order says so: ``0.00% (0/100000) waiting for car_info``. The rate and ETA
+    are the job's, shown on the upstreams still being read."""
     out = []
     for p in ctx.ddl_progress():
         rel = ctx.snapshot.relations.get(p.ddl_id)
         if rel is None or rel.database_id != ctx.database_id:
             continue
-        up = ctx.snapshot.relations.get(rel.dependencies[0]) if rel.dependencies else None
-        out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress,
-                    round(p.rows_per_second, 1) if p.rows_per_second is not None else None, _eta(p.eta_seconds)))
+        rate = round(p.rows_per_second, 1) if p.rows_per_second is not None else None
+        if len(p.upstreams) <= 1:
+            up = ctx.snapshot.relations.get(rel.dependencies[0]) if rel.dependencies else None
+            out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress, rate, _eta(p.eta_seconds)))
+            continue
+        names = {r.id: r.name for r in ctx.snapshot.relations.values()}
+        for u in p.upstreams:
+            running = not u.finished and not u.waiting_for
+            eta = p.eta_seconds * (u.total_rows - u.consumed_rows) / max(1, p.total_rows - p.consumed_rows) \
+                if running and p.eta_seconds is not None else None
+            out.append((p.ddl_id, p.ddl_id, rel.name, names.get(u.upstream_id), u.text(names),
+                        rate if running else None, _eta(eta)))
     return out
 
 

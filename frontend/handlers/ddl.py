@@ -8,10 +8,14 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from frontend.backfill_order import OPTION as BACKFILL_ORDER_OPTION
+from frontend.backfill_order import explain_lines as explain_order
+from frontend.backfill_order import plan_backfill_order
 from frontend.binder import bind_stream_select, ident
 from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
+from risingspark.backfill_order import BACKFILL_ORDER
 from risingspark.catalog import (
     DEFAULT_RESOURCE_GROUP,
     SERVERLESS_BACKFILL,
@@ -35,7 +39,7 @@ from risingspark.errors import (
     WrongObjectType,
 )
 from risingspark.storage.desc import StateTableDesc
-from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json
+from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json, scans
 from risingspark.types import INT8, VARCHAR, DataType, Field
 
 if TYPE_CHECKING:
@@ -212,7 +216,7 @@ def job_options(ast: exp.Create) -> dict[str, exp.Expression]:
             continue
         name = p.this.sql(dialect="postgres").lower() if isinstance(p, exp.Property) else None
         value = p.args.get("value") if isinstance(p, exp.Property) else None
-        if name not in (SERVERLESS_OPTION, "resource_group") or value is None:
+        if name not in (SERVERLESS_OPTION, "resource_group", BACKFILL_ORDER_OPTION) or value is None:
             raise FeatureNotSupported(f"materialized view option {p.sql(dialect='postgres')} is not supported yet")
         options[name] = value
     return options
@@ -250,6 +254,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     bound, planned = _plan(session, ast, text, first, range(first + 1, first + 1 + state_tables_needed(bound)))
     background = session.vars.flag("background_ddl")
     serverless = job_serverless_backfill(session, ast)
+    order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), planned.plan)
     rel = RelationCatalog(
         id=first, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.MATERIALIZED_VIEW, fields=planned.fields, pk=planned.pk,
@@ -260,11 +265,12 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         parallelism=session.vars.number("streaming_parallelism"),
         extra={**session.vars.backfill_rate_extra(),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
+               **({BACKFILL_ORDER: [list(edge) for edge in order.order]} if order.order else {}),
                **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
     meta.create_relation(rel)
     if not background:
         wait_foreground(session, rel)
-    return StatementResult("CREATE_MATERIALIZED_VIEW")
+    return StatementResult("CREATE_MATERIALIZED_VIEW", notices=order.notices)
 
 
 def new_serverless_state() -> dict:
@@ -287,8 +293,11 @@ def explain_create(session: Session, ast: exp.Create, text: str) -> StatementRes
     if not (ast.args.get("kind", "").upper() == "VIEW" and _is_materialized(ast)):
         raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
     _, planned = _plan(session, ast, text, 0, itertools.count(1))
-    lines = explain(planned.plan)
-    return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines])
+    order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), planned.plan)
+    names = {s.upstream_id: s.upstream_name for s in scans(planned.plan)}
+    lines = explain(planned.plan) + explain_order(order.order, names)
+    return StatementResult("EXPLAIN", [ColumnDesc("QUERY PLAN", VARCHAR.oid)], [(line,) for line in lines],
+                           notices=order.notices)
 
 
 _DROP = {"TABLE": (RelationKind.TABLE, "DROP_TABLE"), "VIEW": (RelationKind.VIEW, "DROP_VIEW"),

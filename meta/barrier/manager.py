@@ -27,6 +27,7 @@ from meta.metrics import METRICS
 from meta.snapshot_backfill import SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore
+from risingspark.backfill_order import BACKFILL_ORDER, normalize
 from risingspark.barrier import (
     AddJobs,
     BackfillReport,
@@ -365,7 +366,8 @@ class BarrierManager:
         snapshot = self._snapshots.load(rel.id) if creating else None
         assert rel.plan is not None
         return StreamJob(rel.id, rel.name, node_from_json(rel.plan), rel.parallelism, rel.dependencies, backfill,
-                         rel.extra.get("backfill_rate_limit"), snapshot)
+                         rel.extra.get("backfill_rate_limit"), snapshot,
+                         normalize(rel.extra.get(BACKFILL_ORDER, ())) if creating else ())
 
     def load_progress(self, rel: RelationCatalog) -> tuple[ScanProgress, ...]:
         assert rel.plan is not None

@@ -89,7 +89,7 @@ class DashboardViews:
             graph = self.graph(rel)
             backfill = []
             if rel.status is JobStatus.CREATING and rel.id in progress:
-                backfill.append(self._backfill(rel, graph, progress[rel.id]))
+                backfill += self._backfill(rel, graph, progress[rel.id])
             out.append(JobModel(
                 id=rel.id, name=rel.name, kind=rel.kind.value, statement=rel.definition, status=status_text(rel),
                 create_type=rel.create_type.value,
@@ -102,17 +102,34 @@ class DashboardViews:
                 fragments=len(graph.fragments), backfill=backfill))
         return out
 
-    def _backfill(self, rel: RelationCatalog, graph: FragmentGraph, p: DdlProgress) -> BackfillProgressModel:
+    def _backfill(self, rel: RelationCatalog, graph: FragmentGraph, p: DdlProgress) -> list[BackfillProgressModel]:
+        """A job's backfill per scan fragment: the job's progress when it has one, else each
+        upstream's (a scan waiting for its place in the backfill order says what it waits for)."""
         scans = [f for f in graph.fragments if f.scan is not None]
+        names = {r.id: r.name for r in self.meta.catalog.snapshot.relations.values()}
+        if len(p.upstreams) > 1 and scans:
+            by_upstream = {u.upstream_id: u for u in p.upstreams}
+            out = []
+            for f in scans:
+                assert f.scan is not None
+                u = by_upstream.get(f.scan.upstream_id)
+                if u is None:
+                    continue
+                running = not u.finished and not u.waiting_for
+                out.append(BackfillProgressModel(
+                    fragment_id=f.fragment_id, upstream_job_id=u.upstream_id, upstream=names.get(u.upstream_id),
+                    progress=u.text(names), consumed_rows=u.consumed_rows, total_rows=u.total_rows,
+                    rows_per_second=p.rows_per_second if running else None, eta_seconds=None, queued=False,
+                    rate_limit=p.rate_limit, waiting_for=[names.get(w, str(w)) for w in u.waiting_for]))
+            return out
         # Meta tracks progress per job: it belongs to a fragment when the job has one backfill fragment.
         scan = scans[0] if len(scans) == 1 else None
         upstream_id = scan.scan.upstream_id if scan is not None and scan.scan is not None else None
-        upstream = self.meta.catalog.snapshot.relations.get(upstream_id) if upstream_id is not None else None
-        return BackfillProgressModel(
+        return [BackfillProgressModel(
             fragment_id=scan.fragment_id if scan is not None else None, upstream_job_id=upstream_id,
-            upstream=upstream.name if upstream is not None else None, progress=p.progress,
+            upstream=names.get(upstream_id) if upstream_id is not None else None, progress=p.progress,
             consumed_rows=p.consumed_rows, total_rows=p.total_rows, rows_per_second=p.rows_per_second,
-            eta_seconds=p.eta_seconds, queued=p.progress.startswith("Queued"), rate_limit=p.rate_limit)
+            eta_seconds=p.eta_seconds, queued=p.progress.startswith("Queued"), rate_limit=p.rate_limit)]
 
     # ---- fragments ------------------------------------------------------------------------------
     def fragments(self, job_id: int) -> FragmentGraphModel:
@@ -122,13 +139,13 @@ class DashboardViews:
             raise UndefinedTable(f"streaming job with id {job_id} does not exist")
         graph = self.graph(rel)
         job = next((j for j in self.jobs() if j.id == job_id), None)
-        backfill = job.backfill[0] if job is not None and job.backfill else None
+        backfill = {b.fragment_id: b for b in job.backfill} if job is not None else {}
         fragments = [FragmentModel(
             fragment_id=f.fragment_id,
             executors=[ExecutorModel(name=executor_name(n), detail=executor_detail(n)) for n in f.nodes],
             parallelism=self.parallelism(rel), node=COMPUTE_NODE,
             upstream_job_id=f.scan.upstream_id if f.scan is not None else None,
-            backfill=backfill if backfill is not None and backfill.fragment_id == f.fragment_id else None)
+            backfill=backfill.get(f.fragment_id))
             for f in graph.fragments]
         exchanges = [ExchangeModel(upstream_fragment_id=e.upstream_fragment_id,
                                    downstream_fragment_id=e.downstream_fragment_id, dispatch=e.dispatch)

@@ -45,7 +45,7 @@
           aria-valuenow="${pct.toFixed(2)}" data-job="${RS.escape(job.name)}" data-fragment="${b.fragment_id ?? ""}"
           data-consumed="${b.consumed_rows}" data-total="${b.total_rows}">
           <div class="progress-track"><div class="progress-fill" style="width:${pct.toFixed(2)}%"></div></div>
-          <div class="progress-text">${b.queued ? RS.escape(b.progress) : `${pct.toFixed(2)}% · ${RS.fmtCount(b.consumed_rows)}/${RS.fmtCount(b.total_rows)} rows`}</div>
+          <div class="progress-text">${b.queued ? RS.escape(b.progress) : `${pct.toFixed(2)}% · ${RS.fmtCount(b.consumed_rows)}/${RS.fmtCount(b.total_rows)} rows`}${b.waiting_for && b.waiting_for.length ? ` · waiting for ${RS.escape(b.waiting_for.join(", "))}` : ""}</div>
           <div class="progress-meta muted">${where}${from} · ${rate} rows/s · ETA ${eta}${b.rate_limit ? ` · limit ${RS.escape(b.rate_limit)}` : ""}</div>
         </div>`;
     }).join("");
