@@ -35,6 +35,7 @@ from compute.metrics import (
     STATE_CACHE_MISSES,
     backfill_labels,
 )
+from compute.stream.chunk_size import INITIAL_CHUNK_ROWS, RoundSample, next_chunk_rows
 from compute.stream.tasks import (
     TaskEnv,
     backfill_task,
@@ -61,12 +62,6 @@ from risingspark.vnode import VNODE_COUNT, actor_vnodes
 
 logger = logging.getLogger(__name__)
 
-# Snapshot rows an actor reads per epoch while backfilling: adapted so a round takes about one
-# barrier interval (as RisingWave's backfill reads until the next barrier arrives).
-INITIAL_CHUNK_ROWS = 200_000
-MIN_CHUNK_ROWS = 10_000
-MAX_CHUNK_ROWS = 4_000_000
-MAX_CHUNK_GROWTH = 4.0
 
 
 @dataclass
@@ -77,7 +72,9 @@ class JobRuntime:
     job: StreamJob
     parallelism: int
     progress: dict[int, list[VnodeProgress]] | None = None
-    chunk_rows: int = INITIAL_CHUNK_ROWS
+    chunk_rows: int = INITIAL_CHUNK_ROWS  # snapshot rows the next backfill round reads (`chunk_size`)
+    last_round: RoundSample | None = None
+    round_fixed_s: float | None = None  # the estimated fixed part of a backfill round
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
     throttled_until: float = 0.0  # a rate-limited snapshot backfill reads its next split after this
 
@@ -267,8 +264,10 @@ class EpochRound:
             assert scan.upstream_desc is not None
             snapshot_total += self._collect_scan(rt, scan_id, scan.upstream_desc)
         if elapsed > 0 and snapshot_total:
-            scale = min(MAX_CHUNK_GROWTH, max(0.5, self.target_round_s / elapsed))
-            rt.chunk_rows = int(min(MAX_CHUNK_ROWS, max(MIN_CHUNK_ROWS, rt.chunk_rows * scale)))
+            sample = RoundSample(snapshot_total, elapsed)
+            rt.chunk_rows, rt.round_fixed_s = next_chunk_rows(rt.chunk_rows, sample, rt.last_round,
+                                                              self.target_round_s, rt.round_fixed_s)
+            rt.last_round = sample
         total = sum(len(p) for p in rt.progress.values())
         done = sum(1 for p in rt.progress.values() for v in p if v.finished)
         if done == total:
