@@ -29,6 +29,7 @@ class MetaMetrics:
     backfill_rows_per_second: Gauge
     dml_rows: Counter
     dml_batches: Counter
+    materialize_input_rows: Counter
     l0_sub_levels: Gauge
     compaction_tasks: Counter
     compaction_bytes: Counter
@@ -64,6 +65,9 @@ METRICS = MetaMetrics(
                                    ["job", "fragment"]),
     dml_rows=Counter("risingspark_dml_rows_total", "Rows written by INSERT/UPDATE/DELETE", ["job"]),
     dml_batches=Counter("risingspark_dml_batches_total", "DML batches made durable", ["job"]),
+    materialize_input_rows=Counter("risingspark_stream_materialize_input_rows_total",
+                                   "Change rows a job's materialize received (inserts, deletes and both halves of "
+                                   "updates: a join's retractions included), in committed epochs", ["job"]),
     l0_sub_levels=Gauge("risingspark_storage_l0_sub_levels", "L0 sub-levels of a state table",
                         ["job", "table_id"]),
     compaction_tasks=Counter("risingspark_compaction_tasks_total", "Compaction tasks committed"),
