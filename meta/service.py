@@ -360,7 +360,8 @@ class MetaService:
             parallelism = max(1, rel.parallelism or self.default_parallelism or 2)
             split_rows = target if not rate else min(target, max(10_000, rate * parallelism))
             if is_adaptive(rel) and rate:  # small splits: the rate decides how often one is read
-                split_rows, max_splits = adaptive_split_rows(parallelism), VNODE_COUNT
+                target_latency = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
+                split_rows, max_splits = adaptive_split_rows(parallelism, target_latency), VNODE_COUNT
             else:
                 max_splits = MAX_SPLITS
             self.snapshots.create(tx, rel.id, rel.dependencies[0], self.hummock.version, live_rows, split_rows,
