@@ -249,12 +249,12 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         return done
     meta = session.frontend.meta
     # Bind and plan before taking ids, so an invalid query allocates nothing.
-    bound, _ = _plan(session, ast, text, 0, itertools.repeat(0))
+    bound, draft = _plan(session, ast, text, 0, itertools.repeat(0))
+    order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), draft.plan)
     first = meta.allocate_ids(1 + state_tables_needed(bound))
     bound, planned = _plan(session, ast, text, first, range(first + 1, first + 1 + state_tables_needed(bound)))
     background = session.vars.flag("background_ddl")
     serverless = job_serverless_backfill(session, ast)
-    order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), planned.plan)
     rel = RelationCatalog(
         id=first, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.MATERIALIZED_VIEW, fields=planned.fields, pk=planned.pk,

@@ -82,6 +82,14 @@ def _dml(conn: psycopg.Connection, rng: random.Random, f: str, a: str, b: str) -
             conn.execute(f"INSERT INTO {a} VALUES ({next(_NEW_IDS)}, 'new')")
 
 
+def _error(conn: psycopg.Connection, option: str, mv: str, f: str, a: str, b: str) -> psycopg.Error:
+    try:
+        conn.execute(f"CREATE MATERIALIZED VIEW {mv} WITH (backfill_order = {option}) AS {QUERY.format(f=f, a=a, b=b)}")
+    except psycopg.Error as e:
+        return e
+    raise AssertionError(f"backfill_order = {option} was accepted")
+
+
 @pytest.mark.parametrize(("mode", "strategy"), [("FIXED", "ARRANGEMENT_BACKFILL"), ("AUTO", "NO_SHUFFLE_BACKFILL"),
                                                 ("NONE", "ARRANGEMENT_BACKFILL")])
 def test_backfill_order_against_postgres(playground: PlaygroundProcess, oracle_dsn: str, mode: str,
@@ -98,6 +106,11 @@ def test_backfill_order_against_postgres(playground: PlaygroundProcess, oracle_d
         want = "Backfill order: none (every upstream at once)" if mode == "NONE" else \
             f"Backfill order: {a} -> {f}, {b} -> {f}"
         assert explained[-1] == want
+        if mode == "FIXED":  # errors as RisingWave's, and nothing is created
+            cycle = _error(conn, f"FIXED({a} -> {f}, {f} -> {a})", mv, f, a, b)
+            assert (cycle.sqlstate, "Backfill order strategy has a cycle" in str(cycle)) == ("22023", True), cycle
+            assert _error(conn, f"FIXED(nowhere -> {f})", mv, f, a, b).sqlstate == "42P01"
+            assert not conn.execute("SELECT 1 FROM rw_catalog.rw_relations WHERE name = %s", (mv,)).fetchall()
         conn.execute("SET background_ddl = true")
         conn.execute("SET backfill_rate_limit = 100")  # a few rows per vnode per round: many rounds
         conn.execute(f"CREATE MATERIALIZED VIEW {mv} WITH (backfill_order = {option}) AS "
