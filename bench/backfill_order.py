@@ -75,10 +75,13 @@ class StateSampler:
 
     def _run(self) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            while not self._stop.wait(1.0):
+            while True:  # a last sample after the stop: the state as the backfill left it
+                stopping = self._stop.wait(1.0)
                 rows = conn.execute("SELECT table_id, sum(total_key_count) FROM rw_catalog.rw_hummock_sstables "
                                     "GROUP BY table_id").fetchall()
                 self.peak = max(self.peak, sum(int(n) for t, n in rows if t in self.tables))
+                if stopping:
+                    return
 
 
 def run_mode(dsn: str, meta: str, mode: str, n: int) -> dict:

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from risingspark.backfill_order import waiting_for
+from risingspark.backfill_order import finished_relations, waiting_for
 from risingspark.vnode import VNODE_COUNT
 
 MAX_UNFINISHED_PCT = 99.99
@@ -76,15 +76,20 @@ class UpstreamProgress:
     finished: bool
     waiting_for: tuple[int, ...] = ()
 
+    @property
+    def reading(self) -> bool:
+        return not self.finished and not self.waiting_for
+
+    def waiting_text(self, names: dict[int, str]) -> str:
+        return "waiting for " + ", ".join(str(names.get(w, w)) for w in self.waiting_for)
+
     def text(self, names: dict[int, str]) -> str:
         """``45.23% (452300/1000000)``, ``100.00% (n/n)`` once finished, or ``0.00% (0/100000)
         waiting for car_info``."""
         if self.finished:
             return f"100.00% ({self.consumed_rows}/{self.consumed_rows})"
         out = format_progress(self.consumed_rows, self.total_rows)
-        if self.waiting_for:
-            out += " waiting for " + ", ".join(str(names.get(w, w)) for w in self.waiting_for)
-        return out
+        return f"{out} {self.waiting_text(names)}" if self.waiting_for else out
 
 
 def upstream_progress(scanned: list[int], consumed: dict[tuple[int, int], int], finished: set[tuple[int, int]],
@@ -94,8 +99,8 @@ def upstream_progress(scanned: list[int], consumed: dict[tuple[int, int], int], 
     by_relation: dict[int, list[int]] = {}
     for scan_id, upstream in enumerate(scanned):
         by_relation.setdefault(upstream, []).append(scan_id)
-    done = {r for r, ids in by_relation.items()
-            if all((i, v) in finished for i in ids for v in range(VNODE_COUNT))}
+    done = finished_relations({i: (r, all((i, v) in finished for v in range(VNODE_COUNT)))
+                               for i, r in enumerate(scanned)})
     return [UpstreamProgress(r, sum(n for (i, _), n in consumed.items() if i in ids),
                              row_counts.get(r, 0) * len(ids), r in done,
                              tuple(waiting_for(order, r, done)) if r not in done else ())
@@ -104,5 +109,5 @@ def upstream_progress(scanned: list[int], consumed: dict[tuple[int, int], int], 
 
 def waiting_text(upstreams: list[UpstreamProgress], names: dict[int, str]) -> str:
     """``car_sales waiting for car_info, car_regions`` (empty when no scan waits)."""
-    return "; ".join(f"{names.get(u.upstream_id, u.upstream_id)} waiting for "
-                     + ", ".join(str(names.get(w, w)) for w in u.waiting_for) for u in upstreams if u.waiting_for)
+    return "; ".join(f"{names.get(u.upstream_id, u.upstream_id)} {u.waiting_text(names)}"
+                     for u in upstreams if u.waiting_for)

@@ -543,6 +543,7 @@ class MetaService:
     def ddl_progress(self) -> list[DdlProgress]:
         snap = self.catalog.snapshot
         snapshot_totals = self.snapshots.total_rows()
+        names = {r.id: r.name for r in snap.relations.values()}
         out = []
         for rel in sorted(snap.relations.values(), key=lambda r: r.id):
             if rel.status is not JobStatus.CREATING:
@@ -560,7 +561,7 @@ class MetaService:
             queued = bool(rel.extra.get(QUEUED))
             serverless = serverless_state(rel)
             progress = QUEUED_PROGRESS if queued else format_progress(consumed, total)
-            if not queued and (waiting := waiting_text(upstreams, {r.id: r.name for r in snap.relations.values()})):
+            if not queued and (waiting := waiting_text(upstreams, names)):
                 progress += f", {waiting}"
             if serverless and serverless.get("error"):
                 progress = f"Failed: {serverless['error']}"
@@ -570,7 +571,7 @@ class MetaService:
                 is_serverless_backfill=serverless is not None,
                 backfill_type=rel.backfill_type.value if rel.backfill_type else None,
                 consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
-                eta_seconds=rate.eta_seconds(total), upstreams=tuple(upstreams)))
+                eta_seconds=rate.eta_seconds(total), upstreams=() if queued else tuple(upstreams)))
         return [replace(p, rate_limit=self._rate_limit_text(snap.relations[p.ddl_id])) for p in out]
 
     def _rate_limit_text(self, rel: RelationCatalog) -> str | None:

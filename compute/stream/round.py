@@ -35,7 +35,7 @@ from compute.metrics import (
     STATE_CACHE_MISSES,
     backfill_labels,
 )
-from compute.stream.chunk_size import INITIAL_CHUNK_ROWS, RoundSample, next_chunk_rows
+from compute.stream.chunk_size import HISTORY, INITIAL_CHUNK_ROWS, RoundSample, next_chunk_rows
 from compute.stream.tasks import (
     TaskEnv,
     backfill_task,
@@ -73,8 +73,9 @@ class JobRuntime:
     parallelism: int
     progress: dict[int, list[VnodeProgress]] | None = None
     chunk_rows: int = INITIAL_CHUNK_ROWS  # snapshot rows the next backfill round reads (`chunk_size`)
-    last_round: RoundSample | None = None
+    rounds: list[RoundSample] = field(default_factory=list)  # the latest rounds read at the chunk size
     round_fixed_s: float | None = None  # the estimated fixed part of a backfill round
+    reading: frozenset[int] = frozenset()  # the scans that read in the latest round
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
     throttled_until: float = 0.0  # a rate-limited snapshot backfill reads its next split after this
 
@@ -96,14 +97,20 @@ class JobRuntime:
     def backfilling(self) -> bool:
         return self.progress is not None
 
-    def waiting_for(self, relation_id: int) -> list[int]:
-        """The upstreams a scan of `relation_id` still waits for in the job's backfill order."""
+    def waiting_for(self, scan_id: int) -> list[int]:
+        """The upstreams a scan still waits for in the job's backfill order."""
         if not self.job.backfill_order or self.progress is None:
             return []
         plan_scans = scans(self.job.plan)
         done = finished_relations({i: (plan_scans[i].upstream_id, all(v.finished for v in p))
                                    for i, p in self.progress.items()})
-        return waiting_for(self.job.backfill_order, relation_id, done)
+        return waiting_for(self.job.backfill_order, plan_scans[scan_id].upstream_id, done)
+
+    def reading_scans(self) -> frozenset[int]:
+        """The scans with snapshot left to read whose turn in the backfill order has come."""
+        assert self.progress is not None
+        return frozenset(i for i, p in self.progress.items()
+                         if not all(v.finished for v in p) and not self.waiting_for(i))
 
 
 @dataclass
@@ -216,7 +223,7 @@ class EpochRound:
         if rate is not None and rate >= 0:
             # rows/s per parallelism over one round; a positive limit always reads something
             budget = max(1, int(rate * n * self.target_round_s)) if rate > 0 else 0
-        if rt.waiting_for(upstream.table_id):
+        if rt.waiting_for(scan_id):
             budget = 0  # its place in the backfill order has not come: it waits as a paused scan does
         limit = 0 if budget == 0 else max(1, math.ceil(budget / max(1, unfinished)))
         ssts = tuple(self.barrier.version.ssts(upstream.table_id))
@@ -259,15 +266,18 @@ class EpochRound:
     def _collect_backfill(self, rt: JobRuntime, elapsed: float) -> None:
         """Read the per-actor progress files of every scan and report what changed."""
         assert rt.progress is not None
+        reading = rt.reading_scans()  # (before this round's progress is collected)
+        if reading != rt.reading:  # another stage of the backfill order: another cost per round
+            rt.rounds, rt.round_fixed_s, rt.reading = [], None, reading
         snapshot_total = 0
         for scan_id, scan in enumerate(scans(rt.job.plan)):
             assert scan.upstream_desc is not None
             snapshot_total += self._collect_scan(rt, scan_id, scan.upstream_desc)
-        if elapsed > 0 and snapshot_total:
-            sample = RoundSample(snapshot_total, elapsed)
-            rt.chunk_rows, rt.round_fixed_s = next_chunk_rows(rt.chunk_rows, sample, rt.last_round,
-                                                              self.target_round_s, rt.round_fixed_s)
-            rt.last_round = sample
+        limited = rt.job.backfill_rate_limit is not None and rt.job.backfill_rate_limit >= 0
+        if elapsed > 0 and snapshot_total and not limited:
+            rt.rounds = [*rt.rounds[-HISTORY + 1:], RoundSample(snapshot_total, elapsed)]
+            rt.chunk_rows, rt.round_fixed_s = next_chunk_rows(rt.chunk_rows, rt.rounds, self.target_round_s,
+                                                              rt.round_fixed_s)
         total = sum(len(p) for p in rt.progress.values())
         done = sum(1 for p in rt.progress.values() for v in p if v.finished)
         if done == total:

@@ -58,11 +58,10 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
             continue
         names = {r.id: r.name for r in ctx.snapshot.relations.values()}
         for u in p.upstreams:
-            running = not u.finished and not u.waiting_for
             eta = p.eta_seconds * (u.total_rows - u.consumed_rows) / max(1, p.total_rows - p.consumed_rows) \
-                if running and p.eta_seconds is not None else None
+                if u.reading and p.eta_seconds is not None else None
             out.append((p.ddl_id, p.ddl_id, rel.name, names.get(u.upstream_id), u.text(names),
-                        rate if running else None, _eta(eta)))
+                        rate if u.reading else None, _eta(eta)))
     return out
 
 

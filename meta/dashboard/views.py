@@ -107,20 +107,16 @@ class DashboardViews:
         upstream's (a scan waiting for its place in the backfill order says what it waits for)."""
         scans = [f for f in graph.fragments if f.scan is not None]
         names = {r.id: r.name for r in self.meta.catalog.snapshot.relations.values()}
-        if len(p.upstreams) > 1 and scans:
-            by_upstream = {u.upstream_id: u for u in p.upstreams}
+        if len(p.upstreams) > 1:
             out = []
-            for f in scans:
-                assert f.scan is not None
-                u = by_upstream.get(f.scan.upstream_id)
-                if u is None:
-                    continue
-                running = not u.finished and not u.waiting_for
+            for u in p.upstreams:  # (a union's branches may share a fragment; a self-join's scans one upstream)
+                f = next((f for f in scans if f.scan is not None and f.scan.upstream_id == u.upstream_id), None)
                 out.append(BackfillProgressModel(
-                    fragment_id=f.fragment_id, upstream_job_id=u.upstream_id, upstream=names.get(u.upstream_id),
-                    progress=u.text(names), consumed_rows=u.consumed_rows, total_rows=u.total_rows,
-                    rows_per_second=p.rows_per_second if running else None, eta_seconds=None, queued=False,
-                    rate_limit=p.rate_limit, waiting_for=[names.get(w, str(w)) for w in u.waiting_for]))
+                    fragment_id=f.fragment_id if f is not None else None, upstream_job_id=u.upstream_id,
+                    upstream=names.get(u.upstream_id), progress=u.text(names), consumed_rows=u.consumed_rows,
+                    total_rows=u.total_rows, rows_per_second=p.rows_per_second if u.reading else None,
+                    eta_seconds=None, queued=False, rate_limit=p.rate_limit,
+                    waiting_for=[names.get(w, str(w)) for w in u.waiting_for]))
             return out
         # Meta tracks progress per job: it belongs to a fragment when the job has one backfill fragment.
         scan = scans[0] if len(scans) == 1 else None
