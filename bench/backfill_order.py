@@ -11,7 +11,8 @@ same in both modes once done: both sides are kept whole). The MV is dropped betw
 modes; ratios are FIXED / NONE. The mode run first pays for the warm-up (Spark's first plans of
 the join); ``--order FIXED,NONE`` swaps them.
 
-Usage: ``python bench/backfill_order.py [--rows 10000000] [--out r.json]``
+Usage: ``python bench/backfill_order.py [--rows 10000000] [--dimension-rows N] [--order NONE,FIXED]
+[--out r.json]``
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ QUERY = ("SELECT f.id, f.amount, a.name, b.label FROM fact f LEFT JOIN dim_a a O
          "LEFT JOIN dim_b b ON f.b_id = b.id")
 
 
-def load(conn: psycopg.Connection, n: int) -> float:
-    dims = max(1, n // 100)
+def load(conn: psycopg.Connection, n: int, dims: int) -> float:
     conn.execute("CREATE TABLE fact (id BIGINT PRIMARY KEY, a_id INT, b_id INT, amount INT)")
     conn.execute("CREATE TABLE dim_a (id INT PRIMARY KEY, name VARCHAR)")
     conn.execute("CREATE TABLE dim_b (id INT PRIMARY KEY, label VARCHAR)")
@@ -110,14 +110,16 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--order", default="NONE,FIXED", choices=["NONE,FIXED", "FIXED,NONE"],
                     help="the modes, in the order they run")
+    ap.add_argument("--dimension-rows", type=int, help="rows of each dimension table (default: a hundredth)")
     ap.add_argument("--out")
     args = ap.parse_args()
+    dims = args.dimension_rows or max(1, args.rows // 100)
     work = Path(tempfile.mkdtemp(prefix="bench-order-"))
     proc, port, meta_port = start_playground(work / "data", backfiller_cpu=1)
     dsn, meta = f"host=127.0.0.1 port={port} user=root dbname=dev", f"http://127.0.0.1:{meta_port}"
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            load_s = load(conn, args.rows)
+            load_s = load(conn, args.rows, dims)
         runs = [run_mode(dsn, meta, mode, args.rows) for mode in args.order.split(",")]
     finally:
         proc.terminate()
@@ -125,7 +127,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     by_mode = {r["mode"]: r for r in runs}
     none, fixed = by_mode["NONE"], by_mode["FIXED"]
-    result = {"rows": args.rows, "dimension_rows": args.rows // 100, "load_seconds": round(load_s, 1), "runs": runs,
+    result = {"rows": args.rows, "dimension_rows": dims, "order": args.order, "load_seconds": round(load_s, 1),
+              "runs": runs,
               "fixed_over_none": {
                   "backfill_seconds": round(fixed["backfill_seconds"] / none["backfill_seconds"], 3),
                   "materialize_input_rows": round(fixed["materialize_input_rows"]
