@@ -55,9 +55,14 @@ def start_playground(data_dir: Path, backfiller_cpu: int) -> tuple[subprocess.Po
 def pin_tree(pid: int, cpu: int) -> int:
     """Pin every thread of a process and its descendants to one CPU; returns the processes pinned."""
     procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    pinned = 0
     for p in procs:
-        subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(p.pid)], check=True, capture_output=True)
-    return len(procs)
+        done = subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(p.pid)], capture_output=True)
+        if done.returncode == 0:
+            pinned += 1
+        elif p.is_running():  # (a short-lived child may be gone by now: nothing to pin)
+            raise RuntimeError(f"taskset failed for process {p.pid}: {done.stderr.decode().strip()}")
+    return pinned
 
 
 class BarrierRecorder:
