@@ -62,13 +62,15 @@ class AimdPolicy:
     ~0.7M rows/s when the cluster has one core (10M rows in one ~12 s round, with the existing jobs'
     barriers 4× slower meanwhile); an idle barrier under 1 000 changes/s costs ~0.3 s to 1.7 s.
     `start` is a fifth of the one-core speed, so the first rounds cost the existing jobs little
-    (~0.2 s of a core); `step` is a twentieth of `start`, so the limit doubles in about 20 barriers
-    after a back-off and the saw-tooth stays narrow; `ceiling` is above the fastest measured backfill
+    (~0.2 s of a core); `step` is a quarter of `start`, so the limit doubles in about four barriers
+    after a back-off: a round costs seconds here, so a 10M-row backfill lasts only about ten
+    barriers, and with a twentieth (5K) the limit only went from 100K to 140K in one
+    (bench/isolation.py at 10M rows: 2.26x the unlimited backfill's time); `ceiling` is above the fastest measured backfill
     (it never slows a backfill the cluster absorbs); `floor` keeps a paused cluster's backfill alive.
     """
 
     start: int = 100_000
-    step: int = 5_000
+    step: int = 25_000
     factor: float = 0.5
     floor: int = 1_000
     ceiling: int = 2_000_000
@@ -77,7 +79,7 @@ class AimdPolicy:
         """The limit after a barrier of `latency_ms`.
 
         >>> AimdPolicy().next_rate(100_000, 900, 2000)
-        105000
+        125000
         >>> AimdPolicy().next_rate(100_000, 2100, 2000)
         50000
         >>> AimdPolicy().next_rate(1_500, 9000, 2000)
