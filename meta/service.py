@@ -76,6 +76,7 @@ from risingspark.errors import (
     DuplicateTable,
     FeatureNotSupported,
     InvalidCatalogName,
+    InvalidParameterValue,
     ObjectInUse,
     QueryCanceled,
     ServiceUnavailable,
@@ -437,20 +438,23 @@ class MetaService:
         if rel is None:
             raise UndefinedTable(f"relation with id {rel_id} does not exist")
         extra = {k: v for k, v in rel.extra.items() if k not in ("backfill_rate_limit", ADAPTIVE_BACKFILL_RATE)}
+        sent: int | None = None  # the limit the compute nodes apply now
         if rate == ADAPTIVE:  # from the current limit on (none for a serverless backfill)
             current = self.backfill_rates.rate(rel_id) if is_adaptive(rel) else rel.extra.get("backfill_rate_limit")
             rel = with_adaptive_start(replace(rel, extra={**extra, ADAPTIVE_BACKFILL_RATE: True}))
-            extra, rate = dict(rel.extra), None
+            extra = dict(rel.extra)
             if "backfill_rate_limit" in extra:
-                rate = extra["backfill_rate_limit"] = self.backfill_rates.start(rel, current)
+                sent = extra["backfill_rate_limit"] = self.backfill_rates.start(rel, current)
+        elif isinstance(rate, int):
+            sent = extra["backfill_rate_limit"] = rate
         elif rate is not None:
-            extra["backfill_rate_limit"] = rate
+            raise InvalidParameterValue(f"backfill rate limit must be a number, adaptive or default, not {rate!r}")
         with self.store.transaction() as tx:
             self.catalog.set_extra(tx, rel_id, extra)
         if rel.status is JobStatus.CREATING:
-            self._to_every_group(Throttle(((rel_id, rate),)))
+            self._to_every_group(Throttle(((rel_id, sent),)))
         logger.info("job %d (%s): backfill rate limit set to %s", rel_id, rel.name,
-                    "unlimited" if rate is None else rate)
+                    "unlimited" if sent is None else sent)
 
     def set_parallelism(self, rel_id: int, parallelism: int) -> None:
         """Reschedule a job on `parallelism` actors (0: one per core). Its actors are rebuilt at the

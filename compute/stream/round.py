@@ -63,7 +63,6 @@ from risingspark.vnode import VNODE_COUNT, actor_vnodes
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass
 class JobRuntime:
     """A running job on this compute node. `progress` (per scan, per upstream vnode) is set while it

@@ -19,7 +19,7 @@ class BackfillProgressModel(BaseModel):
     queued: bool = Field(description="waiting for a slot (max_concurrent_creating_streaming_jobs)")
     rate_limit: str | None = Field(None, description='as rw_fragment_backfill_progress: "adaptive (120000 rows/s)", '
                                                      "a fixed limit, or null: unlimited")
-    waiting_for: list[str] = Field([], description="upstreams the backfill order puts before this one that have "
+    waiting_for: list[str] = Field(default_factory=list, description="upstreams the backfill order puts before this one that have "
                                                    "not finished (it has not started while there are some)")
 
 
