@@ -26,8 +26,10 @@ an adaptive job's splits are small (`split_rows`): one split is what the startin
 target latency, so a round that carries a split costs about what a round at the starting limit costs.
 
 A serverless backfill ignores the adaptive rate: it runs on resources of its own, so it is left
-unlimited. The current limits live in memory; the catalog keeps the flag and the starting limit, so
-after a restart (or a recovery) a job starts again from `AimdPolicy.start`.
+unlimited. The current limits live in meta's memory: a recovery re-adds each job at its current
+limit (`MetaService._rate_limit_of`); the catalog keeps the flag and the starting limit, so after a
+restart of meta a job starts again from there. Only the default resource group's jobs are adapted
+(to its barriers' latency); a job in another group keeps its starting limit.
 
 State in the relation's catalog ``extra``::
 
@@ -62,15 +64,16 @@ class AimdPolicy:
     ~0.7M rows/s when the cluster has one core (10M rows in one ~12 s round, with the existing jobs'
     barriers 4× slower meanwhile); an idle barrier under 1 000 changes/s costs ~0.3 s to 1.7 s.
     `start` is a fifth of the one-core speed, so the first rounds cost the existing jobs little
-    (~0.2 s of a core); `step` is a quarter of `start`, so the limit doubles in about four barriers
-    after a back-off: a round costs seconds here, so a 10M-row backfill lasts only about ten
-    barriers, and with a twentieth (5K) the limit only went from 100K to 140K in one
-    (bench/isolation.py at 10M rows: 2.26x the unlimited backfill's time); `ceiling` is above the fastest measured backfill
+    (~0.2 s of a core); `step` is a twentieth of `start`, so the limit doubles in about 20 barriers
+    after a back-off and the saw-tooth stays narrow (at 10M rows, bench/isolation.py, a backfill
+    lasts only ~10 barriers here and the limit went from 100K to 140K: a bigger step was tried, 25K,
+    in a run whose target was lower, and did worse — the two need a run at the same target before
+    the step changes); `ceiling` is above the fastest measured backfill
     (it never slows a backfill the cluster absorbs); `floor` keeps a paused cluster's backfill alive.
     """
 
     start: int = 100_000
-    step: int = 25_000
+    step: int = 5_000
     factor: float = 0.5
     floor: int = 1_000
     ceiling: int = 2_000_000
@@ -79,7 +82,7 @@ class AimdPolicy:
         """The limit after a barrier of `latency_ms`.
 
         >>> AimdPolicy().next_rate(100_000, 900, 2000)
-        125000
+        105000
         >>> AimdPolicy().next_rate(100_000, 2100, 2000)
         50000
         >>> AimdPolicy().next_rate(1_500, 9000, 2000)

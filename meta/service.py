@@ -133,6 +133,7 @@ class MetaService:
                                         self.barriers.oldest_outstanding_epoch)
         self._lock = threading.Lock()
         self._start_lock = threading.RLock()
+        self._rate_lock = threading.Lock()  # backfill rate changes: ALTERs and the adaptive steps
         self._row_counts: dict[int, int] = {}
         self._consumed: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)  # (scan, vnode) -> rows
         self._finished: dict[int, set[tuple[int, int]]] = defaultdict(set)  # (scan, vnode) done
@@ -152,6 +153,7 @@ class MetaService:
         self._groups: dict[str, GroupRounds] = {}
         self.barriers.jobs_elsewhere = lambda: (jobs_on_backfillers(self.catalog.snapshot)
                                                 | jobs_of_other_groups(self.catalog.snapshot))
+        self.barriers.rate_limit_of = self._rate_limit_of
 
     def _round_interval_ms(self) -> int:
         """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and
@@ -434,6 +436,10 @@ class MetaService:
         """Change a job's backfill rate limit (rows/s per parallelism; None: unlimited, 0: paused;
         "adaptive": meta adapts it to the barrier latency, `meta.backfill_rate`). A running backfill
         applies it at the next barrier (a Throttle mutation)."""
+        with self._rate_lock:
+            self._set_backfill_rate_limit(rel_id, rate)
+
+    def _set_backfill_rate_limit(self, rel_id: int, rate: int | str | None) -> None:
         rel = self.catalog.snapshot.relations.get(rel_id)
         if rel is None:
             raise UndefinedTable(f"relation with id {rel_id} does not exist")
@@ -581,25 +587,40 @@ class MetaService:
     def _rate_limit_text(self, rel: RelationCatalog) -> str | None:
         """A job's backfill rate limit as `rw_fragment_backfill_progress.rate_limit` shows it."""
         fixed = rel.extra.get("backfill_rate_limit")
-        if is_adaptive(rel) and fixed is not None:  # (a serverless backfill's has no limit: unlimited)
+        # (a serverless backfill's has no limit: unlimited; another group's keeps its starting one)
+        if is_adaptive(rel) and fixed is not None and rel.resource_group == DEFAULT_RESOURCE_GROUP:
             return describe(None, self.backfill_rates.rate(rel.id) or fixed)
         return describe(fixed, None)
 
+    def _rate_limit_of(self, rel: RelationCatalog) -> int | None:
+        """The limit a job starts with (a recovery re-adds every job): an adaptive job's current one,
+        not the starting limit stored with it."""
+        stored = rel.extra.get("backfill_rate_limit")
+        current = self.backfill_rates.rate(rel.id) if is_adaptive(rel) and stored is not None else None
+        return current if current is not None else stored
+
     # ---- after each commit ------------------------------------------------------------------------
     def _adapt_backfill_rates(self) -> None:
-        """A step of the adaptive backfill rates on the latency of the barrier just committed."""
+        """A step of the adaptive backfill rates on the latency of the barrier just committed. Under
+        the rate lock, so an ALTER of a job's limit is never overtaken by a step that read the
+        catalog before it."""
         sample = self.barriers.history.newest()
         if sample is None:
             return
-        jobs = [r for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED)
-                and not on_backfiller(r) and r.resource_group == DEFAULT_RESOURCE_GROUP]
-        target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
-        throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs)
-        if throttle is not None:
-            self.barriers.add_mutation(throttle, urgent=False)
+        with self._rate_lock:
+            jobs = [r for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED)
+                    and not on_backfiller(r) and serverless_state(r) is None
+                    and r.resource_group == DEFAULT_RESOURCE_GROUP]
+            target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
+            throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs)
+            if throttle is not None:
+                self.barriers.add_mutation(throttle, urgent=False)
 
     def _after_commit(self, result: EpochResult) -> None:
-        self._adapt_backfill_rates()
+        try:
+            self._adapt_backfill_rates()
+        except Exception:  # the epoch is committed: a failed step must not turn into a recovery
+            logger.exception("adaptive backfill rates: the step after epoch %d failed", result.epoch)
         snap = self.catalog.snapshot
         now = time.monotonic()
         for job_id, rows in result.rows_in.items():

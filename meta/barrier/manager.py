@@ -90,6 +90,9 @@ class BarrierManager:
         # Write stalls (`meta.compaction.write_stall`): recomputed before each round picks its DML.
         self.write_stalls = WriteStallController()
         self.stall_threshold: Callable[[], int] = lambda: 0
+        # A creating job's backfill rate limit as its job starts (a recovery re-adds every job): the
+        # stored one, or meta's current adaptive limit (`meta.backfill_rate`).
+        self.rate_limit_of: Callable[[RelationCatalog], int | None] = lambda rel: rel.extra.get("backfill_rate_limit")
         self.jobs_elsewhere: Callable[[], set[int]] = set
         self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
         self._outstanding: set[int] = set()  # epochs of rounds run elsewhere, not committed yet
@@ -366,7 +369,7 @@ class BarrierManager:
         snapshot = self._snapshots.load(rel.id) if creating else None
         assert rel.plan is not None
         return StreamJob(rel.id, rel.name, node_from_json(rel.plan), rel.parallelism, rel.dependencies, backfill,
-                         rel.extra.get("backfill_rate_limit"), snapshot,
+                         self.rate_limit_of(rel), snapshot,
                          normalize(rel.extra.get(BACKFILL_ORDER, ())) if creating else ())
 
     def load_progress(self, rel: RelationCatalog) -> tuple[ScanProgress, ...]:
