@@ -45,7 +45,9 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
     the fragment id is the job id, and the upstream tells the rows apart). A job over one upstream
     shows the job's progress; over several, each upstream its own rows, and one that waits for its
     place in the backfill order says so: ``0.00% (0/100000) waiting for car_info``. The rate and ETA
-    are the job's, shown on the upstreams still being read."""
+    are the job's, shown on the upstreams still being read; the rate limit is the job's:
+    ``adaptive (n rows/s)`` with an adaptive rate's current limit (`meta.backfill_rate`), the fixed
+    limit, or NULL."""
     out = []
     for p in ctx.ddl_progress():
         rel = ctx.snapshot.relations.get(p.ddl_id)
@@ -54,22 +56,16 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
         rate = round(p.rows_per_second, 1) if p.rows_per_second is not None else None
         if len(p.upstreams) <= 1:
             up = ctx.snapshot.relations.get(rel.dependencies[0]) if rel.dependencies else None
-            out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress, rate, _eta(p.eta_seconds)))
+            out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress, rate, _eta(p.eta_seconds),
+                        p.rate_limit))
             continue
         names = {r.id: r.name for r in ctx.snapshot.relations.values()}
         for u in p.upstreams:
             eta = p.eta_seconds * (u.total_rows - u.consumed_rows) / max(1, p.total_rows - p.consumed_rows) \
                 if u.reading and p.eta_seconds is not None else None
             out.append((p.ddl_id, p.ddl_id, rel.name, names.get(u.upstream_id), u.text(names),
-                        rate if u.reading else None, _eta(eta)))
+                        rate if u.reading else None, _eta(eta), p.rate_limit))
     return out
-
-
-def _fragment_backfill_rows(ctx: SystemContext) -> list[tuple]:
-    """`_fragment_backfill_progress` with each job's backfill rate limit last: ``adaptive (n rows/s)``
-    with the current limit of an adaptive rate (`meta.backfill_rate`), the fixed limit, or NULL."""
-    limits = {p.ddl_id: p.rate_limit for p in ctx.ddl_progress()}
-    return [(*row, limits.get(row[0])) for row in _fragment_backfill_progress(ctx)]
 
 
 def _jobs_of(kind: RelationKind):
@@ -214,7 +210,7 @@ TABLES = [
                 "is_serverless_backfill bool, backfill_type text", _ddl_progress, cached=False),
     SystemTable("rw_catalog", "rw_fragment_backfill_progress", 501,
                 "job_id int4, fragment_id int4, job_name text, upstream_table_name text, progress text, "
-                "rows_per_second float8, eta text, rate_limit text", _fragment_backfill_rows, cached=False),
+                "rows_per_second float8, eta text, rate_limit text", _fragment_backfill_progress, cached=False),
     SystemTable("rw_catalog", "rw_tables", 502, _JOB, _jobs_of(RelationKind.TABLE)),
     SystemTable("rw_catalog", "rw_materialized_views", 503, _JOB, _jobs_of(RelationKind.MATERIALIZED_VIEW)),
     SystemTable("rw_catalog", "rw_relations", 504, "id int4, name text, relation_type text, schema_id int4, "
