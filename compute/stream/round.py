@@ -267,6 +267,10 @@ class EpochRound:
         assert rt.progress is not None
         reading = rt.reading_scans()  # (before this round's progress is collected)
         if reading != rt.reading:  # another stage of the backfill order: another cost per round
+            if rt.job.backfill_order:
+                names = {i: s.upstream_name for i, s in enumerate(scans(rt.job.plan))}
+                logger.info("job %d: backfill reads %s", rt.job.job_id,
+                            ", ".join(sorted({names[i] for i in reading})) or "no snapshot")
             rt.rounds, rt.round_fixed_s, rt.reading = [], None, reading
         snapshot_total = 0
         for scan_id, scan in enumerate(scans(rt.job.plan)):
