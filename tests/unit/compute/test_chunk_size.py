@@ -55,9 +55,15 @@ def test_noise_does_not_keep_rounds_long():
 
 
 def test_a_wrong_estimate_decays():
-    # an estimate of 3 s for rounds whose fixed part is 0.1 s: rounds come back to the interval
-    rounds = simulate(fixed=0.1, per_row=2e-6, target=1.0, estimate=3.0)
-    assert rounds[-1].seconds < 1.3
+    # Rounds steady at the goal of a wrong estimate (3 s for a fixed part of 0.1 s): their sizes no
+    # longer differ, so no fit corrects it; the decay does, and rounds come back to the interval.
+    fixed, per_row = 0.1, 2e-6
+    chunk, estimate = int((6.0 - fixed) / per_row), 3.0
+    history = [RoundSample(chunk, fixed + per_row * chunk)] * HISTORY
+    for _ in range(60):
+        chunk, estimate = next_chunk_rows(chunk, history, 1.0, estimate)
+        history = [*history[-HISTORY + 1:], RoundSample(chunk, fixed + per_row * chunk)]
+    assert history[-1].seconds < 1.3
 
 
 def test_fit():
