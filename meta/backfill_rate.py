@@ -173,11 +173,6 @@ class BackfillRateController:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
 
-    def forget(self, job_ids: Iterable[int]) -> None:
-        with self._lock:
-            for i in job_ids:
-                self._forget(i)
-
     def _set(self, rel: RelationCatalog, rate: int) -> int:
         self._rates[rel.id] = rate
         labels = self._labels.setdefault(rel.id, backfill_labels(rel))

@@ -49,17 +49,16 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
     ``adaptive (n rows/s)`` with an adaptive rate's current limit (`meta.backfill_rate`), the fixed
     limit, or NULL."""
     out = []
+    names = {r.id: r.name for r in ctx.snapshot.relations.values()}
     for p in ctx.ddl_progress():
         rel = ctx.snapshot.relations.get(p.ddl_id)
         if rel is None or rel.database_id != ctx.database_id:
             continue
         rate = round(p.rows_per_second, 1) if p.rows_per_second is not None else None
         if len(p.upstreams) <= 1:
-            up = ctx.snapshot.relations.get(rel.dependencies[0]) if rel.dependencies else None
-            out.append((p.ddl_id, p.ddl_id, rel.name, up.name if up else None, p.progress, rate, _eta(p.eta_seconds),
-                        p.rate_limit))
+            up = names.get(rel.dependencies[0]) if rel.dependencies else None
+            out.append((p.ddl_id, p.ddl_id, rel.name, up, p.progress, rate, _eta(p.eta_seconds), p.rate_limit))
             continue
-        names = {r.id: r.name for r in ctx.snapshot.relations.values()}
         for u in p.upstreams:
             eta = p.eta_seconds * (u.total_rows - u.consumed_rows) / max(1, p.total_rows - p.consumed_rows) \
                 if u.reading and p.eta_seconds is not None else None
