@@ -5,7 +5,7 @@ interval whatever a row costs. Here a round is a Spark job whose time is a fixed
 scheduling its stages: a multi-way join's round costs seconds before it reads a row) plus a part per
 row: ``time(rows) ≈ fixed + per_row × rows``. Aiming every round at the barrier interval is right
 while the fixed part is small; when it is not — it can exceed the interval by itself — shrinking the
-chunk only lowers the rows read per second (measured: a 3-way join's rounds fell to 10K rows and
+chunk only lowers the rows read per second (seen in a playground's log: a 3-way join's rounds fell to 10K rows and
 ~4.5 s each, ~2K rows/s, against 15K rows/s in its first, bigger round).
 
 So a line is fitted through the latest rounds (least squares over up to `HISTORY` of them, when
