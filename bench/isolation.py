@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -150,6 +151,22 @@ class RateSampler:
                 "changes": sum(1 for a, b in zip(self.limits, self.limits[1:], strict=False) if a != b)}
 
 
+def snapshot_reads(log: Path, job_id: int) -> dict:
+    """The snapshot reads of one job in the playground's log (``job N: snapshot read vnodes a..b:
+    R rows in S s``): how many, their rows and seconds, and a least-squares fit of a read's seconds
+    as ``fixed + per_row × rows`` (the fixed part is what every round that carries a read pays)."""
+    pattern = re.compile(rf"job {job_id}: snapshot read vnodes \d+\.\.\d+: (\d+) rows in ([\d.]+) s")
+    reads = [(int(m[1]), float(m[2])) for m in pattern.finditer(log.read_text(errors="replace"))]
+    if not reads:
+        return {"reads": 0}
+    out: dict = {"reads": len(reads), "rows": [r for r, _ in reads], "seconds": [s for _, s in reads]}
+    if len({r for r, _ in reads}) > 1:
+        fit = statistics.linear_regression([r for r, _ in reads], [s for _, s in reads])
+        out["fit_fixed_s"] = round(fit.intercept, 3)
+        out["fit_us_per_row"] = round(fit.slope * 1e6, 3)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="history rows of the backfilled MV's upstream")
@@ -213,6 +230,10 @@ def main() -> None:
                                  "backfill_rows_per_s": round(args.rows / (t1 - t0))}
                 if rate == "adaptive":
                     phases[phase]["adaptive_limit_rows_per_s"] = limits.summary()
+                if serverless == "false":  # (a serverless backfill logs on its backfiller)
+                    job_id = c.execute("SELECT id FROM rw_catalog.rw_materialized_views WHERE name = %s",
+                                       (f"summary_{phase}",)).fetchone()[0]
+                    phases[phase]["snapshot_reads"] = snapshot_reads(root / "playground.log", job_id)
         t0 = time.time()  # a second baseline after both backfills, pooled with the first
         time.sleep(args.idle_s)
         phases["a_idle_after"] = summary(recorder.between(t0, time.time()))

@@ -20,10 +20,9 @@ the rate the cluster absorbs. The limit oscillates in a saw-tooth just under tha
 
 A changed limit reaches the compute nodes as the `Throttle` mutation a fixed limit uses, in the
 next barrier (without forcing one), so every strategy follows it unchanged: arrangement and
-no-shuffle backfill read ``limit × parallelism`` rows per round, snapshot backfill pauses after a
-split for as long as the split should have taken at the limit. For snapshot backfill to follow,
-an adaptive job's splits are small (`split_rows`): one split is what the starting limit reads in one
-target latency, so a round that carries a split costs about what a round at the starting limit costs.
+no-shuffle backfill read ``limit × parallelism`` rows per round, snapshot backfill reads what its
+limit has earned since its last read (`compute.stream.snapshot.ReadBucket`, over splits of one vnode
+merged at run time), so a back-off makes the next read smaller, not only later.
 
 A serverless backfill ignores the adaptive rate: it runs on resources of its own, so it is left
 unlimited. The current limits live in meta's memory: a recovery re-adds each job at its current
@@ -103,19 +102,6 @@ POLICY = AimdPolicy()
 
 def is_adaptive(rel: RelationCatalog) -> bool:
     return bool(rel.extra.get(ADAPTIVE_BACKFILL_RATE))
-
-
-def split_rows(parallelism: int, target: float, policy: AimdPolicy = POLICY) -> int:
-    """Rows of one snapshot split of an adaptive job: what the starting limit reads in one target
-    barrier latency (`target`, ms). A split is read in one round, and a round has a fixed cost of
-    seconds here (a Spark job, the fold, the SSTs; bench/isolation.py: ~3 s for 200K rows on one
-    core, 8 s for 2M): splits much smaller than a round can afford make the backfill slow, not the
-    barriers faster.
-
-    >>> split_rows(2, 2000)
-    400000
-    """
-    return int(policy.start * max(1, parallelism) * max(1.0, target / 1000))
 
 
 def target_ms(configured: int, barrier_interval_ms: int) -> int:

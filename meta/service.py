@@ -26,7 +26,6 @@ from meta.backfill_rate import (
     target_ms,
     with_adaptive_start,
 )
-from meta.backfill_rate import split_rows as adaptive_split_rows
 from meta.barrier.command import ComputeClient
 from meta.barrier.manager import BarrierManager
 from meta.catalog import CatalogManager, CatalogSnapshot, post_order
@@ -49,7 +48,7 @@ from meta.serverless import (
     serverless_state,
 )
 from meta.serverless_compaction import ServerlessCompactionController
-from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT_TARGET_ROWS, SnapshotBackfills
+from meta.snapshot_backfill import SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
@@ -82,6 +81,7 @@ from risingspark.errors import (
     ServiceUnavailable,
     UndefinedTable,
 )
+from risingspark.snapshot_splits import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT_TARGET_ROWS
 from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
 from risingspark.stream_plan import StreamHashAgg, find, node_from_json, scans
@@ -358,15 +358,11 @@ class MetaService:
             with self._lock:
                 live_rows = self._row_counts.get(rel.dependencies[0], 0)
             rate = rel.extra.get("backfill_rate_limit")
-            aggregates = rel.plan is not None and bool(find(node_from_json(rel.plan), StreamHashAgg))
-            target = AGG_SPLIT_TARGET_ROWS if aggregates else SPLIT_TARGET_ROWS
-            parallelism = max(1, rel.parallelism or self.default_parallelism or 2)
-            split_rows = target if not rate else min(target, max(10_000, rate * parallelism))
-            if is_adaptive(rel) and rate:  # small splits: the rate decides how often one is read
-                target_latency = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
-                split_rows, max_splits = adaptive_split_rows(parallelism, target_latency), VNODE_COUNT
-            else:
-                max_splits = MAX_SPLITS
+            if rate is None:
+                aggregates = rel.plan is not None and bool(find(node_from_json(rel.plan), StreamHashAgg))
+                split_rows, max_splits = AGG_SPLIT_TARGET_ROWS if aggregates else SPLIT_TARGET_ROWS, MAX_SPLITS
+            else:  # one split per vnode: the limit decides at run time how many a round reads
+                split_rows, max_splits = 1, VNODE_COUNT
             self.snapshots.create(tx, rel.id, rel.dependencies[0], self.hummock.version, live_rows, split_rows,
                                   max_splits)
         assert rel.plan is not None

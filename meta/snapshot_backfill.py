@@ -13,7 +13,6 @@ upstream's change logs newer than `consumed_epoch` are never truncated.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Collection
 
 import sqlalchemy as sa
@@ -22,34 +21,12 @@ from sqlalchemy.engine import Connection
 from meta.store.schema import change_logs, snapshot_backfill
 from meta.store.store import MetaStore, Txn
 from risingspark.barrier import BackfillReport, ChangeLogInfo, LogBatch, SnapshotState
+from risingspark.snapshot_splits import MAX_SPLITS, SPLIT_TARGET_ROWS, plan_splits
 from risingspark.storage.desc import HummockVersion, SstableInfo
-from risingspark.vnode import VNODE_COUNT
 
-# Rows one split should hold (at least one split; at most one per 8 vnodes). A split's rows reach the
-# Python executors only where no aggregation reduces them in Spark first: those splits stay small;
-# an aggregation's memory follows its groups, not its rows, so its splits can be large.
-SPLIT_TARGET_ROWS = 4_000_000
-AGG_SPLIT_TARGET_ROWS = 32_000_000
-MAX_SPLITS = VNODE_COUNT // 8
 # Change log one catch-up round consumes at most.
 MAX_LOG_EPOCHS_PER_ROUND = 64
 MAX_LOG_ROWS_PER_ROUND = 2_000_000
-
-
-def plan_splits(total_rows: int, target_rows: int = SPLIT_TARGET_ROWS,
-                max_splits: int = MAX_SPLITS) -> tuple[tuple[int, int], ...]:
-    """Equal vnode ranges, as many as the snapshot's size asks for (at most `max_splits`).
-
-    >>> plan_splits(10)
-    ((0, 255),)
-    >>> plan_splits(10_000_000)
-    ((0, 84), (85, 169), (170, 255))
-    >>> len(plan_splits(100_000_000, 200_000)), len(plan_splits(100_000_000, 200_000, VNODE_COUNT))
-    (32, 256)
-    """
-    n = min(max_splits, VNODE_COUNT, max(1, math.ceil(total_rows / max(1, target_rows))))
-    bounds = [i * VNODE_COUNT // n for i in range(n + 1)]
-    return tuple((bounds[i], bounds[i + 1] - 1) for i in range(n))
 
 
 class SnapshotBackfills:
@@ -59,8 +36,7 @@ class SnapshotBackfills:
     def create(self, tx: Txn, job_id: int, upstream_id: int, version: HummockVersion, live_rows: int,
                split_rows: int = SPLIT_TARGET_ROWS, max_splits: int = MAX_SPLITS) -> None:
         """Fix the snapshot of a new job at the version's committed epoch; splits hold about
-        `split_rows` rows (fewer for a rate-limited job, so its progress moves in small steps; an
-        adaptive job's may be as small as one vnode, so the rate follows the barrier latency)."""
+        `split_rows` rows (a rate-limited job's are single vnodes: `risingspark.snapshot_splits`)."""
         ssts = version.ssts(upstream_id)
         stored = sum(s.row_count for s in ssts)
         tombstones = sum(s.tombstone_count for s in ssts)

@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +61,9 @@ from risingspark.stream_plan import StreamDml, StreamHashAgg, StreamTableScan, s
 from risingspark.types import spark_ddl
 from risingspark.vnode import VNODE_COUNT, actor_vnodes
 
+if TYPE_CHECKING:
+    from compute.stream.snapshot import ReadBucket
+
 logger = logging.getLogger(__name__)
 
 
@@ -76,7 +80,7 @@ class JobRuntime:
     round_fixed_s: float | None = None  # the estimated fixed part of a backfill round
     reading: frozenset[int] = frozenset()  # the scans that read in the latest round
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
-    throttled_until: float = 0.0  # a rate-limited snapshot backfill reads its next split after this
+    bucket: ReadBucket | None = None  # what a rate-limited snapshot backfill may read (`snapshot.ReadBucket`)
 
     @property
     def scan(self) -> StreamTableScan | None:

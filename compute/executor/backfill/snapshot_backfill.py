@@ -1,7 +1,8 @@
 """Snapshot backfill, as RisingWave's `SnapshotBackfillExecutor`, in two phases.
 
 1. **Snapshot**: the upstream is read at one fixed snapshot epoch from the SSTs it had then (meta
-   pins them), one vnode-range split per epoch round, as a Spark batch job at full parallelism:
+   pins them), one vnode range per epoch round (one or more of the splits meta planned,
+   `risingspark.snapshot_splits`), as a Spark batch job at full parallelism:
    Spark's own Parquet reader over the SST files, the MVCC merge in Spark (``max_by`` over
    ``_epoch`` per key, skipped when meta proved every stored version a distinct live key), then the
    job's operators. Upstream changes meanwhile are not buffered: they stay in the upstream's change
@@ -43,6 +44,12 @@ def next_split(state: SnapshotState, progress: list[VnodeProgress]) -> tuple[int
         if any(v not in finished for v in range(lo, hi + 1)):
             return lo, hi
     return None
+
+
+def unfinished_splits(state: SnapshotState, progress: list[VnodeProgress]) -> list[tuple[int, int]]:
+    """The splits with an unfinished vnode, in order (a restart resumes at the first)."""
+    finished = {p.vnode for p in progress if p.finished}
+    return [(lo, hi) for lo, hi in state.splits if any(v not in finished for v in range(lo, hi + 1))]
 
 
 def sst_ddl(desc: StateTableDesc) -> str:

@@ -7,9 +7,9 @@ import random
 import pyarrow as pa
 
 from compute.executor.backfill.snapshot_backfill import LOG_EPOCH, compact_changes, next_split
-from meta.snapshot_backfill import plan_splits
 from risingspark.barrier import SnapshotState, VnodeProgress
 from risingspark.chunk import Op
+from risingspark.snapshot_splits import plan_splits
 from risingspark.storage.desc import StateTableDesc
 from risingspark.types import INT4, INT8, Field
 

@@ -10,8 +10,7 @@ import statistics
 
 from prometheus_client import REGISTRY
 
-from meta.backfill_rate import AimdPolicy, BackfillRateController, split_rows, target_ms, with_adaptive_start
-from meta.snapshot_backfill import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, plan_splits
+from meta.backfill_rate import AimdPolicy, BackfillRateController, target_ms, with_adaptive_start
 from risingspark.barrier import Throttle
 from risingspark.catalog import (
     ADAPTIVE_BACKFILL_RATE,
@@ -21,7 +20,6 @@ from risingspark.catalog import (
     RelationKind,
 )
 from risingspark.types import INT8, Field
-from risingspark.vnode import VNODE_COUNT
 
 PARALLELISM = 2
 TARGET_MS = 2000.0
@@ -141,14 +139,3 @@ def test_a_serverless_backfill_keeps_no_limit():
 
 def test_the_target_defaults_to_twice_the_barrier_interval():
     assert target_ms(0, 1000) == 2000 and target_ms(0, 250) == 500 and target_ms(1500, 1000) == 1500
-
-
-def test_adaptive_snapshot_splits_are_small_enough_for_the_rate_to_bite():
-    rows = split_rows(PARALLELISM, TARGET_MS)
-    splits = plan_splits(10_000_000, rows, VNODE_COUNT)
-    assert len(plan_splits(10_000_000, AGG_SPLIT_TARGET_ROWS)) == 1  # an unlimited aggregation: one round
-    assert len(splits) == 25  # an adaptive one: a round per 400K rows, so the rate decides how often
-    assert len(plan_splits(10**9, rows, VNODE_COUNT)) > MAX_SPLITS  # finer than any fixed-rate job's
-    assert 10_000_000 / len(splits) <= rows
-    assert len(plan_splits(10**10, rows, VNODE_COUNT)) == VNODE_COUNT
-    assert split_rows(PARALLELISM, 8000) == 4 * rows  # a higher target affords bigger splits
