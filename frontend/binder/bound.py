@@ -1,0 +1,210 @@
+"""Query blocks of a materialized view: FROM (relations, subqueries, CTEs, time windows, joins),
+WHERE (with IN / EXISTS subqueries as semi / anti joins), the select list, GROUP BY, HAVING,
+ORDER BY ... LIMIT, set operations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from frontend.binder.relation import ident
+from frontend.expr import (
+    BoundExpr,
+    InputRef,
+)
+from frontend.temporal_filter import TemporalCond
+from risingspark.catalog import RelationCatalog
+from risingspark.errors import (
+    AmbiguousColumn,
+    UndefinedColumn,
+    UndefinedTable,
+)
+from risingspark.types import (
+    Field,
+)
+
+
+@dataclass(frozen=True)
+class SelectItem:
+    expr: BoundExpr
+    name: str
+
+
+@dataclass(frozen=True)
+class BoundScan:
+    """A relation in FROM. Its columns are the FROM's columns ``offset .. offset + len(fields)``;
+    in a query with several relations they are named ``alias.column`` to stay unique."""
+
+    relation: RelationCatalog
+    alias: str
+    offset: int
+    fields: tuple[Field, ...]
+
+    @property
+    def columns(self) -> tuple[Field, ...]:
+        """The columns as the query names them (unqualified)."""
+        return self.relation.fields
+
+
+@dataclass(frozen=True)
+class BoundSubquery:
+    """A query in FROM: a subquery, a CTE reference, or the right side of a semi join. Its fields
+    are the query's output (visible columns, then its hidden stream key columns)."""
+
+    query: BoundQuery
+    alias: str
+    offset: int
+    fields: tuple[Field, ...]
+
+    @property
+    def columns(self) -> tuple[Field, ...]:
+        return self.query.fields
+
+
+@dataclass(frozen=True)
+class BoundJoin:
+    """``left JOIN right``: the equality conjuncts of ON as key pairs (left key over the left
+    side's columns, right key over the right's), anything else as a residual condition.
+
+    ``SEMI`` / ``ANTI`` (``IN`` / ``EXISTS`` / ``NOT EXISTS`` in WHERE) output the left side's
+    columns only: a left row once if some right row matches its key (or if none does)."""
+
+    left: BoundFrom
+    right: BoundScan | BoundSubquery
+    kind: str  # INNER, LEFT, RIGHT, FULL, SEMI, ANTI
+    left_keys: tuple[InputRef, ...]
+    right_keys: tuple[InputRef, ...]
+    residual: BoundExpr | None
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        if self.kind in ("SEMI", "ANTI"):
+            return self.left.fields
+        return self.left.fields + self.right.fields
+
+
+BoundFrom = BoundScan | BoundSubquery | BoundJoin
+
+
+def scans_of(src: BoundFrom) -> list[BoundScan]:
+    """The relations a FROM tree reads, subqueries included, in plan order."""
+    if isinstance(src, BoundScan):
+        return [src]
+    if isinstance(src, BoundSubquery):
+        return [s for f in query_froms(src.query) for s in scans_of(f)]
+    return scans_of(src.left) + scans_of(src.right)
+
+
+def query_froms(q: BoundQuery) -> list[BoundFrom]:
+    if isinstance(q, BoundSetOp):
+        return query_froms(q.left) + query_froms(q.right)
+    return [q.source]
+
+
+@dataclass(frozen=True)
+class OrderItem:
+    """An ORDER BY item over the select list's output columns."""
+
+    index: int
+    descending: bool
+    nulls_first: bool
+
+
+@dataclass(frozen=True)
+class RowNumber:
+    """``ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)``, the select item at `index` (a group
+    TopN; a filter ``rn <= n`` over it in the outer query becomes `limit`, as RisingWave plans it)."""
+
+    index: int
+    partition_by: tuple[BoundExpr, ...]
+    order_by: tuple[tuple[BoundExpr, bool, bool], ...]  # (expression, descending, nulls first)
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class BoundStreamSelect:
+    """A query block: relations (joined), a filter, projections, optional grouping, DISTINCT, and
+    ``ORDER BY ... LIMIT`` (a TopN). ``hidden`` select items are columns ORDER BY needs that the
+    select list does not show."""
+
+    source: BoundFrom
+    items: tuple[SelectItem, ...]
+    where: BoundExpr | None
+    group_by: tuple[BoundExpr, ...] | None  # () for a global aggregate
+    having: BoundExpr | None = None
+    distinct: bool = False
+    order_by: tuple[OrderItem, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    hidden: int = 0  # trailing items that are not output columns
+    row_number: RowNumber | None = None
+    temporal: tuple[TemporalCond, ...] = ()  # temporal filters of WHERE, applied after `where`
+
+    @property
+    def relation(self) -> RelationCatalog:
+        """The first relation the query reads."""
+        return self.relations[0]
+
+    @property
+    def relations(self) -> list[RelationCatalog]:
+        return [s.relation for s in scans_of(self.source)]
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(Field(i.name, i.expr.type) for i in self.items[:len(self.items) - self.hidden])
+
+
+@dataclass(frozen=True)
+class BoundSetOp:
+    """``left UNION [ALL] right``; both sides' columns already cast to the common types."""
+
+    left: BoundQuery
+    right: BoundQuery
+    all: bool
+    fields: tuple[Field, ...]
+
+    @property
+    def relations(self) -> list[RelationCatalog]:
+        return [s.relation for f in query_froms(self) for s in scans_of(f)]
+
+    @property
+    def relation(self) -> RelationCatalog:
+        return self.relations[0]
+
+
+BoundQuery = BoundStreamSelect | BoundSetOp
+FromItem = BoundScan | BoundSubquery
+
+
+class Scope:
+    """Columns visible to expressions: those of the FROM items, by alias (or name) and column.
+    `outer`: the enclosing query's scope, for correlated subqueries (`outer_refs` records the
+    outer columns the query used)."""
+
+    def __init__(self, scans: list[FromItem], outer: Scope | None = None) -> None:
+        self.scans = scans
+        self.outer = outer
+
+    def column(self, col: exp.Column) -> InputRef:
+        name = ident(col.this)
+        table = ident(col.args.get("table")) if col.args.get("table") else None
+        candidates = [s for s in self.scans if table is None or table == s.alias]
+        if table is not None and not candidates:
+            raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')
+        matches = [(s, i) for s in candidates for i, f in enumerate(s.columns) if f.name == name]
+        if not matches:
+            raise UndefinedColumn(f'column "{name}" does not exist' if table is None else
+                                  f'column {table}.{name} does not exist')
+        if len(matches) > 1:
+            raise AmbiguousColumn(f'column reference "{name}" is ambiguous')
+        s, i = matches[0]
+        f = s.fields[i]
+        return InputRef(s.offset + i, f.name, f.type)
+
+    def star(self, table: str | None) -> list[SelectItem]:
+        scans = [s for s in self.scans if table is None or s.alias == table]
+        if table is not None and not scans:
+            raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')
+        return [SelectItem(InputRef(s.offset + i, s.fields[i].name, f.type), f.name)
+                for s in scans for i, f in enumerate(s.columns) if not f.hidden]

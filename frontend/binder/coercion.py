@@ -1,0 +1,116 @@
+"""Query blocks of a materialized view: FROM (relations, subqueries, CTEs, time windows, joins),
+WHERE (with IN / EXISTS subqueries as semi / anti joins), the select list, GROUP BY, HAVING,
+ORDER BY ... LIMIT, set operations."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from frontend.expr import (
+    BoundExpr,
+    Cast,
+    Literal,
+)
+from risingspark.errors import (
+    DatatypeMismatch,
+    UndefinedFunction,
+)
+from risingspark.types import (
+    FLOAT4,
+    FLOAT8,
+    INT2,
+    INT4,
+    INT8,
+    NUMERIC,
+    VARCHAR,
+    DataType,
+    TypeName,
+)
+
+
+def literal(node: exp.Literal) -> BoundExpr:
+    if node.is_string:
+        return Literal(node.this, VARCHAR)
+    text = node.this
+    if any(c in text for c in ".eE"):
+        if "e" in text.lower():
+            return Literal(float(text), FLOAT8)
+        return Literal(text, NUMERIC)
+    v = int(text)
+    if -(2**31) <= v < 2**31:
+        return Literal(v, INT4)
+    if -(2**63) <= v < 2**63:
+        return Literal(v, INT8)
+    return Literal(text, NUMERIC)
+
+
+def is_unknown_literal(e: BoundExpr) -> bool:
+    """A quoted literal: Postgres types it from context ("unknown")."""
+    return isinstance(e, Literal) and e.type.name is TypeName.VARCHAR and isinstance(e.value, str)
+
+
+def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
+    if e.type == target:
+        return e
+    if is_unknown_literal(e) or (isinstance(e, Literal) and e.value is None):
+        return Cast(e, target)
+    if target.name is TypeName.BOOLEAN and e.type.name is not TypeName.BOOLEAN:
+        raise DatatypeMismatch(f"argument of {context or 'expression'} must be type boolean, not type "
+                               f"{e.type.display()}")
+    if e.type.is_numeric and target.is_numeric:
+        return Cast(e, target)
+    if target.name is TypeName.VARCHAR:
+        return Cast(e, target)
+    raise DatatypeMismatch(f"cannot cast type {e.type.display()} to {target.display()}")
+
+
+_INT_RANK = {TypeName.SMALLINT: 0, TypeName.INT: 1, TypeName.BIGINT: 2}
+
+
+def numeric_result(a: DataType, b: DataType) -> DataType:
+    if TypeName.DOUBLE in (a.name, b.name) or (TypeName.REAL in (a.name, b.name)
+                                                and not (a.name is b.name is TypeName.REAL)):
+        return FLOAT8
+    if a.name is b.name is TypeName.REAL:
+        return FLOAT4
+    if TypeName.NUMERIC in (a.name, b.name):
+        return NUMERIC
+    ints = [INT2, INT4, INT8]
+    return ints[max(_INT_RANK[a.name], _INT_RANK[b.name])]
+
+
+def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, BoundExpr, DataType]:
+    """Coerce two operands to a common type, as Postgres resolves operator arguments."""
+    if is_unknown_literal(a) and not is_unknown_literal(b):
+        return coerce(a, b.type), b, b.type
+    if is_unknown_literal(b) and not is_unknown_literal(a):
+        return a, coerce(b, a.type), a.type
+    if a.type == b.type:
+        return a, b, a.type
+    if a.type.is_numeric and b.type.is_numeric:
+        t = numeric_result(a.type, b.type)
+        return a, b, t
+    if a.type.name is b.type.name:  # e.g. numeric(12,2) vs numeric
+        return a, b, a.type
+    if {a.type.name, b.type.name} <= {TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ, TypeName.DATE}:
+        return a, b, b.type if a.type.name is TypeName.DATE else a.type
+    raise UndefinedFunction(f"operator does not exist: {a.type.display()} {what} {b.type.display()}",
+                            hint="No operator matches the given name and argument types. You might need to "
+                                 "add explicit type casts.")
+
+
+
+
+def common_of(values: list[BoundExpr]) -> DataType:
+    typed = [v for v in values if not is_unknown_literal(v) and not (isinstance(v, Literal) and v.value is None)]
+    if not typed:
+        return VARCHAR
+    t = typed[0].type
+    for v in typed[1:]:
+        if v.type == t:
+            continue
+        if v.type.is_numeric and t.is_numeric:
+            t = numeric_result(t, v.type)
+        else:
+            raise DatatypeMismatch(f"types {t.display()} and {v.type.display()} cannot be matched")
+    return t

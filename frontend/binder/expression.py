@@ -1,0 +1,193 @@
+"""Query blocks of a materialized view: FROM (relations, subqueries, CTEs, time windows, joins),
+WHERE (with IN / EXISTS subqueries as semi / anti joins), the select list, GROUP BY, HAVING,
+ORDER BY ... LIMIT, set operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
+from frontend.binder.bound import Scope
+from frontend.binder.coercion import coerce, common_of, common_type, literal
+from frontend.binder.function import bind_date_trunc, bind_extract, bind_func
+from frontend.binder.relation import ident
+from frontend.expr import (
+    AggCallExpr,
+    BinaryOp,
+    BoundExpr,
+    Case,
+    Cast,
+    InList,
+    InputRef,
+    Like,
+    Literal,
+    UnaryOp,
+)
+from risingspark.errors import (
+    FeatureNotSupported,
+    GroupingError,
+    UndefinedFunction,
+)
+from risingspark.types import (
+    BOOL,
+    VARCHAR,
+    DataType,
+)
+
+
+def strip_cast(e: BoundExpr) -> BoundExpr:
+    return e.operand if isinstance(e, Cast) and isinstance(e.operand, InputRef) and e.operand.type.is_numeric \
+        and e.type.is_numeric else e
+
+
+def check_grouped(e: BoundExpr, group_by: tuple[BoundExpr, ...], what: str) -> None:
+    """Every column outside an aggregate must be a group key (or inside one)."""
+    if e in group_by or isinstance(e, AggCallExpr):
+        return
+    if isinstance(e, InputRef):
+        raise GroupingError(f'column "{e.name}" must appear in the GROUP BY clause or be used in an '
+                            f"aggregate function")
+    for c in e.children():
+        check_grouped(c, group_by, what)
+
+
+def output_name(node: exp.Expression) -> str:
+    """The column name Postgres gives an unaliased select item."""
+    if isinstance(node, exp.Column):
+        return ident(node.this)
+    if isinstance(node, exp.Cast):
+        return output_name(node.this) if isinstance(node.this, exp.Column) else node.to.sql(dialect="postgres").lower()
+    if isinstance(node, exp.Count):
+        return "count"
+    if isinstance(node, exp.Filter):
+        return output_name(node.this)
+    if isinstance(node, exp.AggFunc) and node.key in AGG_NAMES:
+        return AGG_NAMES[node.key]
+    if isinstance(node, exp.AggFunc | exp.Func) and not isinstance(node, exp.Anonymous):
+        return node.key.lower() if node.key != "anonymous" else "?column?"
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    return "?column?"
+
+
+
+
+_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
+            exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM"}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+
+# name -> (Spark function, result type rule)
+
+
+def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
+    def rec(n: Any) -> BoundExpr:
+        return bind_expr(n, scope, allow_agg=allow_agg)
+
+    if isinstance(node, exp.Paren):
+        return rec(node.this)
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            raise FeatureNotSupported("* is not allowed here")
+        return scope.column(node)
+    if isinstance(node, exp.Literal):
+        return literal(node)
+    if isinstance(node, exp.Boolean):
+        return Literal(bool(node.this), BOOL)
+    if isinstance(node, exp.Null):
+        return Literal(None, VARCHAR)
+    if isinstance(node, exp.Cast | exp.TryCast):
+        target = DataType.parse(node.to.sql(dialect="postgres"))
+        if target.element is not None:
+            raise FeatureNotSupported(f"casts to {target.display()} in a materialized view are not supported yet")
+        inner = rec(node.this)
+        return Cast(inner, target) if inner.type != target else inner
+    if type(node) in _COMPARE:
+        a, b, _ = common_type(rec(node.left), rec(node.right), _COMPARE[type(node)])
+        return BinaryOp(_COMPARE[type(node)], a, b, BOOL)
+    if type(node) in _ARITH:
+        op = _ARITH[type(node)]
+        a, b = rec(node.left), rec(node.right)
+        a, b, t = common_type(a, b, op)
+        if not t.is_numeric:
+            raise UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}")
+        return BinaryOp(op, a, b, t)
+    if isinstance(node, exp.DPipe):
+        a, b = rec(node.left), rec(node.right)
+        return BinaryOp("||", coerce(a, VARCHAR), coerce(b, VARCHAR), VARCHAR)
+    if isinstance(node, exp.And | exp.Or):
+        op = "AND" if isinstance(node, exp.And) else "OR"
+        return BinaryOp(op, coerce(rec(node.left), BOOL, op), coerce(rec(node.right), BOOL, op), BOOL)
+    if isinstance(node, exp.Not):
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            return bind_is(inner, rec, negated=True)
+        return UnaryOp("NOT", coerce(rec(inner), BOOL, "NOT"), BOOL)
+    if isinstance(node, exp.Neg):
+        x = rec(node.this)
+        if isinstance(x, Literal) and x.type.is_numeric and isinstance(x.value, int | float):
+            return Literal(-x.value, x.type)
+        if isinstance(x, Literal) and x.type.is_numeric and isinstance(x.value, str):
+            return Literal("-" + x.value, x.type)
+        return UnaryOp("NEG", x, x.type)
+    if isinstance(node, exp.Is):
+        return bind_is(node, rec, negated=False)
+    if isinstance(node, exp.Between):
+        x, lo, hi = rec(node.this), rec(node.args["low"]), rec(node.args["high"])
+        x1, lo, _ = common_type(x, lo, "BETWEEN")
+        x2, hi, _ = common_type(x, hi, "BETWEEN")
+        return BinaryOp("AND", BinaryOp(">=", x1, lo, BOOL), BinaryOp("<=", x2, hi, BOOL), BOOL)
+    if isinstance(node, exp.Exists | exp.Subquery) or (isinstance(node, exp.In) and node.args.get("query")):
+        raise FeatureNotSupported("subqueries in a materialized view are supported in FROM and as IN / EXISTS "
+                                  "conditions joined by AND in WHERE, not here")
+    if isinstance(node, exp.In):
+        if node.args.get("field"):
+            raise FeatureNotSupported("IN (subquery) in a materialized view is not supported yet")
+        x = rec(node.this)
+        items = tuple(common_type(x, rec(i), "IN")[1] for i in node.expressions)
+        return InList(x, items, False)
+    if isinstance(node, exp.Like | exp.ILike):
+        return Like(coerce(rec(node.this), VARCHAR), coerce(rec(node.expression), VARCHAR), False,
+                    isinstance(node, exp.ILike))
+    if isinstance(node, exp.Case):
+        if node.this is not None:
+            raise FeatureNotSupported("CASE <expr> WHEN ... in a materialized view is not supported yet")
+        whens = [(coerce(rec(w.this), BOOL, "CASE"), rec(w.args["true"])) for w in node.args["ifs"]]
+        default = rec(node.args["default"]) if node.args.get("default") else None
+        values = [v for _, v in whens] + ([default] if default is not None else [])
+        t = common_of(values)
+        return Case(tuple((c, coerce(v, t)) for c, v in whens), coerce(default, t) if default else None, t)
+    if isinstance(node, AGGS) or (isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc)):
+        if not allow_agg:
+            raise GroupingError("aggregate functions are not allowed here")
+        if isinstance(node, exp.Filter):
+            if not isinstance(node.this, AGGS):
+                return bind_expr(node.this, scope, allow_agg=True)  # names the unsupported aggregate
+            cond = coerce(bind_expr(node.expression.this, scope, allow_agg=False), BOOL, "FILTER")
+            return bind_agg(node.this, scope, cond)
+        return bind_agg(node, scope)
+    if isinstance(node, exp.AggFunc):
+        name = AGG_NAMES.get(node.key, node.key)
+        raise FeatureNotSupported(f"aggregate function {name}() in a materialized view is not supported yet")
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        return bind_date_trunc(node, rec)
+    if isinstance(node, exp.Extract):
+        return bind_extract(node, rec)
+    if isinstance(node, exp.Func):
+        return bind_func(node, rec)
+    raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "
+                              f"materialized view yet")
+
+
+
+
+def bind_is(node: exp.Is, rec, *, negated: bool) -> BoundExpr:
+    x = rec(node.this)
+    target = node.expression
+    if isinstance(target, exp.Null):
+        return UnaryOp("IS NOT NULL" if negated else "IS NULL", x, BOOL)
+    if isinstance(target, exp.Boolean):
+        e = UnaryOp("IS TRUE" if target.this else "IS FALSE", coerce(x, BOOL, "IS"), BOOL)
+        return UnaryOp("NOT", e, BOOL) if negated else e
+    raise FeatureNotSupported(f"IS {target.sql()} is not supported")
