@@ -15,7 +15,9 @@ expressions do by default: arithmetic renders as Spark's ``try_*`` functions and
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -336,22 +338,34 @@ def replace_exprs(e: BoundExpr, mapping: dict[BoundExpr, BoundExpr]) -> BoundExp
     """`e` with every subexpression found in `mapping` replaced (the outermost match wins)."""
     if e in mapping:
         return mapping[e]
-    if isinstance(e, BinaryOp):
-        return BinaryOp(e.op, replace_exprs(e.left, mapping), replace_exprs(e.right, mapping), e.type)
-    if isinstance(e, UnaryOp):
-        return UnaryOp(e.op, replace_exprs(e.operand, mapping), e.type)
-    if isinstance(e, Cast):
-        return Cast(replace_exprs(e.operand, mapping), e.type)
-    if isinstance(e, FuncCall):
-        return FuncCall(e.name, tuple(replace_exprs(a, mapping) for a in e.args), e.type, e.spark)
-    if isinstance(e, Case):
-        return Case(tuple((replace_exprs(c, mapping), replace_exprs(v, mapping)) for c, v in e.whens),
-                    replace_exprs(e.default, mapping) if e.default is not None else None, e.type)
-    if isinstance(e, InList):
-        return InList(replace_exprs(e.operand, mapping), tuple(replace_exprs(i, mapping) for i in e.items), e.negated)
-    if isinstance(e, Like):
-        return Like(replace_exprs(e.operand, mapping), replace_exprs(e.pattern, mapping), e.negated,
-                    e.case_insensitive)
-    if isinstance(e, AggCallExpr):
-        return AggCallExpr(e.kind, replace_exprs(e.arg, mapping) if e.arg is not None else None, e.type)
-    return e
+    return _rebuild(e, lambda c: replace_exprs(c, mapping))
+
+
+def map_inputs(e: BoundExpr, fn: Callable[[InputRef], BoundExpr]) -> BoundExpr:
+    """`e` with every input reference replaced by ``fn(ref)`` (e.g. moved to another column index).
+
+    >>> from risingspark.types import INT4
+    >>> e = BinaryOp("+", InputRef(0, "a", INT4), InputRef(1, "b", INT4), INT4)
+    >>> map_inputs(e, lambda r: InputRef(r.index + 5, r.name, r.type)).left.index
+    5
+    """
+    if isinstance(e, InputRef):
+        return fn(e)
+    return _rebuild(e, lambda c: map_inputs(c, fn))
+
+
+def _rebuild(e: BoundExpr, fn: Callable[[BoundExpr], BoundExpr]) -> BoundExpr:
+    """`e` with `fn` applied to each direct child expression, whatever the node's fields are (an
+    expression, an optional one, tuples of them, or tuples of tuples holding them)."""
+    if not dataclasses.is_dataclass(e):
+        return e
+
+    def value(v: Any) -> Any:
+        if isinstance(v, BoundExpr):
+            return fn(v)
+        if isinstance(v, tuple):
+            return tuple(value(x) for x in v)
+        return v
+
+    changes = {f.name: value(getattr(e, f.name)) for f in dataclasses.fields(e) if f.name != "type"}
+    return dataclasses.replace(e, **changes)

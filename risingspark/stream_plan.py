@@ -120,7 +120,9 @@ class StreamHashJoin(StreamNode):
     distributed by the join key; both inputs are shuffled by the vnode of their key cast to
     `key_types` (so equal keys of different declared types meet). ``kind`` is INNER, LEFT, RIGHT
     or FULL, or SEMI / ANTI (output: the left input's columns and stream key; a left row appears
-    once while some right row matches it, or while none does); NULL keys never match."""
+    once while some right row matches it, or while none does); NULL keys never match, but for the
+    pairs marked in ``null_safe`` (``IS NOT DISTINCT FROM``: NULL matches NULL). Without key pairs
+    the join is a cross join: both sides live in one vnode, every row matches every row."""
 
     left: StreamNode | None = None
     right: StreamNode | None = None
@@ -130,6 +132,7 @@ class StreamHashJoin(StreamNode):
     key_types: tuple[DataType, ...] = ()
     left_state: StateTableDesc | None = None
     right_state: StateTableDesc | None = None
+    null_safe: tuple[bool, ...] = ()
 
     @property
     def inputs(self) -> tuple[StreamNode, ...]:
@@ -299,8 +302,9 @@ def _describe(n: StreamNode) -> str:
                f"{'Overwrite' if n.overwrite else 'NoCheck'} }}"
     if isinstance(n, StreamHashJoin):
         assert n.left is not None and n.right is not None
-        on = " AND ".join(f"{n.left.names[a]} = {n.right.names[b]}" for a, b in zip(n.left_key, n.right_key,
-                                                                                    strict=True))
+        on = " AND ".join(f"{n.left.names[a]} {'IS NOT DISTINCT FROM' if i < len(n.null_safe) and n.null_safe[i] else '='} "
+                          f"{n.right.names[b]}" for i, (a, b) in enumerate(zip(n.left_key, n.right_key, strict=True)))
+        on = on or "true"
         kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
                 "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
         return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"

@@ -10,9 +10,14 @@ same task), the executor:
 
 1. reduces each side's changes to before/after images per state key and writes them to the side's
    state (upserts and tombstones);
-2. for every join key the epoch touched (NULL keys match nothing), joins the sides' old rows, and
-   their new rows (old with the epoch's images applied), and diffs the two results per output
-   stream key (left stream key, right stream key): keys whose row is unchanged emit nothing.
+2. for every join key the epoch touched (NULL keys match nothing, but in a ``null_safe`` key
+   column: ``IS NOT DISTINCT FROM``), joins the sides' old rows, and their new rows (old with the
+   epoch's images applied), and diffs the two results per output stream key (left stream key,
+   right stream key): keys whose row is unchanged emit nothing.
+
+A cross join (no key) is the same algorithm over one group: both sides live in vnode 0 and every
+row matches every row, so a change on one side reads the other side whole — cheap when that side is
+a single row (a scalar subquery, an aggregate without GROUP BY), as RisingWave plans such joins.
 
 A side's stored rows of a key are read only when the output can change for rows the epoch did not
 touch (`keys_to_read`): when only the left side changed at a key, the left rows that did not change
@@ -33,12 +38,14 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import distinct_keys, filter_by_keys
+from compute.executor.keyed import distinct_keys, filter_by_keys, join_keys
 from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
 from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
 
 SIDE = "_side"
+_CROSS = "__cross"
+_RIGHT_SUFFIX = "__right"  # (helper key columns of both sides share names)
 _JOIN_TYPES = {"INNER": "inner", "LEFT": "left outer", "RIGHT": "right outer", "FULL": "full outer",
                "SEMI": "left semi", "ANTI": "left anti"}
 
@@ -51,6 +58,10 @@ class JoinSpec:
     left_key: tuple[str, ...]
     right_key: tuple[str, ...]
     output_key: tuple[str, ...]  # the output's stream key columns
+    null_safe: tuple[bool, ...] = ()  # per key column: NULL matches NULL (IS NOT DISTINCT FROM)
+
+    def key_is_null_safe(self, i: int) -> bool:
+        return i < len(self.null_safe) and self.null_safe[i]
 
     @property
     def output_names(self) -> list[str]:
@@ -70,8 +81,9 @@ def _side_keys(spec: JoinSpec, rows: pa.Table, side: int) -> pa.Table:
     """The distinct non-NULL join keys of one side's changes (``_vnode`` + the left key names)."""
     key = spec.left_key if side == 0 else spec.right_key
     t = rows.filter(pc.equal(rows.column(SIDE), side)).select([VNODE, *key]).rename_columns([VNODE, *spec.left_key])
-    for k in spec.left_key:
-        t = t.filter(pc.is_valid(t.column(k)))
+    for i, k in enumerate(spec.left_key):
+        if not spec.key_is_null_safe(i):
+            t = t.filter(pc.is_valid(t.column(k)))
     return distinct_keys([t], [VNODE, *spec.left_key])
 
 
@@ -132,12 +144,13 @@ def _old_rows(desc: StateTableDesc, key: tuple[str, ...], key_names: tuple[str, 
 
 
 def _of_keys(state: pa.Table, keys: pa.Table, state_key: list[str], key_names: list[str]) -> pa.Table:
-    """The rows of `state` whose join key is one of `keys` (NULL-free)."""
+    """The rows of `state` whose join key is one of `keys` (NULL equal to NULL: `keys` holds a NULL
+    only in a null-safe key column)."""
     if state.num_rows == 0 or keys.num_rows == 0:
         return state.slice(0, 0)
     wanted = keys.rename_columns([VNODE, *state_key]).cast(
         pa.schema([state.schema.field(n) for n in [VNODE, *state_key]]))
-    return state.join(wanted, keys=[VNODE, *state_key], join_type="left semi").select(state.column_names)
+    return filter_by_keys(state, wanted, [VNODE, *state_key], keep=True)
 
 
 def _images(pairs: Pairs, desc: StateTableDesc, which: str) -> pa.Table:
@@ -152,7 +165,22 @@ def _join(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     if left.num_rows == 0 and right.num_rows == 0:
         types = [*left.schema.types[1:], *right.schema.types[1:]]
         return pa.table({n: pa.array([], t) for n, t in zip(names, types[:len(names)], strict=True)})
-    out = left.drop_columns([VNODE]).join(right.drop_columns([VNODE]), keys=list(spec.left_key),
-                                          right_keys=list(spec.right_key), join_type=_JOIN_TYPES[spec.kind],
-                                          coalesce_keys=False, use_threads=False)
+    left, right = left.drop_columns([VNODE]), right.drop_columns([VNODE])
+    if not spec.left_key:  # a cross join: one constant key
+        left = left.append_column(_CROSS, pa.array([0] * left.num_rows, pa.int8()))
+        right = right.append_column(_CROSS, pa.array([0] * right.num_rows, pa.int8()))
+        lkey, rkey = [_CROSS], [_CROSS]
+    else:
+        lkey, rkey = [], []
+        for i, (lk, rk) in enumerate(zip(spec.left_key, spec.right_key, strict=True)):
+            if spec.key_is_null_safe(i):  # join on (is NULL, the value or a zero) instead
+                left, lnames = join_keys(left, [lk])
+                right, rnames = join_keys(right, [rk])
+                lkey += lnames
+                rkey += rnames
+            else:
+                lkey.append(lk)
+                rkey.append(rk)
+    out = left.join(right, keys=lkey, right_keys=rkey, join_type=_JOIN_TYPES[spec.kind], coalesce_keys=False,
+                    use_threads=False, right_suffix=_RIGHT_SUFFIX)
     return out.select(names)

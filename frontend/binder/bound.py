@@ -17,6 +17,7 @@ from frontend.temporal_filter import TemporalCond
 from risingspark.catalog import RelationCatalog
 from risingspark.errors import (
     AmbiguousColumn,
+    FeatureNotSupported,
     UndefinedColumn,
     UndefinedTable,
 )
@@ -40,6 +41,7 @@ class BoundScan:
     alias: str
     offset: int
     fields: tuple[Field, ...]
+    filter: BoundExpr | None = None  # conditions of WHERE or ON over this item alone, applied first
 
     @property
     def columns(self) -> tuple[Field, ...]:
@@ -56,6 +58,7 @@ class BoundSubquery:
     alias: str
     offset: int
     fields: tuple[Field, ...]
+    filter: BoundExpr | None = None  # conditions of WHERE or ON over this item alone, applied first
 
     @property
     def columns(self) -> tuple[Field, ...]:
@@ -65,17 +68,23 @@ class BoundSubquery:
 @dataclass(frozen=True)
 class BoundJoin:
     """``left JOIN right``: the equality conjuncts of ON as key pairs (left key over the left
-    side's columns, right key over the right's), anything else as a residual condition.
+    side's columns, right key over the right's), anything else as a residual condition. A pair
+    marked in `null_safe` is ``IS NOT DISTINCT FROM`` (NULL matches NULL); no pair at all is a cross
+    join (every row in one group).
 
     ``SEMI`` / ``ANTI`` (``IN`` / ``EXISTS`` / ``NOT EXISTS`` in WHERE) output the left side's
     columns only: a left row once if some right row matches its key (or if none does)."""
 
     left: BoundFrom
-    right: BoundScan | BoundSubquery
+    right: BoundFrom
     kind: str  # INNER, LEFT, RIGHT, FULL, SEMI, ANTI
     left_keys: tuple[InputRef, ...]
     right_keys: tuple[InputRef, ...]
     residual: BoundExpr | None
+    null_safe: tuple[bool, ...] = ()
+
+    def is_null_safe(self, i: int) -> bool:
+        return i < len(self.null_safe) and self.null_safe[i]
 
     @property
     def fields(self) -> tuple[Field, ...]:
@@ -179,16 +188,30 @@ FromItem = BoundScan | BoundSubquery
 
 class Scope:
     """Columns visible to expressions: those of the FROM items, by alias (or name) and column.
-    `outer`: the enclosing query's scope, for correlated subqueries (`outer_refs` records the
-    outer columns the query used)."""
+    `outer`: the enclosing query's scope, for correlated subqueries.
 
-    def __init__(self, scans: list[FromItem], outer: Scope | None = None) -> None:
+    A join ``USING (x)`` (or NATURAL) merges its ``x`` columns: `merged` maps the name to the item
+    and column an unqualified ``x`` means (None where no single column holds it: a FULL join's
+    would be ``coalesce(left.x, right.x)``). `star_order`, when set, is what ``SELECT *`` lists
+    (item, column) — the merged columns first, as PostgreSQL."""
+
+    def __init__(self, scans: list[FromItem], outer: Scope | None = None,
+                 merged: dict[str, tuple[int, int] | None] | None = None,
+                 star_order: list[tuple[int, int]] | None = None) -> None:
         self.scans = scans
         self.outer = outer
+        self.merged = merged or {}
+        self.star_order = star_order
 
     def column(self, col: exp.Column) -> InputRef:
         name = ident(col.this)
         table = ident(col.args.get("table")) if col.args.get("table") else None
+        if table is None and name in self.merged:
+            where = self.merged[name]
+            if where is None:
+                raise FeatureNotSupported(f'the merged column "{name}" of a FULL JOIN USING / NATURAL FULL JOIN '
+                                          f"in a materialized view is not supported yet; qualify it")
+            return self._ref(*where)
         candidates = [s for s in self.scans if table is None or table == s.alias]
         if table is not None and not candidates:
             raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')
@@ -202,7 +225,17 @@ class Scope:
         f = s.fields[i]
         return InputRef(s.offset + i, f.name, f.type)
 
+    def _ref(self, item: int, column: int) -> InputRef:
+        s = self.scans[item]
+        return InputRef(s.offset + column, s.fields[column].name, s.fields[column].type)
+
     def star(self, table: str | None) -> list[SelectItem]:
+        if table is None and self.star_order is not None:
+            if any(w is None for w in self.merged.values()):
+                raise FeatureNotSupported("SELECT * over a FULL JOIN USING / NATURAL FULL JOIN in a materialized "
+                                          "view is not supported yet; name the columns")
+            return [SelectItem(self._ref(i, c), self.scans[i].columns[c].name) for i, c in self.star_order
+                    if not self.scans[i].columns[c].hidden]
         scans = [s for s in self.scans if table is None or s.alias == table]
         if table is not None and not scans:
             raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')

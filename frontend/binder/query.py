@@ -25,6 +25,7 @@ from frontend.binder.bound import (
 )
 from frontend.binder.coercion import coerce, common_type, numeric_result
 from frontend.binder.expression import bind_expr, check_grouped, output_name, strip_cast
+from frontend.binder.from_clause import FromBinder
 from frontend.binder.relation import CatalogReader, ident
 from frontend.expr import (
     BinaryOp,
@@ -39,9 +40,7 @@ from frontend.interval import fixed_interval_micros
 from frontend.temporal_filter import TemporalCond, match_temporal, split_between, unsupported_column
 from risingspark.catalog import RelationKind
 from risingspark.errors import (
-    AmbiguousColumn,
     DatatypeMismatch,
-    DuplicateObject,
     FeatureNotSupported,
     InvalidColumnReference,
     InvalidParameterValue,
@@ -57,8 +56,6 @@ from risingspark.types import (
     Field,
     TypeName,
 )
-
-_JOIN_KINDS = {None: "INNER", "LEFT": "LEFT", "RIGHT": "RIGHT", "FULL": "FULL"}
 
 
 class QueryBinder:
@@ -210,54 +207,22 @@ class QueryBinder:
         fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in columns)
         return BoundSubquery(q, alias, offset, fields)
 
-    def from_(self, query: exp.Select, outer: Scope | None) -> tuple[BoundFrom, Scope]:
-        from_ = query.args.get("from") or query.args.get("from_")
-        if from_ is None:
-            raise FeatureNotSupported("a materialized view without FROM is not supported yet")
-        joins = query.args.get("joins") or []
-        first = self.from_item(from_.this, 0, bool(joins))
-        src: BoundFrom = first
-        scans: list[FromItem] = [first]
-        for j in joins:
-            right = self.from_item(j.this, len(src.fields), True)
-            if any(s.alias == right.alias for s in scans):
-                raise DuplicateObject(f'table name "{right.alias}" specified more than once')
-            scans.append(right)
-            side = j.args.get("side")
-            if (j.args.get("kind") or "").upper() == "CROSS" or (j.args.get("on") is None and not j.args.get("using")):
-                raise FeatureNotSupported("joins without an equality condition (CROSS JOIN, FROM a, b) are not "
-                                          "supported in a materialized view yet; use JOIN ... ON")
-            scope = Scope(scans, outer)
-            if j.args.get("using"):
-                pairs = [(scope.column(exp.Column(this=exp.to_identifier(ident(u)), table=exp.to_identifier(s.alias))),
-                          scope.column(exp.Column(this=exp.to_identifier(ident(u)),
-                                                  table=exp.to_identifier(right.alias))))
-                         for u in j.args["using"] for s in [_owner(scans[:-1], ident(u))]]
-                residual_parts: list[BoundExpr] = []
-            else:
-                on = coerce(bind_expr(j.args["on"], scope, allow_agg=False), BOOL, "JOIN/ON")
-                pairs, residual_parts = split_equi(on, len(src.fields))
-            if not pairs:
-                raise FeatureNotSupported("a join in a materialized view needs an equality between the two sides")
-            kind = _JOIN_KINDS.get(side.upper() if side else None)
-            if kind is None:
-                raise FeatureNotSupported(f"{side} JOIN in a materialized view is not supported yet")
-            residual = conjunction(residual_parts)
-            if residual is not None and kind != "INNER":
-                raise FeatureNotSupported("conditions other than equalities in the ON clause of an outer join are not "
-                                          "supported yet")
-            src = BoundJoin(src, right, kind, tuple(a for a, _ in pairs), tuple(b for _, b in pairs), residual)
-        return src, Scope(scans, outer)
+    def from_(self, query: exp.Select, outer: Scope | None,
+              where: list[exp.Expression] | None = None) -> tuple[BoundFrom, Scope, list[exp.Expression]]:
+        """The FROM tree, with the join conditions of `where` (conjuncts) moved into it
+        (`frontend.binder.from_clause`); returns the conjuncts left to WHERE."""
+        result = FromBinder(self.from_item, outer).bind(query, where or [])
+        return result.source, result.scope, result.where
 
     # ---- WHERE subqueries ---------------------------------------------------------------------
-    def _where(self, node: exp.Expression, src: BoundFrom, scope: Scope
+    def _where(self, where: list[exp.Expression], src: BoundFrom, scope: Scope
                ) -> tuple[BoundFrom, BoundExpr | None, tuple[TemporalCond, ...]]:
-        """Binds WHERE; its top-level ``x IN (subquery)`` / ``[NOT] EXISTS (subquery)`` conjuncts
-        become semi / anti joins of the FROM tree, its temporal filters (`frontend.temporal_filter`)
-        are returned apart."""
+        """Binds WHERE's conjuncts (those FROM left); its top-level ``x IN (subquery)`` / ``[NOT]
+        EXISTS (subquery)`` conjuncts become semi / anti joins of the FROM tree, its temporal filters
+        (`frontend.temporal_filter`) are returned apart."""
         parts: list[BoundExpr] = []
         temporal: list[TemporalCond] = []
-        for c in [part for conjunct in conjuncts(node) for part in split_between(conjunct)]:
+        for c in [part for conjunct in where for part in split_between(conjunct)]:
             match = match_temporal(c)
             if match is not None:
                 column = bind_expr(match.column, scope, allow_agg=False)
@@ -305,7 +270,7 @@ class QueryBinder:
             if sub.args.get(arg):
                 raise FeatureNotSupported(f"EXISTS (subquery with {arg.upper()}) in a materialized view is not "
                                           f"supported yet")
-        inner_src, inner = self.from_(sub, None)
+        inner_src, inner, _ = self.from_(sub, None)
         local: list[BoundExpr] = []
         corr: list[tuple[InputRef, InputRef]] = []  # (outer column, inner column)
         where = sub.args.get("where")
@@ -336,11 +301,12 @@ class QueryBinder:
         distinct = query.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
             raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
-        source, scope = self.from_(query, outer)
+        where_node = query.args.get("where")
+        source, scope, rest = self.from_(query, outer, conjuncts(where_node.this) if where_node else [])
         where = None
         temporal: tuple[TemporalCond, ...] = ()
-        if query.args.get("where"):
-            source, where, temporal = self._where(query.args["where"].this, source, scope)
+        if rest:
+            source, where, temporal = self._where(rest, source, scope)
 
         items: list[SelectItem] = []
         row_number: RowNumber | None = None
@@ -538,38 +504,3 @@ def _count(node: exp.Expression | None, what: str) -> int | None:
     if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
         return int(value.this)
     raise FeatureNotSupported(f"{what} in a materialized view must be a non-negative integer constant")
-
-
-def _owner(scans: list[FromItem], column: str) -> FromItem:
-    owners = [s for s in scans if any(f.name == column for f in s.columns)]
-    if len(owners) != 1:
-        raise AmbiguousColumn(f'common column name "{column}" appears more than once in left table') if owners \
-            else UndefinedColumn(f'column "{column}" specified in USING clause does not exist in left table')
-    return owners[0]
-
-
-def split_equi(on: BoundExpr, n_left: int) -> tuple[list[tuple[InputRef, InputRef]], list[BoundExpr]]:
-    """The conjuncts ``left column = right column`` of an ON condition, and the others."""
-    conjuncts: list[BoundExpr] = []
-
-    def flatten(e: BoundExpr) -> None:
-        if isinstance(e, BinaryOp) and e.op == "AND":
-            flatten(e.left)
-            flatten(e.right)
-        else:
-            conjuncts.append(e)
-
-    flatten(on)
-    pairs, rest = [], []
-    for c in conjuncts:
-        if isinstance(c, BinaryOp) and c.op == "=":
-            a, b = strip_cast(c.left), strip_cast(c.right)
-            if isinstance(a, InputRef) and isinstance(b, InputRef):
-                if a.index < n_left <= b.index:
-                    pairs.append((a, b))
-                    continue
-                if b.index < n_left <= a.index:
-                    pairs.append((b, a))
-                    continue
-        rest.append(c)
-    return pairs, rest

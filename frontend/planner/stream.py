@@ -235,8 +235,10 @@ class _StreamPlanner:
         (extras), which no expression refers to."""
         if isinstance(src, BoundScan):
             rel = src.relation
-            return StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id, upstream_name=rel.name,
-                                   upstream_desc=rel.table_desc, backfill_type=self.backfill_type.value)
+            node: StreamNode = StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id,
+                                               upstream_name=rel.name, upstream_desc=rel.table_desc,
+                                               backfill_type=self.backfill_type.value)
+            return _filtered(node, src.filter)
         if isinstance(src, BoundSubquery):
             block = self.query(src.query)
             node = block.node
@@ -246,11 +248,11 @@ class _StreamPlanner:
             extras = tuple(Field(f"{src.alias}.{f.name}" if qualified else f.name, f.type, hidden=True)
                            for f in node.fields[len(src.fields):])
             fields = src.fields + extras
-            if tuple(f.name for f in node.fields) == tuple(f.name for f in fields):
-                return node
-            exprs = tuple(f"`{f.name}`" for f in node.fields)
-            return StreamProject(fields=fields, stream_key=node.stream_key, input=node, exprs=exprs,
-                                 displays=tuple(f.name for f in node.fields))
+            if tuple(f.name for f in node.fields) != tuple(f.name for f in fields):
+                exprs = tuple(f"`{f.name}`" for f in node.fields)
+                node = StreamProject(fields=fields, stream_key=node.stream_key, input=node, exprs=exprs,
+                                     displays=tuple(f.name for f in node.fields))
+            return _filtered(node, src.filter)
         return self._join(src)
 
     def _join(self, src: BoundJoin) -> StreamNode:
@@ -275,7 +277,9 @@ class _StreamPlanner:
             key = left.stream_key + tuple(len(left.fields) + k for k in right.stream_key)
         join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind,
                                           left_key=lkey, right_key=rkey, key_types=key_types, left_state=left_state,
-                                          right_state=right_state)
+                                          right_state=right_state,
+                                          null_safe=tuple(src.is_null_safe(i) for i in range(len(lkey)))
+                                          if any(src.null_safe) else ())
         if src.residual is not None:
             join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
                                 display=src.residual.display())
@@ -444,6 +448,13 @@ def _with_rank_limit(b: BoundStreamSelect) -> BoundFrom:
         return src
     query = dataclasses.replace(src.query, row_number=dataclasses.replace(rn, limit=limit))
     return dataclasses.replace(src, query=query)
+
+
+def _filtered(node: StreamNode, predicate: BoundExpr | None) -> StreamNode:
+    if predicate is None:
+        return node
+    return StreamFilter(fields=node.fields, stream_key=node.stream_key, input=node, predicate=predicate.to_spark(),
+                        display=predicate.display())
 
 
 def _conjuncts(e: BoundExpr) -> list[BoundExpr]:

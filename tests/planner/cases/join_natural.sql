@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT * FROM orders NATURAL JOIN (SELECT id, status, 1 AS one FROM orders) x
