@@ -176,6 +176,28 @@ class StreamTemporalFilter(StreamNode):
 
 
 @dataclass(frozen=True)
+class StreamDynamicFilter(StreamNode):
+    """``left.key op right.bound`` where `right` is a stream of one row (a scalar subquery), as
+    RisingWave's ``StreamDynamicFilter``: only rows between the old and the new bound are re-read
+    when the value moves (`compute.executor.dynamic_filter`). Both inputs follow a Single exchange.
+    State: `state_table` holds the left rows with a non-NULL key, keyed by ``(key, stream key)``;
+    `bound_table` the bound last applied. Output: the left input's columns and stream key."""
+
+    left: StreamNode | None = None
+    right: StreamNode | None = None
+    key: int = 0  # a column of the left input
+    op: str = ">"
+    bound: int = 0  # a column of the right input
+    display: str = ""
+    state_table: StateTableDesc | None = None
+    bound_table: StateTableDesc | None = None
+
+    @property
+    def inputs(self) -> tuple[StreamNode, ...]:
+        return tuple(n for n in (self.left, self.right) if n is not None)
+
+
+@dataclass(frozen=True)
 class StreamUnion(StreamNode):
     """``UNION ALL`` of its branches, which have the same columns (each branch's project adds the
     branch number and its stream key, so the union's stream key is unique)."""
@@ -200,7 +222,7 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamUnion, StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamDynamicFilter, StreamUnion, StreamMaterialize)
 }
 
 
@@ -321,6 +343,8 @@ def _describe(n: StreamNode) -> str:
         return f"StreamTopN {{ order: [{order}], limit: {limit}, offset: {n.offset} }}"
     if isinstance(n, StreamTemporalFilter):
         return f"StreamTemporalFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
+    if isinstance(n, StreamDynamicFilter):
+        return f"StreamDynamicFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
     if isinstance(n, StreamUnion):
         return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):

@@ -26,6 +26,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from compute.executor.agg_input_state import INPUT_TAG, input_delta_column, value_columns
+from compute.executor.dynamic_filter import SIDE as DYNAMIC_SIDE
+from compute.executor.dynamic_filter import DynamicFilterSpec
 from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
 from compute.executor.temporal_filter import TemporalFilterSpec
@@ -34,6 +36,7 @@ from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
     META_SCHEMA,
     Task,
+    dynamic_filter_task,
     hash_agg_changes_task,
     hash_join_task,
     manifest_dir,
@@ -46,6 +49,7 @@ from risingspark.chunk import OP, SEQ, VNODE
 from risingspark.errors import FeatureNotSupported
 from risingspark.stream_plan import (
     StreamDml,
+    StreamDynamicFilter,
     StreamExchange,
     StreamFilter,
     StreamHashAgg,
@@ -61,6 +65,8 @@ from risingspark.stream_plan import (
 )
 from risingspark.types import Field, spark_ddl
 from risingspark.vnode import vnode_expr
+
+DYNAMIC_BOUND = "_rw_dynamic_bound"  # the right input's value, beside the left input's columns
 
 if TYPE_CHECKING:
     from compute.stream.round import EpochRound, JobRuntime
@@ -105,7 +111,8 @@ class Dataflow:
         self.source = source
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
-        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter)
+        self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter
+                                                          | StreamDynamicFilter)
                                        for n in walk(plan))
 
     def run(self) -> bool:
@@ -198,6 +205,8 @@ class Dataflow:
             return self._top_n(node)
         if isinstance(node, StreamTemporalFilter):
             return self._temporal_filter(node)
+        if isinstance(node, StreamDynamicFilter):
+            return self._dynamic_filter(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
 
     def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
@@ -272,6 +281,39 @@ class Dataflow:
                                     self.op_ids[id(node)])
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _dynamic_filter(self, node: StreamDynamicFilter) -> DataFrame | None:
+        """Both inputs' changes, tagged by side, in one partition (`compute.executor.dynamic_filter`)."""
+        lx, rx = node.left, node.right
+        if not isinstance(lx, StreamExchange) or not isinstance(rx, StreamExchange) or lx.input is None \
+                or rx.input is None or node.state_table is None or node.bound_table is None:
+            raise FeatureNotSupported("a dynamic filter must follow two exchanges")
+        left, right = self.build(lx.input), self.build(rx.input)
+        if left is None and right is None:
+            return None
+        lf, rf = lx.input.fields, rx.input.fields
+        bound = rf[node.bound]
+        cols = [*lf, Field(DYNAMIC_BOUND, bound.type)]
+
+        def side(df: DataFrame | None, fields: tuple[Field, ...], tag: int) -> DataFrame:
+            if df is None:
+                df = self.rnd.spark.createDataFrame([], f"`{OP}` TINYINT, {spark_ddl(fields)}")
+            own = {f.name: f for f in fields}
+            out = [F.col(f"`{f.name}`") if tag == 0 and f.name in own else
+                   F.lit(None).cast(f.type.to_spark()).alias(f.name) for f in lf]
+            value = F.col(f"`{bound.name}`") if tag == 1 else F.lit(None).cast(bound.type.to_spark())
+            return df.select(F.lit(tag).cast("tinyint").alias(DYNAMIC_SIDE), F.col(OP),
+                             F.lit(0).cast("smallint").alias(VNODE), *out, value.alias(DYNAMIC_BOUND))
+
+        both = side(left, lf, 0).unionByName(side(right, rf, 1)).repartition(1)
+        spec = DynamicFilterSpec(node.state_table, node.bound_table, lf[node.key].name, node.op, DYNAMIC_BOUND,
+                                 tuple(lf[i].name for i in node.stream_key))
+        version = self.rnd.barrier.version
+        task = dynamic_filter_task(self.rnd.env, spec, tuple(version.ssts(node.state_table.table_id)),
+                                   tuple(version.ssts(node.bound_table.table_id)), self.rt.job.job_id,
+                                   self.op_ids[id(node)])
+        both = both.select(F.col(DYNAMIC_SIDE), F.col(OP), F.col(VNODE), *[F.col(f"`{f.name}`") for f in cols])
+        return map_in_arrow(both, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _hash_agg(self, node: StreamHashAgg) -> DataFrame | None:
         exchange = node.input

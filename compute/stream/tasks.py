@@ -15,12 +15,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 
 from compute.cache.extreme_cache import ExtremeCache
 from compute.cache.state_cache import DEFAULT_STATE_CACHE_BYTES, TableCache, cache_manager
 from compute.executor.agg_extreme import fold_extreme
 from compute.executor.agg_input_state import InputFold, fold_input, split_tagged
 from compute.executor.backfill.arrangement_backfill import snapshot_positions, step
+from compute.executor.dynamic_filter import SIDE as DYNAMIC_SIDE
+from compute.executor.dynamic_filter import DynamicFilterSpec, dynamic_filter_epoch, new_bound
+from compute.executor.dynamic_filter import last_bound as last_dynamic_bound
+from compute.executor.dynamic_filter import range_to_read as dynamic_range
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
 from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
@@ -368,6 +373,38 @@ def temporal_filter_task(env: TaskEnv, spec: TemporalFilterSpec, ssts: tuple[Sst
         _write_manifest(env, job_id, op_id, items)
         logger.debug("job %d: temporal filter %s %d at epoch %d: %d rows in, %d in range, %d changes out", job_id,
                      spec.op, new_bound, env.epoch, rows.num_rows, in_range.num_rows, out.changes.num_rows)
+        yield from out.changes.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def dynamic_filter_task(env: TaskEnv, spec: DynamicFilterSpec, ssts: tuple[SstableInfo, ...],
+                        bound_ssts: tuple[SstableInfo, ...], job_id: int, op_id: int) -> Task:
+    """StreamDynamicFilter over its single partition (both inputs' changes, tagged ``_side``): reads
+    the last bound and the state rows whose status may change, writes both tables (reported by
+    manifest) and yields the filter's changes."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        side = rows.column(DYNAMIC_SIDE)
+        left = rows.filter(pa.compute.equal(side, 0))
+        right = rows.filter(pa.compute.equal(side, 1))
+        reader = env.reader()
+        old = last_dynamic_bound(reader.read(spec.bound_table, bound_ssts, env.prev_epoch))
+        bound, changed = new_bound(spec, right, old)
+        read, lo, hi = dynamic_range(spec, old, bound)
+        in_range = reader.read_key_range(spec.state, ssts, env.prev_epoch, 0, lo, hi) if read \
+            else read_schema(spec.state).empty_table()
+        out = dynamic_filter_epoch(spec, left, in_range, old, bound, changed, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.state, out.state_rows, None, items)
+        if out.bound_rows.num_rows:
+            _write_outputs(env, spec.bound_table, out.bound_rows, None, items)
+        _write_manifest(env, job_id, op_id, items)
+        logger.debug("job %d: dynamic filter %s %r at epoch %d: %d rows in, %d in range, %d changes out", job_id,
+                     spec.op, bound, env.epoch, left.num_rows, in_range.num_rows, out.changes.num_rows)
         yield from out.changes.to_batches(max_chunksize=65536)
 
     return run

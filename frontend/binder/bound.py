@@ -73,7 +73,9 @@ class BoundJoin:
     join (every row in one group).
 
     ``SEMI`` / ``ANTI`` (``IN`` / ``EXISTS`` / ``NOT EXISTS`` in WHERE) output the left side's
-    columns only: a left row once if some right row matches its key (or if none does)."""
+    columns only: a left row once if some right row matches its key (or if none does). ``DYNAMIC``
+    (a dynamic filter): the left rows for which `residual` holds against the right side's one row,
+    whose value is its only column (`frontend.binder.subquery`)."""
 
     left: BoundFrom
     right: BoundFrom
@@ -88,7 +90,7 @@ class BoundJoin:
 
     @property
     def fields(self) -> tuple[Field, ...]:
-        if self.kind in ("SEMI", "ANTI"):
+        if self.kind in ("SEMI", "ANTI", "DYNAMIC"):
             return self.left.fields
         return self.left.fields + self.right.fields
 
@@ -224,6 +226,10 @@ class Scope:
         s, i = matches[0]
         f = s.fields[i]
         return InputRef(s.offset + i, f.name, f.type)
+
+    def with_item(self, item: FromItem) -> Scope:
+        """This scope with one more item (a subquery joined to the FROM)."""
+        return Scope([*self.scans, item], self.outer, self.merged, self.star_order)
 
     def _ref(self, item: int, column: int) -> InputRef:
         s = self.scans[item]

@@ -203,8 +203,9 @@ class FromBinder:
         columns and ``SELECT *``'s order."""
         kind = self._kind(j)
         if (j.args.get("method") or "").upper() == "NATURAL":
-            left_names = {self._column_name(i, c) for i, c in self.star}
-            names = [f.name for f in self.items[right].columns if not f.hidden and f.name in left_names]
+            right_names = {f.name for f in self.items[right].columns if not f.hidden}
+            names = [n for n in dict.fromkeys(self._column_name(i, c) for i, c in self.star if
+                                              not self.items[i].columns[c].hidden) if n in right_names]
         elif j.args.get("using"):
             names = [ident(u) for u in j.args["using"]]
         else:

@@ -27,6 +27,7 @@ from frontend.binder.coercion import coerce, common_type, numeric_result
 from frontend.binder.expression import bind_expr, check_grouped, output_name, strip_cast
 from frontend.binder.from_clause import FromBinder
 from frontend.binder.relation import CatalogReader, ident
+from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
 from frontend.expr import (
     BinaryOp,
     BoundExpr,
@@ -242,6 +243,11 @@ class QueryBinder:
                     raise FeatureNotSupported("NOT IN (subquery) in a materialized view is not supported (its NULL "
                                               "semantics); use NOT EXISTS")
                 src = self._in(inner, src, scope)
+            elif scalar_subqueries(c):
+                unnested = unnest_scalars(self, c, src, scope)
+                src, scope = unnested.source, unnested.scope
+                if unnested.condition is not None:
+                    parts.append(coerce(bind_expr(unnested.condition, scope, allow_agg=False), BOOL, "WHERE"))
             else:
                 parts.append(coerce(bind_expr(c, scope, allow_agg=False), BOOL, "WHERE"))
         return src, conjunction(parts), tuple(temporal)
@@ -301,6 +307,12 @@ class QueryBinder:
         distinct = query.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
             raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
+        split = having_subqueries(query)
+        if split is not None:
+            return self._having_wrapped(query, outer, *split)
+        group = query.args.get("group")
+        if group is not None and group.args.get("all"):
+            raise FeatureNotSupported("GROUP BY ALL in a materialized view is not supported")
         where_node = query.args.get("where")
         source, scope, rest = self.from_(query, outer, conjuncts(where_node.this) if where_node else [])
         where = None
@@ -387,6 +399,19 @@ class QueryBinder:
             order_by, hidden = [], 0
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
                                  tuple(order_by), limit, offset, hidden, row_number, temporal)
+
+    def _having_wrapped(self, query: exp.Select, outer: Scope | None, inner: exp.Select,
+                        conditions: list[exp.Expression]) -> BoundStreamSelect:
+        """A block whose HAVING compares with scalar subqueries (`frontend.binder.subquery`): the block
+        without them as a subquery, the comparisons in a WHERE over it."""
+        names = [f.name for f in self.select(inner, outer).fields]
+        n = len(names) - len(conditions)
+        columns = [f"_rw_c{i}" for i in range(n)] + names[n:]
+        wrapped = exp.select(*[exp.alias_(exp.column(c), names[i], quoted=True) for i, c in enumerate(columns[:n])]) \
+            .from_(exp.Subquery(this=inner, alias=exp.TableAlias(
+                this=exp.to_identifier("_rw_having"), columns=[exp.to_identifier(c) for c in columns]))) \
+            .where(exp.and_(*conditions))
+        return self.select(wrapped, outer)
 
     def _row_number(self, node: exp.Window, index: int, scope: Scope) -> RowNumber:
         func = node.this

@@ -51,6 +51,7 @@ from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
     AggCall,
+    StreamDynamicFilter,
     StreamExchange,
     StreamFilter,
     StreamHashAgg,
@@ -63,7 +64,7 @@ from risingspark.stream_plan import (
     StreamTopN,
     StreamUnion,
 )
-from risingspark.types import INT4, INT8, Field
+from risingspark.types import INT2, INT4, INT8, DataType, Field
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,8 @@ class _StreamPlanner:
         return self._join(src)
 
     def _join(self, src: BoundJoin) -> StreamNode:
+        if src.kind == "DYNAMIC":
+            return self._dynamic_filter(src)
         left = self.from_(src.left)
         right = self.from_(src.right)
         n_left = len(src.left.fields)
@@ -293,6 +296,30 @@ class _StreamPlanner:
         position = {old: new for new, old in enumerate(order)}
         return StreamProject(fields=moved, stream_key=tuple(position[k] for k in key), input=join,
                              exprs=tuple(f"`{f.name}`" for f in moved), displays=tuple(f.name for f in moved))
+
+    def _dynamic_filter(self, src: BoundJoin) -> StreamNode:
+        """``key op value`` against a one-row side: the left rows with the compared expression as a
+        key column (of the comparison's type), the value as the right's, a StreamDynamicFilter over
+        both, then the left columns again."""
+        cond = src.residual
+        assert isinstance(cond, BinaryOp)
+        left, right = self.from_(src.left), self.from_(src.right)
+        key_type = cond.left.type
+        key_field = Field(_hidden_name("_rw_dynamic_key", list(left.fields)), key_type)
+        keyed = StreamProject(fields=left.fields + (key_field,), stream_key=left.stream_key, input=left,
+                              exprs=(*(f"`{f.name}`" for f in left.fields), cond.left.to_spark()),
+                              displays=(*(f.name for f in left.fields), cond.left.display()))
+        value = StreamProject(fields=(Field("_rw_dynamic_value", key_type),), stream_key=(), input=right,
+                              exprs=(_cast_to(cond.right, key_type).to_spark(),), displays=(cond.right.display(),))
+        key = len(left.fields)
+        lx = StreamExchange(fields=keyed.fields, stream_key=keyed.stream_key, input=keyed, dist_key=())
+        rx = StreamExchange(fields=value.fields, stream_key=(), input=value, dist_key=())
+        state = self.state_table(keyed.fields, _dedup((key, *left.stream_key)), ())
+        bound = self.state_table((Field("_rw_key", INT2), Field("_rw_bound", key_type)), (0,), ())
+        node = StreamDynamicFilter(fields=keyed.fields, stream_key=keyed.stream_key, left=lx, right=rx, key=key,
+                                   op=cond.op, bound=0, display=cond.display(), state_table=state, bound_table=bound)
+        return StreamProject(fields=left.fields, stream_key=left.stream_key, input=node,
+                             exprs=tuple(f"`{f.name}`" for f in left.fields), displays=tuple(f.name for f in left.fields))
 
     # ---- projections and aggregations ---------------------------------------------------------
     def _project(self, b: BoundStreamSelect, node: StreamNode) -> Block:
@@ -448,6 +475,10 @@ def _with_rank_limit(b: BoundStreamSelect) -> BoundFrom:
         return src
     query = dataclasses.replace(src.query, row_number=dataclasses.replace(rn, limit=limit))
     return dataclasses.replace(src, query=query)
+
+
+def _cast_to(e: BoundExpr, t: DataType) -> BoundExpr:
+    return e if e.type == t else Cast(e, t)
 
 
 def _filtered(node: StreamNode, predicate: BoundExpr | None) -> StreamNode:

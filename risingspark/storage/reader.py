@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -180,6 +181,28 @@ class StateTableReader:
         rows = merge_versions(parts, desc, epoch)
         logger.debug("table %d: read %d rows of vnode %d in [%d, %d] at epoch %s from %d SSTs", desc.table_id,
                      rows.num_rows, vnode, lo, hi, epoch, len(files))
+        return to_read_shape(desc, rows)
+
+    def read_key_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
+                       lo: Any, hi: Any) -> pa.Table:
+        """The live rows at `epoch` of one vnode whose leading key column lies in ``[lo, hi]`` (values
+        of its type; None: unbounded), in read shape: one key range read by blocks, as `read_range`."""
+        files = self._select(ssts, epoch, _sorted_vnodes([vnode]))
+        leading = desc.sst_schema().field(desc.pk_names[0]).type
+        vnodes = pa.array([vnode], pa.int16())
+        prefix = encode_keys(vnodes, []).to_pylist()[0]
+        low_key = prefix if lo is None else encode_keys(vnodes, [pa.array([lo], leading)]).to_pylist()[0]
+        high_key = prefix if hi is None else encode_keys(vnodes, [pa.array([hi], leading)]).to_pylist()[0]
+        width = max(len(low_key), len(high_key)) + 1
+        low = key_matrix(pa.array([low_key], pa.binary()), width)
+        high = upper_bounds(key_matrix(pa.array([high_key], pa.binary()), width - 1),
+                            lengths=np.array([len(high_key)]))
+        parts = []
+        for sst in files:
+            part, _ = read_ranges(self.blocks, desc, sst, low, high)
+            if part is not None:
+                parts.append(part)
+        rows = merge_versions(parts, desc, epoch)
         return to_read_shape(desc, rows)
 
     def scan_after(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
