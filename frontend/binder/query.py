@@ -27,6 +27,7 @@ from frontend.binder.coercion import coerce, common_type, numeric_result
 from frontend.binder.expression import bind_expr, check_grouped, output_name, strip_cast
 from frontend.binder.from_clause import FromBinder
 from frontend.binder.relation import CatalogReader, ident
+from frontend.binder.set_operation import rewrite_set_operation
 from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
 from frontend.expr import (
     BinaryOp,
@@ -67,6 +68,7 @@ class QueryBinder:
     def __init__(self, catalog: CatalogReader) -> None:
         self.catalog = catalog
         self.ctes: list[dict[str, exp.Expression]] = []
+        self.unnamed = 0  # subqueries in FROM without an alias
 
     def query(self, node: exp.Expression) -> BoundQuery:
         with_ = node.args.get("with") or node.args.get("with_")
@@ -86,6 +88,10 @@ class QueryBinder:
     def _query_body(self, node: exp.Expression) -> BoundQuery:
         if isinstance(node, exp.Subquery):
             return self.query(node.this)
+        if isinstance(node, exp.SetOperation):
+            rewritten = rewrite_set_operation(self, node)
+            if rewritten is not None:
+                return self.query(rewritten)
         if isinstance(node, exp.Union):
             for arg, feature in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
                 if node.args.get(arg):
@@ -119,11 +125,12 @@ class QueryBinder:
     # ---- FROM ---------------------------------------------------------------------------------
     def from_item(self, node: exp.Expression, offset: int, qualified: bool) -> FromItem:
         if isinstance(node, exp.Subquery):
-            alias = ident(node.args["alias"].this) if node.args.get("alias") else None
-            if alias is None:
-                raise SyntaxError_("subquery in FROM must have an alias",
-                                   hint='For example, FROM (SELECT ...) [AS] foo.')
-            return self._subquery(self.query(node.this), alias, offset, qualified, node.args["alias"])
+            if node.args.get("alias"):
+                alias = ident(node.args["alias"].this)
+            else:  # (PostgreSQL 16 and RisingWave accept it; its columns are named by column only)
+                self.unnamed += 1
+                alias = f"_rw_subquery_{self.unnamed}"
+            return self._subquery(self.query(node.this), alias, offset, qualified, node.args.get("alias"))
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and node.this.name.lower() in ("tumble", "hop"):
             return self._time_window(node, node.this, offset, qualified)
@@ -278,7 +285,7 @@ class QueryBinder:
                                           f"supported yet")
         inner_src, inner, _ = self.from_(sub, None)
         local: list[BoundExpr] = []
-        corr: list[tuple[InputRef, InputRef]] = []  # (outer column, inner column)
+        corr: list[tuple[InputRef, InputRef, bool]] = []  # (outer column, inner column, NULL-safe)
         where = sub.args.get("where")
         for c in conjuncts(where.this) if where else []:
             try:
@@ -293,11 +300,11 @@ class QueryBinder:
             corr.append(pair)
         if not corr:
             raise FeatureNotSupported("an uncorrelated EXISTS in a materialized view is not supported yet")
-        items = tuple(SelectItem(i, f"k{n}") for n, (_, i) in enumerate(corr))
+        items = tuple(SelectItem(i, f"k{n}") for n, (_, i, _) in enumerate(corr))
         q = BoundStreamSelect(inner_src, items, conjunction(local), None)
         right = self._subquery(q, f"__exists{len(src.fields)}", len(src.fields), True, None)
         rkeys = tuple(InputRef(right.offset + n, right.fields[n].name, right.fields[n].type) for n in range(len(corr)))
-        return BoundJoin(src, right, kind, tuple(o for o, _ in corr), rkeys, None)
+        return BoundJoin(src, right, kind, tuple(o for o, _, _ in corr), rkeys, None, tuple(ns for _, _, ns in corr))
 
     # ---- SELECT -------------------------------------------------------------------------------
     def select(self, query: exp.Select, outer: Scope | None) -> BoundStreamSelect:
@@ -491,9 +498,11 @@ def conjunction(parts: list[BoundExpr]) -> BoundExpr | None:
     return out
 
 
-def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRef, InputRef] | None:
-    """``inner.col = outer.col`` (either way round) as (outer column, inner column)."""
-    if not isinstance(c, exp.EQ) or not isinstance(c.left, exp.Column) or not isinstance(c.right, exp.Column):
+def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRef, InputRef, bool] | None:
+    """``inner.col = outer.col`` or ``... IS NOT DISTINCT FROM ...`` (either way round) as (outer
+    column, inner column, whether NULL matches NULL)."""
+    if not isinstance(c, exp.EQ | exp.NullSafeEQ) or not isinstance(c.left, exp.Column) \
+            or not isinstance(c.right, exp.Column):
         return None
     for a, b in ((c.left, c.right), (c.right, c.left)):
         try:
@@ -505,7 +514,7 @@ def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRe
         except (UndefinedColumn, UndefinedTable):
             return None
         common_type(o, i, "=")
-        return o, i
+        return o, i, isinstance(c, exp.NullSafeEQ)
     return None
 
 

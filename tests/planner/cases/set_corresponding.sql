@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT id, status, amount FROM orders UNION CORRESPONDING SELECT amount, status FROM orders

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT id, status FROM orders UNION ALL CORRESPONDING BY (status) SELECT amount, status FROM orders

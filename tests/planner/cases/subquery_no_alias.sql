@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT * FROM (SELECT id, amount FROM orders) WHERE amount > 1
