@@ -26,6 +26,12 @@ from frontend.binder.bound import (
 from frontend.binder.coercion import coerce, common_type, numeric_result
 from frontend.binder.expression import bind_expr, check_grouped, output_name, strip_cast
 from frontend.binder.from_clause import FromBinder
+from frontend.binder.grouping_sets import (
+    distinct_on,
+    expand_grouping_sets,
+    has_grouping_sets,
+    replace_grouping_calls,
+)
 from frontend.binder.relation import CatalogReader, ident
 from frontend.binder.set_operation import rewrite_set_operation
 from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
@@ -113,6 +119,9 @@ class QueryBinder:
                 fields.append(Field(a.name, t))
             return BoundSetOp(left, right, not node.args.get("distinct"), tuple(fields))
         if isinstance(node, exp.Select):
+            if has_grouping_sets(node):
+                _, scope, _ = self.from_(node, None)
+                return self.query(expand_grouping_sets(node, scope))
             return self.select(node, None)
         raise FeatureNotSupported(f"{type(node).__name__.upper()} in a materialized view is not supported yet")
 
@@ -313,7 +322,8 @@ class QueryBinder:
                 raise FeatureNotSupported(f"{feature} in a materialized view is not supported yet")
         distinct = query.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
-            raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
+            return self.select(distinct_on(self, query, outer), outer)
+        query = replace_grouping_calls(query)
         split = having_subqueries(query)
         if split is not None:
             return self._having_wrapped(query, outer, *split)
