@@ -133,6 +133,8 @@ class StreamHashJoin(StreamNode):
     left_state: StateTableDesc | None = None
     right_state: StateTableDesc | None = None
     null_safe: tuple[bool, ...] = ()
+    condition: str = ""  # an outer / semi / anti join's other ON conditions (`risingspark.arrow_expr` JSON)
+    condition_display: str = ""
 
     @property
     def inputs(self) -> tuple[StreamNode, ...]:
@@ -327,6 +329,8 @@ def _describe(n: StreamNode) -> str:
         on = " AND ".join(f"{n.left.names[a]} {'IS NOT DISTINCT FROM' if i < len(n.null_safe) and n.null_safe[i] else '='} "
                           f"{n.right.names[b]}" for i, (a, b) in enumerate(zip(n.left_key, n.right_key, strict=True)))
         on = on or "true"
+        if n.condition_display:
+            on = f"{on} AND {n.condition_display}"
         kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
                 "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
         return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"

@@ -234,7 +234,7 @@ class Dataflow:
         both = both.repartition(self.rt.parallelism, VNODE)
         spec = JoinSpec(node.kind, node.left_state, node.right_state, tuple(lf[i].name for i in node.left_key),
                         tuple(rf[i].name for i in node.right_key), tuple(node.fields[i].name for i in node.stream_key),
-                        node.null_safe)
+                        node.null_safe, node.condition)
         version = self.rnd.barrier.version
         task = hash_join_task(self.rnd.env, spec, tuple(version.ssts(node.left_state.table_id)),
                               tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,

@@ -74,7 +74,7 @@ class QueryBinder:
     def __init__(self, catalog: CatalogReader) -> None:
         self.catalog = catalog
         self.ctes: list[dict[str, exp.Expression]] = []
-        self.unnamed = 0  # subqueries in FROM without an alias
+        self.unnamed = 0  # subqueries the binder names (`alias`)
 
     def query(self, node: exp.Expression) -> BoundQuery:
         with_ = node.args.get("with") or node.args.get("with_")
@@ -125,6 +125,11 @@ class QueryBinder:
             return self.select(node, None)
         raise FeatureNotSupported(f"{type(node).__name__.upper()} in a materialized view is not supported yet")
 
+    def alias(self, prefix: str) -> str:
+        """A name for a subquery the binder joins (unique in the statement)."""
+        self.unnamed += 1
+        return f"{prefix}{self.unnamed}"
+
     def cte(self, name: str) -> exp.Expression | None:
         for scope in reversed(self.ctes):
             if name in scope:
@@ -137,8 +142,7 @@ class QueryBinder:
             if node.args.get("alias"):
                 alias = ident(node.args["alias"].this)
             else:  # (PostgreSQL 16 and RisingWave accept it; its columns are named by column only)
-                self.unnamed += 1
-                alias = f"_rw_subquery_{self.unnamed}"
+                alias = self.alias("_rw_subquery_")
             return self._subquery(self.query(node.this), alias, offset, qualified, node.args.get("alias"))
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and node.this.name.lower() in ("tumble", "hop"):
@@ -276,7 +280,7 @@ class QueryBinder:
                        else node.args["query"])
         if len(q.fields) != 1:
             raise SyntaxError_("subquery has too many columns")
-        right = self._subquery(q, f"__in{len(src.fields)}", len(src.fields), True, None)
+        right = self._subquery(q, self.alias("__in"), len(src.fields), True, None)
         key = InputRef(right.offset, right.fields[0].name, right.fields[0].type)
         left_key = strip_cast(x)
         assert isinstance(left_key, InputRef)
@@ -295,6 +299,7 @@ class QueryBinder:
         inner_src, inner, _ = self.from_(sub, None)
         local: list[BoundExpr] = []
         corr: list[tuple[InputRef, InputRef, bool]] = []  # (outer column, inner column, NULL-safe)
+        others: list[exp.Expression] = []  # other conditions over both queries
         where = sub.args.get("where")
         for c in conjuncts(where.this) if where else []:
             try:
@@ -303,17 +308,33 @@ class QueryBinder:
             except (UndefinedColumn, UndefinedTable):
                 pass
             pair = _correlation(c, inner, outer)
-            if pair is None:
-                raise FeatureNotSupported("a correlated subquery in a materialized view may refer to the outer "
-                                          "query only in equalities (inner.col = outer.col) joined by AND")
-            corr.append(pair)
-        if not corr:
+            if pair is not None:
+                corr.append(pair)
+            else:
+                others.append(c)
+        if not corr and not others:
             raise FeatureNotSupported("an uncorrelated EXISTS in a materialized view is not supported yet")
-        items = tuple(SelectItem(i, f"k{n}") for n, (_, i, _) in enumerate(corr))
+        alias = self.alias("__exists")
+        # the inner columns the other conditions read come out of the subquery beside its keys
+        carried: list[exp.Column] = []
+        rewritten = []
+        for c in others:
+            c = c.copy()
+            for col in list(c.find_all(exp.Column)):
+                if _resolves(inner, col):
+                    if col not in carried:
+                        carried.append(col.copy())
+                    col.replace(exp.column(f"c{carried.index(col)}", table=alias))
+            rewritten.append(c)
+        items = tuple(SelectItem(i, f"k{n}") for n, (_, i, _) in enumerate(corr)) + \
+            tuple(SelectItem(inner.column(col), f"c{n}") for n, col in enumerate(carried))
         q = BoundStreamSelect(inner_src, items, conjunction(local), None)
-        right = self._subquery(q, f"__exists{len(src.fields)}", len(src.fields), True, None)
+        right = self._subquery(q, alias, len(src.fields), True, None)
         rkeys = tuple(InputRef(right.offset + n, right.fields[n].name, right.fields[n].type) for n in range(len(corr)))
-        return BoundJoin(src, right, kind, tuple(o for o, _, _ in corr), rkeys, None, tuple(ns for _, _, ns in corr))
+        both = outer.with_item(right)
+        residual = conjunction([coerce(bind_expr(c, both, allow_agg=False), BOOL, "WHERE") for c in rewritten])
+        return BoundJoin(src, right, kind, tuple(o for o, _, _ in corr), rkeys, residual,
+                         tuple(ns for _, _, ns in corr))
 
     # ---- SELECT -------------------------------------------------------------------------------
     def select(self, query: exp.Select, outer: Scope | None) -> BoundStreamSelect:

@@ -81,7 +81,7 @@ def unnest_scalars(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scope
         if not isinstance(query, exp.Select):
             raise FeatureNotSupported("a scalar subquery over a set operation in a materialized view is not "
                                       "supported yet")
-        alias = f"__sq{len(src.fields)}"
+        alias = binder.alias("__sq")
         try:
             bound = binder.query(query)
         except (UndefinedColumn, UndefinedTable):
@@ -119,7 +119,7 @@ def _dynamic_filter(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scop
     except (UndefinedColumn, UndefinedTable):
         return None  # correlated: a join on its correlation
     _check_one_row(bound)
-    alias = f"__sq{len(src.fields)}"
+    alias = binder.alias("__sq")
     item = binder._subquery(bound, alias, len(src.fields), True,
                             exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(VALUE)]))
     value = InputRef(item.offset, item.fields[0].name, item.fields[0].type)

@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from frontend.arrow_condition import arrow_condition
 from frontend.binder import (
     BoundFrom,
     BoundJoin,
@@ -39,6 +40,7 @@ from frontend.binder import (
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from frontend.temporal_filter import TemporalCond
+from risingspark import arrow_expr
 from risingspark.aggregate import (
     agg_state_fields,
     extreme_state_fields,
@@ -278,12 +280,20 @@ class _StreamPlanner:
         else:
             fields = left.fields + right.fields
             key = left.stream_key + tuple(len(left.fields) + k for k in right.stream_key)
+        # an inner join's other conditions filter its output; an outer, semi or anti join tests them
+        # while it matches rows (a row failing them is padded, or counts as no match)
+        inner = src.kind == "INNER"
+        condition = "" if inner or src.residual is None else \
+            arrow_expr.dumps(arrow_condition(src.residual, f"a condition of a {src.kind} join"))
         join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind,
                                           left_key=lkey, right_key=rkey, key_types=key_types, left_state=left_state,
                                           right_state=right_state,
                                           null_safe=tuple(src.is_null_safe(i) for i in range(len(lkey)))
-                                          if any(src.null_safe) else ())
-        if src.residual is not None:
+                                          if any(src.null_safe) else (),
+                                          condition=condition,
+                                          condition_display=src.residual.display() if condition and src.residual
+                                          else "")
+        if inner and src.residual is not None:
             join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
                                 display=src.residual.display())
         if src.kind in ("SEMI", "ANTI") or len(left.fields) == n_left:
