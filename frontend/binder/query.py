@@ -32,6 +32,7 @@ from frontend.binder.grouping_sets import (
     has_grouping_sets,
     replace_grouping_calls,
 )
+from frontend.binder.normalize import factor_or
 from frontend.binder.relation import CatalogReader, ident
 from frontend.binder.set_operation import rewrite_set_operation
 from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
@@ -260,9 +261,10 @@ class QueryBinder:
                 src = self._exists(inner, src, scope, "ANTI" if negated else "SEMI")
             elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
                 if negated:
-                    raise FeatureNotSupported("NOT IN (subquery) in a materialized view is not supported (its NULL "
-                                              "semantics); use NOT EXISTS")
-                src = self._in(inner, src, scope)
+                    src, scope, cond = self._not_in(inner, src, scope)
+                    parts.append(cond)
+                else:
+                    src = self._in(inner, src, scope)
             elif scalar_subqueries(c):
                 unnested = unnest_scalars(self, c, src, scope)
                 src, scope = unnested.source, unnested.scope
@@ -272,12 +274,11 @@ class QueryBinder:
                 parts.append(coerce(bind_expr(c, scope, allow_agg=False), BOOL, "WHERE"))
         return src, conjunction(parts), tuple(temporal)
 
-    def _in(self, node: exp.In, src: BoundFrom, scope: Scope) -> BoundFrom:
+    def _in(self, node: exp.In, src: BoundFrom, scope: Scope, kind: str = "SEMI") -> BoundFrom:
         x = bind_expr(node.this, scope, allow_agg=False)
         if not isinstance(strip_cast(x), InputRef):
             raise FeatureNotSupported("IN (subquery) in a materialized view needs a column on its left side")
-        q = self.query(node.args["query"].this if isinstance(node.args["query"], exp.Subquery)
-                       else node.args["query"])
+        q = self.query(_subquery_of(node))
         if len(q.fields) != 1:
             raise SyntaxError_("subquery has too many columns")
         right = self._subquery(q, self.alias("__in"), len(src.fields), True, None)
@@ -285,7 +286,28 @@ class QueryBinder:
         left_key = strip_cast(x)
         assert isinstance(left_key, InputRef)
         common_type(left_key, key, "=")
-        return BoundJoin(src, right, "SEMI", (left_key,), (key,), None)
+        return BoundJoin(src, right, kind, (left_key,), (key,), None)
+
+    def _not_in(self, node: exp.In, src: BoundFrom, scope: Scope) -> tuple[BoundFrom, Scope, BoundExpr]:
+        """``x NOT IN (subquery)`` with its NULL semantics: true when the subquery has no row; else
+        when x is not NULL, no row equals x and no row is NULL. The rows with no equal row (an anti
+        join), then a condition over the subquery's row and NULL counts (one row, cross-joined)."""
+        src = self._in(node, src, scope, "ANTI")
+        value = exp.column("_rw_v", table="_rw_not_in")
+        counts = exp.select(exp.alias_(exp.Count(this=exp.Star()), "_rw_rows"),
+                            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()),
+                                                  expression=exp.Where(this=exp.Is(this=value, expression=exp.Null()))),
+                                       "_rw_nulls")) \
+            .from_(exp.Subquery(this=_subquery_of(node).copy(), alias=exp.TableAlias(
+                this=exp.to_identifier("_rw_not_in"), columns=[exp.to_identifier("_rw_v")])))
+        alias = self.alias("__not_in")
+        item = self._subquery(self.query(counts), alias, len(src.fields), True, None)
+        src = BoundJoin(src, item, "INNER", (), (), None)
+        scope = scope.with_item(item)
+        cond = exp.or_(exp.EQ(this=exp.column("_rw_rows", table=alias), expression=exp.Literal.number(0)),
+                       exp.and_(exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
+                                exp.EQ(this=exp.column("_rw_nulls", table=alias), expression=exp.Literal.number(0))))
+        return src, scope, coerce(bind_expr(cond, scope, allow_agg=False), BOOL, "WHERE")
 
     def _exists(self, node: exp.Exists, src: BoundFrom, outer: Scope, kind: str) -> BoundFrom:
         sub = node.this
@@ -352,7 +374,7 @@ class QueryBinder:
         if group is not None and group.args.get("all"):
             raise FeatureNotSupported("GROUP BY ALL in a materialized view is not supported")
         where_node = query.args.get("where")
-        source, scope, rest = self.from_(query, outer, conjuncts(where_node.this) if where_node else [])
+        source, scope, rest = self.from_(query, outer, factor_or(conjuncts(where_node.this)) if where_node else [])
         where = None
         temporal: tuple[TemporalCond, ...] = ()
         if rest:
@@ -512,6 +534,11 @@ def _interval_micros(node: exp.Expression, what: str) -> int:
     if total <= 0:
         raise InvalidParameterValue(f"the window sizes of {what} must be positive")
     return total
+
+
+def _subquery_of(node: exp.In) -> exp.Expression:
+    query = node.args["query"]
+    return query.this if isinstance(query, exp.Subquery) else query
 
 
 def conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -44,6 +44,10 @@ QUERIES = {
     "exists_condition": "SELECT o.id FROM {o} o WHERE EXISTS (SELECT 1 FROM {o} o2 WHERE o2.cid = o.cid AND o2.id <> o.id)",
     "not_exists_condition": "SELECT o.id FROM {o} o WHERE o.cid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {o} o2 "
                             "WHERE o2.cid = o.cid AND o2.id <> o.id AND o2.amount > o.amount)",
+    "or_factored": "SELECT o.id, c.name FROM {o} o, {c} c WHERE (o.cid = c.id AND o.amount > 50) "
+                   "OR (c.id = o.cid AND c.tier = 1)",
+    "not_in": "SELECT id FROM {o} WHERE cid NOT IN (SELECT tier FROM {c})",
+    "not_in_no_nulls": "SELECT id FROM {c} WHERE id NOT IN (SELECT cid FROM {o} WHERE cid IS NOT NULL AND amount > 90)",
     # scalar subqueries
     "scalar_where": "SELECT id, amount FROM {o} WHERE amount > (SELECT avg(amount) FROM {o} WHERE region = 1)",
     "scalar_correlated": "SELECT o.id, o.amount FROM {o} o WHERE o.amount = (SELECT max(o2.amount) FROM {o} o2 "
