@@ -299,6 +299,7 @@ class AggCallExpr(BoundExpr):
     order_by: tuple[tuple[BoundExpr, bool, bool], ...] = ()  # (expr, descending, nulls first)
     delimiter: str | None = None  # string_agg's, a constant
     filter: BoundExpr | None = None  # FILTER (WHERE ...)
+    delimiter_arg: BoundExpr | None = None  # string_agg's, when not a constant: each row's own
 
     def to_spark(self) -> str:
         raise AssertionError("aggregates are planned, not rendered")
@@ -311,6 +312,8 @@ class AggCallExpr(BoundExpr):
             inner = ("distinct " if self.distinct else "") + (self.arg.display() if self.arg else "")
         if self.delimiter is not None:
             inner += ", '" + self.delimiter.replace("'", "''") + "':Varchar"
+        if self.delimiter_arg is not None:
+            inner += ", " + self.delimiter_arg.display()
         if self.order_by:
             inner += " order_by(" + ", ".join(
                 f"{e.display()} {'DESC' if d else 'ASC'}" + (" NULLS FIRST" if nf and not d else
@@ -321,7 +324,8 @@ class AggCallExpr(BoundExpr):
         return out if self.filter is None else f"{out} filter({self.filter.display()})"
 
     def children(self) -> tuple[BoundExpr, ...]:
-        return tuple(x for x in (self.arg, *(e for e, _, _ in self.order_by), self.filter) if x is not None)
+        return tuple(x for x in (self.arg, *(e for e, _, _ in self.order_by), self.filter, self.delimiter_arg)
+                     if x is not None)
 
 
 def walk(e: BoundExpr):

@@ -31,7 +31,8 @@ TEMPORAL_BOUND_FIELDS = (Field("_rw_key", INT2), Field("_rw_bound_us", INT8))
 class AggCall:
     """One aggregate: ``kind`` is one of `risingspark.aggregate.AGG_KINDS`; ``arg`` an input column
     index; ``order`` the ORDER BY inside the call as ``(input column, descending, nulls first)``;
-    ``delimiter`` string_agg's (a constant)."""
+    ``delimiter`` string_agg's (a constant); with ``delimiter_in_order`` the last ``order`` column is
+    each row's own delimiter instead (ordered last, it only breaks ties)."""
 
     kind: str
     arg: int | None
@@ -40,6 +41,7 @@ class AggCall:
     distinct: bool = False
     order: tuple[tuple[int, bool, bool], ...] = ()
     delimiter: str | None = None
+    delimiter_in_order: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,8 @@ def _value_to_json(v: Any) -> Any:
         return v.to_json()
     if isinstance(v, AggCall):
         return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display,
-                "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter}
+                "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter,
+                "delimiter_in_order": v.delimiter_in_order}
     if isinstance(v, tuple):
         return [_value_to_json(x) for x in v]
     return v
@@ -270,7 +273,7 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
         elif f.name == "aggs":
             v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""),
                               a.get("distinct", False), tuple(tuple(o) for o in a.get("order", ())),
-                              a.get("delimiter"))
+                              a.get("delimiter"), a.get("delimiter_in_order", False))
                       for a in v)
         elif f.name == "order":
             v = tuple(tuple(o) for o in v)

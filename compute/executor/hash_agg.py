@@ -47,6 +47,7 @@ class AggCallSpec:
     order: tuple[tuple[str, bool, bool], ...] = ()  # (input column, descending, nulls first)
     delimiter: str | None = None  # string_agg's
     input_state: StateTableDesc | None = None  # the materialized input state, when the call keeps one
+    delimiter_in_order: bool = False  # string_agg's delimiter is each row's own: the last order column
 
     @property
     def row_key(self) -> tuple[str, ...]:

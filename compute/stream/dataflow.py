@@ -79,7 +79,8 @@ def agg_spec(node: StreamHashAgg) -> HashAggSpec:
     calls = tuple(
         AggCallSpec(c.kind, in_fields[c.arg].name if c.arg is not None else None,
                     in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name, c.distinct,
-                    tuple((in_fields[o].name, desc, nf) for o, desc, nf in c.order), c.delimiter, state)
+                    tuple((in_fields[o].name, desc, nf) for o, desc, nf in c.order), c.delimiter, state,
+                    c.delimiter_in_order)
         for c, out, state in zip(node.aggs, node.fields[len(node.group_key):], states, strict=True))
     return HashAggSpec(tuple(in_fields[i].name for i in node.group_key), calls, node.state_table)
 

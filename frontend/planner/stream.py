@@ -395,7 +395,12 @@ class _StreamPlanner:
                 in_exprs.append(e)
                 in_fields.append(Field(f"_ord{j}_{n}", e.type))
                 order.append((len(in_fields) - 1, desc, nulls_first))
-            calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter))
+            if a.delimiter_arg is not None:  # each row's delimiter rides as the last order column
+                in_exprs.append(a.delimiter_arg)
+                in_fields.append(Field(f"_delim{j}", a.delimiter_arg.type))
+                order.append((len(in_fields) - 1, False, False))
+            calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter,
+                                 a.delimiter_arg is not None))
         # min and max keep one input state row per input row, keyed by (group, value, the input's
         # stream key): the input carries its stream key to them (`compute.cache.extreme_cache`)
         row_key: list[int] = []
