@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from risingspark.storage.desc import StateTableDesc
+from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT2, INT8, DataType, Field
 
 # A temporal filter's bound table: one row, the bound (microseconds since the Unix epoch) it applied last.
@@ -73,6 +74,7 @@ class StreamTableScan(StreamNode):
     upstream_name: str = ""
     upstream_desc: StateTableDesc | None = None
     backfill_type: str = "ARRANGEMENT_BACKFILL"
+    append_only: bool = False  # the upstream only ever inserts (`is_append_only`)
 
 
 @dataclass(frozen=True)
@@ -102,13 +104,15 @@ class StreamHashAgg(StreamNode):
     """Hash aggregation with retraction. Output: group key columns, then one column per agg call.
     Its intermediate state lives in `state_table` (group key, ``_row_count``, per-call partials);
     min, max, string_agg and DISTINCT calls also keep their inputs in ``input_states[i]`` (None for
-    the other calls), as RisingWave's materialized input state (`risingspark.aggregate`)."""
+    the other calls), as RisingWave's materialized input state (`risingspark.aggregate`); over an
+    append-only input, min and max need none."""
 
     input: StreamNode | None = None
     group_key: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
     state_table: StateTableDesc | None = None
     input_states: tuple[StateTableDesc | None, ...] = ()
+    append_only_input: bool = False  # min and max then keep their value in the state row
 
 
 @dataclass(frozen=True)
@@ -186,12 +190,15 @@ class StreamUnion(StreamNode):
 
 @dataclass(frozen=True)
 class StreamMaterialize(StreamNode):
-    """Writes the job's result into its table. ``overwrite``: a table's conflict handling (an insert
-    of an existing key replaces the row, as RisingWave tables)."""
+    """Writes the job's result into its table. ``conflict``: a table's handling of an insert of an
+    existing key (`risingspark.table_kind`); a materialized view's input never conflicts (NoCheck).
+    ``append_only``: the job only ever inserts rows (an append-only table, or a view over
+    append-only inputs that keeps them so), which its downstream plans rely on."""
 
     input: StreamNode | None = None
     table: StateTableDesc | None = None
-    overwrite: bool = False
+    conflict: ConflictBehavior = ConflictBehavior.NO_CHECK
+    append_only: bool = False
 
 
 _NODES: dict[str, type[StreamNode]] = {
@@ -226,6 +233,8 @@ def _value_to_json(v: Any) -> Any:
 def node_from_json(d: dict[str, Any]) -> StreamNode:
     cls = _NODES[d["node"]]
     kwargs: dict[str, Any] = {}
+    if d.get("overwrite"):  # a plan stored before tables had conflict behaviours
+        kwargs["conflict"] = ConflictBehavior.OVERWRITE
     for f in dataclasses.fields(cls):
         if f.name not in d:
             continue
@@ -247,6 +256,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
                       for a in v)
         elif f.name == "order":
             v = tuple(tuple(o) for o in v)
+        elif f.name == "conflict":
+            v = ConflictBehavior(v)
         elif f.name == "input_states":
             v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
@@ -266,6 +277,19 @@ def scans(plan: StreamNode) -> list[StreamTableScan]:
     """The scans of a plan in pre-order; a scan's index is its ``scan_id`` (backfill progress is
     kept per scan: a join scans two upstreams, a self-join one upstream twice)."""
     return [n for n in walk(plan) if isinstance(n, StreamTableScan)]
+
+
+def is_append_only(node: StreamNode) -> bool:
+    """Whether a node's change stream only ever inserts, as RisingWave's plan property: a scan of an
+    append-only relation, and the filters, projections, exchanges, inner joins and unions of such
+    inputs keep it; anything else may retract a row."""
+    if isinstance(node, StreamTableScan):
+        return node.append_only
+    if isinstance(node, StreamHashJoin):
+        return node.kind == "INNER" and all(is_append_only(c) for c in node.inputs)
+    if isinstance(node, StreamFilter | StreamProject | StreamExchange | StreamUnion | StreamMaterialize):
+        return bool(node.inputs) and all(is_append_only(c) for c in node.inputs)
+    return False
 
 
 def find(node: StreamNode, cls: type) -> list:
@@ -295,15 +319,16 @@ def _describe(n: StreamNode) -> str:
     if isinstance(n, StreamMaterialize):
         cols = ", ".join(f.name for f in n.fields if not f.hidden)
         key = ", ".join(names[i] for i in n.stream_key)
-        return f"StreamMaterialize {{ columns: [{cols}], stream_key: [{key}], pk_conflict: " \
-               f"{'Overwrite' if n.overwrite else 'NoCheck'} }}"
+        marker = " [append_only]" if n.append_only else ""
+        return f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict} }}"
     if isinstance(n, StreamHashJoin):
         assert n.left is not None and n.right is not None
         on = " AND ".join(f"{n.left.names[a]} = {n.right.names[b]}" for a, b in zip(n.left_key, n.right_key,
                                                                                     strict=True))
         kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
                 "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
-        return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"
+        marker = " [in_append_only]" if is_append_only(n.left) and is_append_only(n.right) else ""
+        return f"StreamHashJoin{marker} {{ type: {kind}, predicate: {on} }}"
     if isinstance(n, StreamTopN):
         assert n.input is not None
         in_names = n.input.names
@@ -324,7 +349,8 @@ def _describe(n: StreamNode) -> str:
         in_names = n.input.names
         gk = ", ".join(in_names[i] for i in n.group_key)
         aggs = ", ".join(a.display or a.kind for a in n.aggs)
-        return f"StreamHashAgg {{ group_key: [{gk}], aggs: [{aggs}] }}"
+        marker = " [in_append_only]" if n.append_only_input else ""
+        return f"StreamHashAgg{marker} {{ group_key: [{gk}], aggs: [{aggs}] }}"
     if isinstance(n, StreamExchange):
         assert n.input is not None
         dist = ", ".join(n.input.names[i] for i in n.dist_key)

@@ -123,7 +123,7 @@ class Dataflow:
             # key: only the vnode column needs computing.
             df = _vnode_column(df, plan.fields, mv.dist_key)
         version = self.rnd.barrier.version
-        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.overwrite)
+        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.conflict)
         rows = map_in_arrow(df, task, META_SCHEMA).collect()
         job = self.rt.job
         self.rnd.count_spark_job()

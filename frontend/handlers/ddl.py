@@ -15,6 +15,7 @@ from frontend.binder import bind_stream_select, ident
 from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
+from frontend.rw_clauses import TableClauses
 from risingspark.backfill_order import BACKFILL_ORDER
 from risingspark.catalog import (
     DEFAULT_RESOURCE_GROUP,
@@ -40,6 +41,7 @@ from risingspark.errors import (
 )
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json, scans
+from risingspark.table_kind import APPEND_ONLY, ON_CONFLICT, ConflictBehavior, conflict_behavior
 from risingspark.types import INT8, VARCHAR, DataType, Field
 
 if TYPE_CHECKING:
@@ -51,12 +53,14 @@ def _is_materialized(ast: exp.Create) -> bool:
     return bool(props and any(isinstance(p, exp.MaterializedProperty) for p in props.expressions))
 
 
-def create(session: Session, ast: exp.Create, text: str) -> StatementResult:
+def create(session: Session, ast: exp.Create, text: str, clauses: TableClauses | None = None) -> StatementResult:
     kind = (ast.args.get("kind") or "").upper()
     if kind == "TABLE" and ast.expression is not None:
+        if clauses is not None:
+            raise FeatureNotSupported("APPEND ONLY and ON CONFLICT are not supported in CREATE TABLE AS yet")
         return views.create_table_as(session, ast, text)
     if kind == "TABLE":
-        return create_table(session, ast, text)
+        return create_table(session, ast, text, clauses or TableClauses())
     if kind == "VIEW" and _is_materialized(ast):
         return create_mv(session, ast, text)
     if kind == "VIEW":
@@ -84,7 +88,7 @@ def schema_id(session: Session, table: exp.Table) -> int:
     return reader.schema_id(schema) if schema else reader.current_schema_id()
 
 
-def create_table(session: Session, ast: exp.Create, text: str) -> StatementResult:
+def create_table(session: Session, ast: exp.Create, text: str, clauses: TableClauses) -> StatementResult:
     schema_ast = ast.this
     if not isinstance(schema_ast, exp.Schema):
         raise FeatureNotSupported("CREATE TABLE AS is not supported yet")
@@ -130,13 +134,19 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
     for n in pk_names:
         if n not in names:
             raise UndefinedColumn(f'column "{n}" named in key does not exist')
-    new_table(session, table, fields, pk_names, not_null, text)
+    if clauses.version_column is not None:
+        raise FeatureNotSupported("ON CONFLICT ... WITH VERSION COLUMN is not supported yet")
+    conflict = conflict_behavior(append_only=clauses.append_only, has_pk=bool(pk_names),
+                                 on_conflict=clauses.on_conflict)
+    new_table(session, table, fields, pk_names, not_null, text, conflict, clauses.append_only)
     return StatementResult("CREATE_TABLE")
 
 
 def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names: list[str], not_null: list[str],
-              text: str) -> RelationCatalog:
-    """Create a table of these columns (with a hidden row id when it has no primary key)."""
+              text: str, conflict: ConflictBehavior = ConflictBehavior.OVERWRITE,
+              append_only: bool = False) -> RelationCatalog:
+    """Create a table of these columns (with a hidden row id when it has no primary key), of the
+    kind `risingspark.table_kind` describes."""
     fields = list(fields)
     names = [f.name for f in fields]
     row_id_index = None
@@ -151,12 +161,12 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
     desc = StateTableDesc(rel_id, ftuple, pk, pk)
     dml = StreamDml(fields=ftuple, stream_key=pk, table_id=rel_id)
     plan = StreamMaterialize(fields=ftuple, stream_key=pk, input=StreamExchange(
-        fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, overwrite=True)
+        fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, conflict=conflict, append_only=append_only)
     rel = RelationCatalog(
         id=rel_id, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
         status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
-        extra={"not_null": not_null})
+        extra={"not_null": not_null, ON_CONFLICT: conflict.value, **({APPEND_ONLY: True} if append_only else {})})
     return session.frontend.meta.create_relation(rel)
 
 
@@ -264,6 +274,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
         parallelism=session.vars.number("streaming_parallelism"),
         extra={**session.vars.backfill_rate_extra(),
+               **({APPEND_ONLY: True} if planned.plan.append_only else {}),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
                **({BACKFILL_ORDER: [list(edge) for edge in order.order]} if order.order else {}),
                **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
