@@ -166,6 +166,7 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
         id=rel_id, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
         status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
+        parallelism=session.vars.job_parallelism("table"),
         extra={"not_null": not_null, ON_CONFLICT: conflict.value, **({APPEND_ONLY: True} if append_only else {})})
     return session.frontend.meta.create_relation(rel)
 
@@ -272,7 +273,7 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=choose_backfill(session, bound, serverless), plan=node_to_json(planned.plan),
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
-        parallelism=session.vars.number("streaming_parallelism"),
+        parallelism=session.vars.job_parallelism("materialized_view"),
         extra={**session.vars.backfill_rate_extra(),
                **({APPEND_ONLY: True} if planned.plan.append_only else {}),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
