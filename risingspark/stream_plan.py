@@ -188,6 +188,29 @@ class StreamUnion(StreamNode):
         return self.branches
 
 
+# The columns a changelog adds to its upstream's (RisingWave's ``changelog_op`` and
+# ``_changelog_row_id``; ``_changelog_epoch`` keeps the stream key unique, see `StreamChangeLog`).
+CHANGELOG_OP = "changelog_op"
+CHANGELOG_ROW_ID = "_changelog_row_id"
+CHANGELOG_EPOCH = "_changelog_epoch"
+CHANGELOG_FIELDS = (Field(CHANGELOG_OP, INT2), Field(CHANGELOG_ROW_ID, INT8, hidden=True),
+                    Field(CHANGELOG_EPOCH, INT8, hidden=True))
+
+
+@dataclass(frozen=True)
+class StreamChangeLog(StreamNode):
+    """``WITH c AS CHANGELOG FROM relation``, as RisingWave's ``StreamChangeLog``: every change of
+    its input becomes an inserted row of the input's columns and ``changelog_op`` (1 insert,
+    2 delete, 3 update insert, 4 update delete, RisingWave's numbering), so its output is append-only.
+
+    ``_changelog_row_id`` numbers the rows as RisingWave's row ids do (the epoch's milliseconds,
+    the partition, a sequence). The stream key is exact without it: within an epoch a key of the
+    input appears at most once as a before-image and once as an after-image (the invariant of this
+    module), so ``(input stream key, changelog_op, _changelog_epoch)`` identifies a change."""
+
+    input: StreamNode | None = None
+
+
 @dataclass(frozen=True)
 class StreamMaterialize(StreamNode):
     """Writes the job's result into its table. ``conflict``: a table's handling of an insert of an
@@ -204,7 +227,7 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamUnion, StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamUnion, StreamChangeLog, StreamMaterialize)
 }
 
 
@@ -285,6 +308,8 @@ def is_append_only(node: StreamNode) -> bool:
     inputs keep it; anything else may retract a row."""
     if isinstance(node, StreamTableScan):
         return node.append_only
+    if isinstance(node, StreamChangeLog):
+        return True
     if isinstance(node, StreamHashJoin):
         return node.kind == "INNER" and all(is_append_only(c) for c in node.inputs)
     if isinstance(node, StreamFilter | StreamProject | StreamExchange | StreamUnion | StreamMaterialize):
@@ -342,6 +367,8 @@ def _describe(n: StreamNode) -> str:
         return f"StreamTopN {{ order: [{order}], limit: {limit}, offset: {n.offset} }}"
     if isinstance(n, StreamTemporalFilter):
         return f"StreamTemporalFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
+    if isinstance(n, StreamChangeLog):
+        return f"StreamChangeLog {{ need_op: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamUnion):
         return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):

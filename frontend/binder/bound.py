@@ -20,6 +20,7 @@ from risingspark.errors import (
     UndefinedColumn,
     UndefinedTable,
 )
+from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     Field,
 )
@@ -40,10 +41,13 @@ class BoundScan:
     alias: str
     offset: int
     fields: tuple[Field, ...]
+    changelog: bool = False  # the relation's change log (`risingspark.stream_plan.StreamChangeLog`), not its rows
 
     @property
     def columns(self) -> tuple[Field, ...]:
         """The columns as the query names them (unqualified)."""
+        if self.changelog:
+            return self.relation.fields + CHANGELOG_FIELDS
         return self.relation.fields
 
 
@@ -94,6 +98,11 @@ def scans_of(src: BoundFrom) -> list[BoundScan]:
     if isinstance(src, BoundSubquery):
         return [s for f in query_froms(src.query) for s in scans_of(f)]
     return scans_of(src.left) + scans_of(src.right)
+
+
+def reads_changelog(q: BoundQuery) -> bool:
+    """Whether a query reads some relation's change log (``CHANGELOG FROM``)."""
+    return any(s.changelog for f in query_froms(q) for s in scans_of(f))
 
 
 def query_froms(q: BoundQuery) -> list[BoundFrom]:

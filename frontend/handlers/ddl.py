@@ -11,7 +11,7 @@ from sqlglot import exp
 from frontend.backfill_order import OPTION as BACKFILL_ORDER_OPTION
 from frontend.backfill_order import explain_lines as explain_order
 from frontend.backfill_order import plan_backfill_order
-from frontend.binder import bind_stream_select, ident
+from frontend.binder import bind_stream_select, ident, reads_changelog
 from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
@@ -176,6 +176,16 @@ def choose_backfill(session: Session, bound, serverless: bool = False) -> Backfi
     no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each). A
     serverless backfill is always a snapshot backfill: the backfiller reads the upstream's snapshot
     and change log from the object store and never runs the upstream's rounds."""
+    if reads_changelog(bound):
+        # A change log holds every change of every epoch: snapshot backfill's catch-up folds several
+        # upstream epochs into their net change, so the job backfills epoch by epoch.
+        if serverless:
+            raise FeatureNotSupported("serverless backfill of a materialized view over CHANGELOG FROM is not "
+                                      "supported: it needs a snapshot backfill",
+                                      hint="SET enable_serverless_backfill = false")
+        if session.vars.flag("streaming_use_arrangement_backfill"):
+            return BackfillType.ARRANGEMENT_BACKFILL
+        return BackfillType.NO_SHUFFLE_BACKFILL
     if serverless:
         if len(bound.relations) != 1:
             raise FeatureNotSupported("serverless backfill of a materialized view over several relations is not "

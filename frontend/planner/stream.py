@@ -51,6 +51,7 @@ from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
     AggCall,
+    StreamChangeLog,
     StreamExchange,
     StreamFilter,
     StreamHashAgg,
@@ -236,9 +237,15 @@ class _StreamPlanner:
         (extras), which no expression refers to."""
         if isinstance(src, BoundScan):
             rel = src.relation
-            return StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id, upstream_name=rel.name,
-                                   upstream_desc=rel.table_desc, backfill_type=self.backfill_type.value,
-                                   append_only=rel.append_only)
+            width = len(rel.fields)
+            scan = StreamTableScan(fields=src.fields[:width], stream_key=rel.pk, upstream_id=rel.id,
+                                   upstream_name=rel.name, upstream_desc=rel.table_desc,
+                                   backfill_type=self.backfill_type.value, append_only=rel.append_only)
+            if not src.changelog:
+                return scan
+            # the upstream's key, the op and the epoch identify a change (`StreamChangeLog`)
+            key = (*rel.pk, width, width + 2)
+            return StreamChangeLog(fields=src.fields, stream_key=key, input=scan)
         if isinstance(src, BoundSubquery):
             block = self.query(src.query)
             node = block.node

@@ -11,6 +11,7 @@ import sqlglot
 
 from frontend.binder import CatalogReader, bind_stream_select
 from frontend.planner.stream import plan_mv, state_tables_needed
+from frontend.rw_clauses import rewrite_changelog_ctes
 from meta.catalog import CatalogSnapshot
 from risingspark.catalog import (
     BackfillType,
@@ -53,7 +54,7 @@ def catalog() -> CatalogReader:
 
 
 def plan_text(sql: str) -> str:
-    ast = sqlglot.parse_one(sql, read="risingwave")
+    ast = sqlglot.parse_one(rewrite_changelog_ctes(sql)[0], read="risingwave")
     try:
         bound = bind_stream_select(catalog(), ast.expression)
         ids = list(range(101, 101 + state_tables_needed(bound)))
