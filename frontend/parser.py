@@ -1,6 +1,8 @@
 """Statement splitting and parsing.
 
-Standard SQL is parsed by sqlglot's RisingWave dialect. The statements it does not know (SHOW JOBS,
+Standard SQL is parsed by sqlglot's RisingWave dialect; RisingWave clauses it does not parse (a
+table's APPEND ONLY and ON CONFLICT, changelog CTEs) are taken out first (`frontend.rw_clauses`).
+The statements it does not know (SHOW JOBS,
 FLUSH, WAIT, CANCEL JOBS, ALTER SYSTEM, SET and SHOW of session variables, EXPLAIN CREATE...) are
 short keyword commands, recognized here from their leading words into small frozen dataclasses.
 Splitting a query string into statements is a single regex scan that respects quotes, dollar
@@ -239,8 +241,6 @@ def parse_create_index(text: str) -> CreateIndexStmt:
         raise SyntaxError_("CREATE INDEX expects CREATE INDEX name ON relation (column, ...) [INCLUDE (column, "
                            "...)] [DISTRIBUTED BY (column, ...)]")
     if m.group("unique"):
-        from risingspark.errors import FeatureNotSupported
-
         raise FeatureNotSupported("CREATE UNIQUE INDEX is not supported")
     include = tuple(c for c, _ in _column_list(m.group("include"))) if m.group("include") else None
     dist = tuple(c for c, _ in _column_list(m.group("dist"))) if m.group("dist") else None
@@ -270,8 +270,6 @@ def parse_copy(text: str) -> CopyStmt:
     m = _COPY.fullmatch(text)
     if not m:
         if re.search(r"\bTO\s+STDOUT\b", text, re.IGNORECASE):
-            from risingspark.errors import FeatureNotSupported
-
             raise FeatureNotSupported("COPY ... TO STDOUT is not supported; use SELECT")
         raise SyntaxError_("COPY supports COPY table [(columns)] FROM STDIN [WITH (FORMAT text | csv, ...)]")
     cols = tuple(_ident(c.strip()) for c in m.group("cols").split(",")) if m.group("cols") else None

@@ -174,6 +174,8 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
 def choose_backfill(session: Session, bound, serverless: bool = False) -> BackfillType:
     """As RisingWave: snapshot backfill when enabled, else arrangement backfill when enabled, else
     no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each). A
+    job reading a change log (``CHANGELOG FROM``) never uses snapshot backfill, whose catch-up folds
+    epochs into net changes. A
     serverless backfill is always a snapshot backfill: the backfiller reads the upstream's snapshot
     and change log from the object store and never runs the upstream's rounds."""
     if reads_changelog(bound):
