@@ -46,6 +46,7 @@ from frontend.expr import (
     contains_agg,
 )
 from frontend.interval import fixed_interval_micros
+from frontend.rw_clauses import CHANGELOG_FUNCTION
 from frontend.temporal_filter import TemporalCond, match_temporal, split_between, unsupported_column
 from risingspark.catalog import RelationKind
 from risingspark.errors import (
@@ -58,6 +59,7 @@ from risingspark.errors import (
     UndefinedTable,
     WrongObjectType,
 )
+from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     BOOL,
     INT8,
@@ -148,12 +150,18 @@ class QueryBinder:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and node.this.name.lower() in ("tumble", "hop"):
             return self._time_window(node, node.this, offset, qualified)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
+                and node.this.name.lower() == CHANGELOG_FUNCTION:
+            return self._changelog(node, node.this, offset, qualified)
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             raise FeatureNotSupported(f"{node.sql(dialect='postgres')!r} in FROM of a materialized view is not "
                                       f"supported yet")
         name = ident(node.this)
         if not node.args.get("db") and (cte := self.cte(name)) is not None:
             alias = ident(node.args["alias"].this) if node.args.get("alias") else name
+            if (log := _changelog_source(cte.this)) is not None:
+                # a changelog CTE reads as the change log itself, its hidden columns selectable
+                return self._changelog(log, log.this, offset, qualified, alias)
             return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
         rel = self.catalog.resolve_user(node)
         alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
@@ -166,6 +174,29 @@ class QueryBinder:
             return self._subquery(self.query(view), alias, offset, qualified, alias_node)
         fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
         return BoundScan(rel, alias, offset, fields)
+
+    def _changelog(self, node: exp.Table, func: exp.Anonymous, offset: int, qualified: bool,
+                   alias: str | None = None) -> BoundScan:
+        """``WITH c AS CHANGELOG FROM relation`` (`frontend.rw_clauses` rewrote it into this table
+        function): the relation's columns, then its changes' ``changelog_op`` and hidden ids
+        (`risingspark.stream_plan.StreamChangeLog`)."""
+        (arg,) = func.expressions
+        if not isinstance(arg, exp.Column) or not isinstance(arg.this, exp.Identifier):
+            raise SyntaxError_("CHANGELOG FROM expects a table or materialized view name")
+        parts = [p for p in (arg.args.get("catalog"), arg.args.get("db"), arg.args.get("table")) if p is not None]
+        name = ident(arg.this)
+        if not parts and self.cte(name) is not None:
+            raise FeatureNotSupported("CHANGELOG FROM a CTE is not supported yet: name a table or materialized view")
+        table = exp.Table(this=arg.this, db=parts[-1] if parts else None, catalog=parts[0] if len(parts) > 1 else None)
+        rel = self.catalog.resolve_user(table)
+        if rel.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW):
+            raise WrongObjectType(f'CHANGELOG FROM "{rel.name}": it is a {rel.kind.display}, not a table or '
+                                  f"materialized view")
+        if alias is None:
+            alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
+        fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden)
+                       for f in rel.fields + CHANGELOG_FIELDS)
+        return BoundScan(rel, alias, offset, fields, changelog=True)
 
     def _time_window(self, node: exp.Table, func: exp.Anonymous, offset: int, qualified: bool) -> BoundSubquery:
         """``TUMBLE(t, ts, size)`` and ``HOP(t, ts, hop, size)`` in FROM, as RisingWave: the columns
@@ -526,6 +557,21 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
 
 
 MAX_HOP_WINDOWS = 16
+def _changelog_source(body: exp.Expression) -> exp.Table | None:
+    """The ``__rw_changelog(relation)`` a changelog CTE's body reads (``SELECT * FROM`` it, as
+    `frontend.rw_clauses` writes it), or None for any other body."""
+    if not isinstance(body, exp.Select) or len(body.expressions) != 1 or not isinstance(body.expressions[0], exp.Star):
+        return None
+    from_ = body.args.get("from") or body.args.get("from_")
+    if from_ is None or body.args.get("joins") or body.args.get("where"):
+        return None
+    table = from_.this
+    if isinstance(table, exp.Table) and isinstance(table.this, exp.Anonymous) \
+            and table.this.name.lower() == CHANGELOG_FUNCTION:
+        return table
+    return None
+
+
 def _interval_micros(node: exp.Expression, what: str) -> int:
     """A window size: a positive constant interval of fixed length, in microseconds."""
     if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):

@@ -53,6 +53,7 @@ from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
     AggCall,
+    StreamChangeLog,
     StreamDynamicFilter,
     StreamExchange,
     StreamFilter,
@@ -65,6 +66,7 @@ from risingspark.stream_plan import (
     StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
+    is_append_only,
 )
 from risingspark.types import INT2, INT4, INT8, DataType, Field
 
@@ -109,7 +111,7 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
     if block.dist != key:
         node = StreamExchange(fields=node.fields, stream_key=key, input=node, dist_key=key)
     table = StateTableDesc(mv_id, fields, key, key)
-    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table)
+    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node))
     return PlannedMv(fields, key, mat, (table, *planner.state_tables))
 
 
@@ -238,9 +240,13 @@ class _StreamPlanner:
         (extras), which no expression refers to."""
         if isinstance(src, BoundScan):
             rel = src.relation
-            node: StreamNode = StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id,
+            width = len(rel.fields)
+            node: StreamNode = StreamTableScan(fields=src.fields[:width], stream_key=rel.pk, upstream_id=rel.id,
                                                upstream_name=rel.name, upstream_desc=rel.table_desc,
-                                               backfill_type=self.backfill_type.value)
+                                               backfill_type=self.backfill_type.value, append_only=rel.append_only)
+            if src.changelog:
+                # the upstream's key, the op and the epoch identify a change (`StreamChangeLog`)
+                node = StreamChangeLog(fields=src.fields, stream_key=(*rel.pk, width, width + 2), input=node)
             return _filtered(node, src.filter)
         if isinstance(src, BoundSubquery):
             block = self.query(src.query)
@@ -403,8 +409,10 @@ class _StreamPlanner:
                                  a.delimiter_arg is not None))
         # min and max keep one input state row per input row, keyed by (group, value, the input's
         # stream key): the input carries its stream key to them (`compute.cache.extreme_cache`)
+        # over an append-only input, min and max keep only their value (`risingspark.aggregate`)
+        append_only = is_append_only(node)
         row_key: list[int] = []
-        if any(c.kind in ("min", "max") and not c.distinct for c in calls):
+        if not append_only and any(c.kind in ("min", "max") and not c.distinct for c in calls):
             for n, i in enumerate(node.stream_key):
                 in_exprs.append(InputRef(i, node.fields[i].name, node.fields[i].type))
                 in_fields.append(Field(f"_sk{n}", node.fields[i].type))
@@ -418,11 +426,12 @@ class _StreamPlanner:
         agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
         state = self.state_table(agg_state_fields(list(in_fields[:k]),
                                                   [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
-                                                   for c in calls], [c.distinct for c in calls]), gkey, gkey)
+                                                   for c in calls], [c.distinct for c in calls], append_only),
+                                 gkey, gkey)
         # min, max, string_agg and DISTINCT calls keep their input (value multiplicities) per group
         input_states: list[StateTableDesc | None] = []
         for c in calls:
-            if not needs_input_state(c.kind, c.distinct):
+            if not needs_input_state(c.kind, c.distinct, append_only):
                 input_states.append(None)
                 continue
             assert c.arg is not None
@@ -433,7 +442,8 @@ class _StreamPlanner:
             columns = input_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[o] for o, _, _ in c.order])
             input_states.append(self.state_table(columns, tuple(range(len(columns) - 1)), gkey))
         agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
-                                        aggs=tuple(calls), state_table=state, input_states=tuple(input_states))
+                                        aggs=tuple(calls), state_table=state, input_states=tuple(input_states),
+                                        append_only_input=append_only)
         # Over the aggregate's output, group keys and aggregate calls are columns.
         refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
         refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})
