@@ -37,6 +37,7 @@ from risingspark.errors import (
     RisingSparkError,
     WrongObjectType,
 )
+from risingspark.interval import from_month_day_nano
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
@@ -258,6 +259,8 @@ def normalize(table: pa.Table) -> pa.Table:
         if target is None:
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
             target = pa.string()
+        elif pa.types.is_interval(col.type):  # DuckDB's intervals: the stored struct
+            col = from_month_day_nano(col)
         elif col.type != target:
             col = pc.cast(col, target)
         cols.append(col)

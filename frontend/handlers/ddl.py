@@ -40,7 +40,7 @@ from risingspark.errors import (
 )
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json, scans
-from risingspark.types import INT8, VARCHAR, DataType, Field
+from risingspark.types import INT8, VARCHAR, DataType, Field, TypeName
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -108,6 +108,9 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
             if dtype.element is not None:
                 raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
                                           f"(arrays come from array_agg)")
+            if dtype.name is TypeName.INTERVAL:
+                raise FeatureNotSupported(f'column "{name}": interval columns in tables are not supported yet '
+                                          f"(a materialized view can compute and store intervals)")
             for c in item.args.get("constraints") or []:
                 k = c.args.get("kind")
                 if isinstance(k, exp.PrimaryKeyColumnConstraint):
