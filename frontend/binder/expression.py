@@ -12,7 +12,8 @@ from frontend.binder import datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
 from frontend.binder.coercion import coerce, common_of, common_type, literal
-from frontend.binder.function import bind_date_trunc, bind_extract, bind_func
+from frontend.binder.extract import bind_extract, bind_to_char
+from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
 from frontend.expr import (
     AggCallExpr,
@@ -181,6 +182,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return bind_date_trunc(node, rec)
     if isinstance(node, exp.Extract):
         return bind_extract(node, rec)
+    if isinstance(node, exp.TimeToStr):
+        return bind_to_char(node, rec)
     if isinstance(node, exp.Func):
         return bind_func(node, rec)
     raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "
