@@ -3,7 +3,8 @@
 The template is read as PostgreSQL's ``parse_format`` reads it: at each position the longest
 keyword of PostgreSQL's list that matches *with its exact case* (``MI`` and ``mi`` are minutes, ``Mi``
 is the letter M and then ``i``, ISO year's last digit; ``mm`` is the month, not minutes), optionally
-after the prefixes ``FM`` (no padding) and ``TM`` (no effect in the C locale) and followed by the
+after the prefixes ``FM`` (no padding, but for fractions of a second) and ``TM`` (names unpadded:
+English names are the C locale's translations) and followed by the
 suffix ``TH``/``th`` (an ordinal: 1st, 2nd, 11th); text in double quotes is copied (``\\"`` is a
 quote inside it); ``\\"`` outside quotes is a quote; any other character is copied. Name patterns
 print in the keyword's case (``MONTH`` → ``JANUARY``, ``Month`` → ``January``, ``month`` →
@@ -43,6 +44,7 @@ _NUMBERS: dict[str, tuple[str, int]] = {
     "SSSSS": ("hour({0}) * 3600 + minute({0}) * 60 + second({0})", 0),
     **{f"FF{n}": (f"{_MICROS} DIV {10 ** (6 - n)}", n) for n in range(1, 7)},
 }
+_FRACTIONS = ("MS", "US", *(f"FF{n}" for n in range(1, 7)))  # zero-padded even after FM
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
@@ -148,7 +150,8 @@ def _pattern(word: str, prefix: str, suffix: str) -> str:
     key = _LOWER_NUMBERS.get(word, word)
     if key in _NUMBERS:
         expr, width = _NUMBERS[key]
-        text = f"format_string('%{'0' + str(width) if width and not fill else ''}d', {expr})"
+        pad = width and (not fill or key in _FRACTIONS)
+        text = f"format_string('%{'0' + str(width) if pad else ''}d', {expr})"
         if suffix:
             text = f"concat({text}, {_ordinal(expr, suffix == 'TH')})"
         return text
@@ -158,7 +161,7 @@ def _pattern(word: str, prefix: str, suffix: str) -> str:
         names, index, width = _NAMES[word]
         array = "array(" + ", ".join(spark_string(name) for name in names) + ")"
         text = f"element_at({array}, {index})"
-        return f"rpad({text}, {width}, ' ')" if width and not fill else text
+        return f"rpad({text}, {width}, ' ')" if width and not prefix else text
     if word in _MARKS:
         am, pm = _MARKS[word]
         return f"IF(hour({{0}}) < 12, {spark_string(am)}, {spark_string(pm)})"
