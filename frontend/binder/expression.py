@@ -15,6 +15,7 @@ from frontend.binder.coercion import coerce, common_of, common_type, literal
 from frontend.binder.extract import bind_extract, bind_to_char
 from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
+from frontend.binder.strings import bind_string, is_string_node
 from frontend.expr import (
     AggCallExpr,
     BinaryOp,
@@ -184,6 +185,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return bind_extract(node, rec)
     if isinstance(node, exp.TimeToStr):
         return bind_to_char(node, rec)
+    if is_string_node(node):
+        return bind_string(node, rec)
     if isinstance(node, exp.Func):
         return bind_func(node, rec)
     raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "
