@@ -46,7 +46,7 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
     def integer(n: Any) -> BoundExpr:
         e = rec(n)
         if not e.type.is_integer and not is_unknown_literal(e):
-            raise UndefinedFunction(f"function {node.sql_name().lower()}(..., {e.type.display()}) does not exist")
+            raise UndefinedFunction(f"function {node.key}(..., {e.type.display()}) does not exist")
         return coerce(e, INT4)
 
     if isinstance(node, exp.Anonymous):
@@ -84,8 +84,8 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
     if isinstance(node, exp.Substring):
         return _substring(text(node.this), node.args.get("start"), node.args.get("length"), integer)
     if isinstance(node, exp.Concat):
-        args = tuple(text(a) for a in node.expressions)
-        return SparkCall("concat", args, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(args))) + ")")
+        parts = tuple(text(a) for a in node.expressions)
+        return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")
     assert isinstance(node, exp.Bracket)
     return _subscript(node, rec)
 
