@@ -30,6 +30,7 @@ import struct
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+import numpy as np
 import pyarrow as pa
 
 from risingspark.errors import DataException, FeatureNotSupported, InvalidDatetimeFormat
@@ -132,9 +133,40 @@ def is_interval_struct(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) and t.equals(ARROW_TYPE)
 
 
+_MDN = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])  # Arrow's month_day_nano layout
+
+
 def from_month_day_nano(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """A month-day-nano interval column (DuckDB's intervals) as the stored struct."""
-    return to_arrow([None if v is None else Interval.from_value(v) for v in arr.to_pylist()])
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    raw = np.frombuffer(arr.buffers()[1], _MDN, count=len(arr) + arr.offset)[arr.offset:]
+    mask = arr.is_null()
+    fields = [pa.array(raw["months"]), pa.array(raw["days"]), pa.array(raw["nanos"] // 1000)]
+    return pa.StructArray.from_arrays(fields, fields=list(ARROW_TYPE), mask=mask)
+
+
+def to_month_day_nano(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The stored struct as a month-day-nano interval column (for DuckDB, whose INTERVAL is
+    PostgreSQL's months, days and microseconds)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    raw = np.zeros(len(arr), _MDN)
+    for name, out in (("months", "months"), ("days", "days"), ("usecs", "nanos")):
+        values = arr.field(name).fill_null(0).to_numpy(zero_copy_only=False)
+        raw[out] = values * 1000 if name == "usecs" else values
+    validity = arr.is_valid()
+    buffers = [validity.buffers()[1] if arr.null_count else None, pa.py_buffer(raw.tobytes())]
+    return pa.Array.from_buffers(pa.month_day_nano_interval(), len(arr), buffers, null_count=arr.null_count)
+
+
+def duckdb_ready(table: pa.Table) -> pa.Table:
+    """`table` with its interval structs as month-day-nano intervals (what DuckDB reads as INTERVAL)."""
+    for i, f in enumerate(table.schema):
+        if is_interval_struct(f.type):
+            table = table.set_column(i, pa.field(f.name, pa.month_day_nano_interval()),
+                                     to_month_day_nano(table.column(i)))
+    return table
 
 
 # ---- input ----------------------------------------------------------------------------------------
