@@ -76,6 +76,9 @@ class Literal(BoundExpr):
         if t.name is TypeName.TIMESTAMPTZ:
             text = v.isoformat(sep=" ") if isinstance(v, dt.datetime) else str(v)
             return f"TIMESTAMP'{text}'"
+        if t.name is TypeName.INTERVAL:
+            return (f"named_struct('months', CAST({v.months} AS INT), 'days', CAST({v.days} AS INT), "
+                    f"'usecs', CAST({v.usecs} AS BIGINT))")
         return spark_string(str(v))
 
     def display(self) -> str:
@@ -83,6 +86,8 @@ class Literal(BoundExpr):
             return "null"
         if self.type.name is TypeName.VARCHAR:
             return "'" + str(self.value).replace("'", "''") + "'"
+        if self.type.name is TypeName.INTERVAL:
+            return f"'{self.value.pg_text()}':Interval"
         return str(self.value)
 
 
@@ -176,6 +181,31 @@ class FuncCall(BoundExpr):
 
     def to_spark(self) -> str:
         return f"{self.spark or self.name}({', '.join(a.to_spark() for a in self.args)})"
+
+    def display(self) -> str:
+        return f"{self.name}({', '.join(a.display() for a in self.args)})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return self.args
+
+
+@dataclass(frozen=True)
+class SparkCall(BoundExpr):
+    """A function or operator rendered from a Spark SQL template, ``{0}``, ``{1}``... standing for
+    the arguments (which may appear several times; Spark evaluates a repeated subexpression once).
+
+    >>> from risingspark.types import VARCHAR
+    >>> SparkCall("reverse", (InputRef(0, "s", VARCHAR),), VARCHAR, "reverse({0})").to_spark()
+    'reverse(`s`)'
+    """
+
+    name: str
+    args: tuple[BoundExpr, ...]
+    type: DataType
+    template: str
+
+    def to_spark(self) -> str:
+        return "(" + self.template.format(*(a.to_spark() for a in self.args)) + ")"
 
     def display(self) -> str:
         return f"{self.name}({', '.join(a.display() for a in self.args)})"

@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+import frontend.dialect  # noqa: F401 - keeps to_char templates and date_part calls in the parsed tree
 from frontend.rw_clauses import rewrite_changelog_ctes, split_table_clauses
 from frontend.session_vars import backfill_rate, check_backfill_rate
 from frontend.statements import (  # noqa: F401 - re-exported: handlers import statements from here

@@ -25,6 +25,7 @@ from risingspark.types import (
     INT8,
     NUMERIC,
     VARCHAR,
+    TypeName,
 )
 
 AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat,
@@ -60,6 +61,11 @@ def bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCa
     if is_unknown_literal(arg):
         arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "array_agg": VARCHAR, "bool_and": BOOL,
                            "bool_or": BOOL, "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    if arg.type.name is TypeName.INTERVAL and (kind != "count" or distinct):
+        # a stored interval is not comparable as stored ('1 mon' = '30 days'), and sum/avg need
+        # interval arithmetic the stream engine lacks
+        raise FeatureNotSupported(f"{kind}({'DISTINCT ' if distinct else ''}interval) in a materialized view is not "
+                                  f"supported yet")
     if kind == "array_agg" and filter_ is not None:
         # FILTER is planned as agg(CASE WHEN c THEN x END), which would add NULL elements
         raise FeatureNotSupported("array_agg(...) FILTER (WHERE ...) in a materialized view is not supported yet")

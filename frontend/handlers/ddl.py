@@ -42,7 +42,7 @@ from risingspark.errors import (
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json, scans
 from risingspark.table_kind import APPEND_ONLY, ON_CONFLICT, ConflictBehavior, conflict_behavior
-from risingspark.types import INT8, VARCHAR, DataType, Field
+from risingspark.types import INT8, VARCHAR, DataType, Field, TypeName
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -112,6 +112,9 @@ def create_table(session: Session, ast: exp.Create, text: str, clauses: TableCla
             if dtype.element is not None:
                 raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
                                           f"(arrays come from array_agg)")
+            if dtype.name is TypeName.INTERVAL:
+                raise FeatureNotSupported(f'column "{name}": interval columns in tables are not supported yet '
+                                          f"(a materialized view can compute and store intervals)")
             for c in item.args.get("constraints") or []:
                 k = c.args.get("kind")
                 if isinstance(k, exp.PrimaryKeyColumnConstraint):

@@ -102,7 +102,7 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     cols = [f"c{k}" for k in range(width if width is not None else len(targets))]
     alias = exp.TableAlias(this=exp.to_identifier("__src"), columns=[exp.to_identifier(c) for c in cols])
     if isinstance(source, exp.Values):
-        wrapped: exp.Expression = source.copy()
+        wrapped: exp.Expression = _typed_values(source, [rel.fields[i].type for i in targets])
         wrapped.set("alias", alias)
     else:
         wrapped = exp.Subquery(this=source.copy(), alias=alias)
@@ -113,6 +113,19 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     rows = session.run_batch(select)
     arrays = {i: rows.column(k).combine_chunks() for k, i in enumerate(targets[:rows.num_columns])}
     return _write_inserts(session, rel, arrays, rows.num_rows)
+
+
+def _typed_values(values: exp.Values, types: list) -> exp.Values:
+    """VALUES with each quoted literal cast to its target column's type, as PostgreSQL types an
+    unknown literal of INSERT ... VALUES: a column may mix ``'NaN'`` and ``1.5`` (DuckDB would
+    otherwise look for a type common to VARCHAR and DECIMAL)."""
+    out = values.copy()
+    for row in out.expressions:
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        for k, item in enumerate(items):
+            if k < len(types) and isinstance(item, exp.Literal) and item.is_string:
+                item.replace(exp.Cast(this=item.copy(), to=exp.DataType.build(types[k].to_duckdb(), dialect="duckdb")))
+    return out
 
 
 def _source_width(source: exp.Expression) -> int | None:

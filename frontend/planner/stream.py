@@ -48,7 +48,7 @@ from risingspark.aggregate import (
     needs_input_state,
 )
 from risingspark.catalog import BackfillType
-from risingspark.errors import DuplicateColumn, UndefinedFunction
+from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
@@ -68,7 +68,7 @@ from risingspark.stream_plan import (
     StreamUnion,
     is_append_only,
 )
-from risingspark.types import INT2, INT4, INT8, DataType, Field
+from risingspark.types import INT2, INT4, INT8, DataType, Field, TypeName
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,19 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
         node = StreamExchange(fields=node.fields, stream_key=key, input=node, dist_key=key)
     table = StateTableDesc(mv_id, fields, key, key)
     mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node))
+    for desc in (table, *planner.state_tables):
+        _check_key_types(desc)
     return PlannedMv(fields, key, mat, (table, *planner.state_tables))
+
+
+def _check_key_types(desc: StateTableDesc) -> None:
+    """Intervals are stored as (months, days, microseconds), which equal intervals need not share
+    ('1 mon' = '30 days'): a state table keyed by one (GROUP BY, DISTINCT, a join key, a TopN order)
+    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer."""
+    for i in desc.pk:
+        if desc.fields[i].type.name is TypeName.INTERVAL:
+            raise FeatureNotSupported(f'interval column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
+                                      f"join, ORDER BY ... LIMIT, UNION) in a materialized view is not supported yet")
 
 
 class _StreamPlanner:
