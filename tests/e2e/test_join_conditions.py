@@ -49,6 +49,7 @@ QUERIES = {
     "not_in": "SELECT id FROM {o} WHERE cid NOT IN (SELECT tier FROM {c})",
     "not_in_no_nulls": "SELECT id FROM {c} WHERE id NOT IN (SELECT cid FROM {o} WHERE cid IS NOT NULL AND amount > 90)",
     # scalar subqueries
+    "scalar_equal": "SELECT id, cid FROM {o} WHERE amount = (SELECT max(amount) FROM {o} WHERE region = 2)",
     "scalar_where": "SELECT id, amount FROM {o} WHERE amount > (SELECT avg(amount) FROM {o} WHERE region = 1)",
     "scalar_correlated": "SELECT o.id, o.amount FROM {o} o WHERE o.amount = (SELECT max(o2.amount) FROM {o} o2 "
                          "WHERE o2.cid = o.cid)",
