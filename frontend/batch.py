@@ -37,6 +37,7 @@ from risingspark.errors import (
     RisingSparkError,
     WrongObjectType,
 )
+from risingspark.interval import duckdb_ready, from_month_day_nano
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
@@ -213,7 +214,7 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
                 data = point if point is not None else engine.read_relation(ref.relation, ctx.version, hidden=full)
             else:
                 data = ctx.system_rows(ref.schema, ref.name)
-            con.register(reg, data)
+            con.register(reg, duckdb_ready(data) if isinstance(data, pa.Table) else data)
             registered[key] = reg
         alias = table.args.get("alias")
         table.set("this", exp.to_identifier(registered[key]))
@@ -258,6 +259,8 @@ def normalize(table: pa.Table) -> pa.Table:
         if target is None:
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
             target = pa.string()
+        elif pa.types.is_interval(col.type):  # DuckDB's intervals: the stored struct
+            col = from_month_day_nano(col)
         elif col.type != target:
             col = pc.cast(col, target)
         cols.append(col)

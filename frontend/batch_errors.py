@@ -9,6 +9,7 @@ import re
 
 import duckdb
 
+from frontend.values import special_numeric_error
 from risingspark.errors import (
     DataException,
     DivisionByZero,
@@ -74,6 +75,8 @@ def _conversion(msg: str, body: str) -> RisingSparkError:
     if m := _NOT_CONVERTED.search(msg):
         value, duck_type = m.group(2), m.group(3)
         pg_type = PG_TYPE.get(duck_type, duck_type.lower())
+        if duck_type in ("DECIMAL", "INT128") and (special := special_numeric_error(value)) is not None:
+            return special
         if duck_type in _INTEGERS and re.fullmatch(r"\s*[+-]?\d+\s*", value):
             return NumericValueOutOfRange(f'value "{value}" is out of range for type {pg_type}')
         error = InvalidDatetimeFormat if duck_type in _DATETIMES else InvalidTextRepresentation

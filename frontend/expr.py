@@ -76,6 +76,9 @@ class Literal(BoundExpr):
         if t.name is TypeName.TIMESTAMPTZ:
             text = v.isoformat(sep=" ") if isinstance(v, dt.datetime) else str(v)
             return f"TIMESTAMP'{text}'"
+        if t.name is TypeName.INTERVAL:
+            return (f"named_struct('months', CAST({v.months} AS INT), 'days', CAST({v.days} AS INT), "
+                    f"'usecs', CAST({v.usecs} AS BIGINT))")
         return spark_string(str(v))
 
     def display(self) -> str:
@@ -83,6 +86,8 @@ class Literal(BoundExpr):
             return "null"
         if self.type.name is TypeName.VARCHAR:
             return "'" + str(self.value).replace("'", "''") + "'"
+        if self.type.name is TypeName.INTERVAL:
+            return f"'{self.value.pg_text()}':Interval"
         return str(self.value)
 
 
@@ -176,6 +181,31 @@ class FuncCall(BoundExpr):
 
     def to_spark(self) -> str:
         return f"{self.spark or self.name}({', '.join(a.to_spark() for a in self.args)})"
+
+    def display(self) -> str:
+        return f"{self.name}({', '.join(a.display() for a in self.args)})"
+
+    def children(self) -> tuple[BoundExpr, ...]:
+        return self.args
+
+
+@dataclass(frozen=True)
+class SparkCall(BoundExpr):
+    """A function or operator rendered from a Spark SQL template, ``{0}``, ``{1}``... standing for
+    the arguments (which may appear several times; Spark evaluates a repeated subexpression once).
+
+    >>> from risingspark.types import VARCHAR
+    >>> SparkCall("reverse", (InputRef(0, "s", VARCHAR),), VARCHAR, "reverse({0})").to_spark()
+    'reverse(`s`)'
+    """
+
+    name: str
+    args: tuple[BoundExpr, ...]
+    type: DataType
+    template: str
+
+    def to_spark(self) -> str:
+        return "(" + self.template.format(*(a.to_spark() for a in self.args)) + ")"
 
     def display(self) -> str:
         return f"{self.name}({', '.join(a.display() for a in self.args)})"
@@ -299,6 +329,7 @@ class AggCallExpr(BoundExpr):
     order_by: tuple[tuple[BoundExpr, bool, bool], ...] = ()  # (expr, descending, nulls first)
     delimiter: str | None = None  # string_agg's, a constant
     filter: BoundExpr | None = None  # FILTER (WHERE ...)
+    delimiter_arg: BoundExpr | None = None  # string_agg's, when not a constant: each row's own
 
     def to_spark(self) -> str:
         raise AssertionError("aggregates are planned, not rendered")
@@ -311,6 +342,8 @@ class AggCallExpr(BoundExpr):
             inner = ("distinct " if self.distinct else "") + (self.arg.display() if self.arg else "")
         if self.delimiter is not None:
             inner += ", '" + self.delimiter.replace("'", "''") + "':Varchar"
+        if self.delimiter_arg is not None:
+            inner += ", " + self.delimiter_arg.display()
         if self.order_by:
             inner += " order_by(" + ", ".join(
                 f"{e.display()} {'DESC' if d else 'ASC'}" + (" NULLS FIRST" if nf and not d else
@@ -321,7 +354,8 @@ class AggCallExpr(BoundExpr):
         return out if self.filter is None else f"{out} filter({self.filter.display()})"
 
     def children(self) -> tuple[BoundExpr, ...]:
-        return tuple(x for x in (self.arg, *(e for e, _, _ in self.order_by), self.filter) if x is not None)
+        return tuple(x for x in (self.arg, *(e for e, _, _ in self.order_by), self.filter, self.delimiter_arg)
+                     if x is not None)
 
 
 def walk(e: BoundExpr):

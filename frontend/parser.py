@@ -1,6 +1,8 @@
 """Statement splitting and parsing.
 
-Standard SQL is parsed by sqlglot's RisingWave dialect. The statements it does not know (SHOW JOBS,
+Standard SQL is parsed by sqlglot's RisingWave dialect; RisingWave clauses it does not parse (a
+table's APPEND ONLY and ON CONFLICT, changelog CTEs) are taken out first (`frontend.rw_clauses`).
+The statements it does not know (SHOW JOBS,
 FLUSH, WAIT, CANCEL JOBS, ALTER SYSTEM, SET and SHOW of session variables, EXPLAIN CREATE...) are
 short keyword commands, recognized here from their leading words into small frozen dataclasses.
 Splitting a query string into statements is a single regex scan that respects quotes, dollar
@@ -16,6 +18,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+import frontend.dialect  # noqa: F401 - keeps to_char templates and date_part calls in the parsed tree
+from frontend.rw_clauses import rewrite_changelog_ctes, split_table_clauses
 from frontend.session_vars import backfill_rate, check_backfill_rate
 from frontend.statements import (  # noqa: F401 - re-exported: handlers import statements from here
     AlterParallelismStmt,
@@ -40,7 +44,7 @@ from frontend.statements import (  # noqa: F401 - re-exported: handlers import s
     TransactionStmt,
     WaitStmt,
 )
-from risingspark.errors import SyntaxError_
+from risingspark.errors import FeatureNotSupported, SyntaxError_
 
 DIALECT = "risingwave"
 
@@ -184,14 +188,21 @@ def parse_statement(text: str) -> Statement:
             if m.group("cols") is not None:
                 cols = tuple(_ident(c.strip()) for c in m.group("cols").split(","))
             return FastInsert(table, cols, m.group("values"), text)
+    sql, clauses = split_table_clauses(text) if first == "CREATE" else (text, None)
+    sql, changelog = rewrite_changelog_ctes(sql)
+    if changelog and not _CREATE_MV.match(sql):
+        raise FeatureNotSupported("WITH ... AS CHANGELOG FROM is only supported in CREATE MATERIALIZED VIEW")
     try:
-        ast = sqlglot.parse_one(text, read=DIALECT)
+        ast = sqlglot.parse_one(sql, read=DIALECT)
     except ParseError as e:
-        raise _syntax_error(e, text) from None
+        raise _syntax_error(e, sql) from None
     if isinstance(ast, exp.Command) or not isinstance(ast, _STATEMENTS):
         first_word = words[0] if words else ""
         raise SyntaxError_(f'syntax error at or near "{first_word}"', position=1 if first_word else None)
-    return SqlStmt(cast(exp.Expression, ast), text)
+    return SqlStmt(cast(exp.Expression, ast), text, clauses)
+
+
+_CREATE_MV = re.compile(r"\s*CREATE\s+MATERIALIZED\s+VIEW\b", re.IGNORECASE)
 
 
 _STATEMENTS = (exp.Query, exp.Values, exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Set,
@@ -231,8 +242,6 @@ def parse_create_index(text: str) -> CreateIndexStmt:
         raise SyntaxError_("CREATE INDEX expects CREATE INDEX name ON relation (column, ...) [INCLUDE (column, "
                            "...)] [DISTRIBUTED BY (column, ...)]")
     if m.group("unique"):
-        from risingspark.errors import FeatureNotSupported
-
         raise FeatureNotSupported("CREATE UNIQUE INDEX is not supported")
     include = tuple(c for c, _ in _column_list(m.group("include"))) if m.group("include") else None
     dist = tuple(c for c, _ in _column_list(m.group("dist"))) if m.group("dist") else None
@@ -262,8 +271,6 @@ def parse_copy(text: str) -> CopyStmt:
     m = _COPY.fullmatch(text)
     if not m:
         if re.search(r"\bTO\s+STDOUT\b", text, re.IGNORECASE):
-            from risingspark.errors import FeatureNotSupported
-
             raise FeatureNotSupported("COPY ... TO STDOUT is not supported; use SELECT")
         raise SyntaxError_("COPY supports COPY table [(columns)] FROM STDIN [WITH (FORMAT text | csv, ...)]")
     cols = tuple(_ident(c.strip()) for c in m.group("cols").split(",")) if m.group("cols") else None

@@ -404,7 +404,7 @@ class Session:
         if isinstance(ast, exp.Create) and (ast.args.get("kind") or "").upper() == "DATABASE":
             return commands.create_database(self, ast)
         if isinstance(ast, exp.Create):
-            return ddl.create(self, ast, stmt.text)
+            return ddl.create(self, ast, stmt.text, stmt.table)
         if isinstance(ast, exp.Drop):
             return ddl.drop(self, ast)
         if isinstance(ast, exp.Set):

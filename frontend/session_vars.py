@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from frontend.planner_vars import PLANNER_VARS, check_parallelism, notice_for, parallelism
 from risingspark.catalog import ADAPTIVE_BACKFILL_RATE, BACKFILL_RATE_LIMIT
 from risingspark.errors import InvalidParameterValue, UndefinedParameter
 
@@ -154,8 +155,8 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("lock_timeout", "0", "Accepted for compatibility", _duration_ms("lock_timeout")),
     VarSpec("idle_in_transaction_session_timeout", "0", "Accepted for compatibility",
             _duration_ms("idle_in_transaction_session_timeout")),
-    VarSpec("streaming_parallelism", "0", "Actors per fragment of new streaming jobs (0: one per Spark core)",
-            _int(0)),
+    VarSpec("streaming_parallelism", "default", "Actors per fragment of new streaming jobs (default or adaptive: "
+            "one per Spark core)", check_parallelism("streaming_parallelism")),
     VarSpec("background_ddl", "false", "CREATE MATERIALIZED VIEW returns at once; the backfill runs "
             "in the background (SHOW JOBS)", _bool),
     VarSpec("backfill_rate_limit", "-1", "Backfill rows per second per parallelism of new jobs "
@@ -182,7 +183,10 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("integer_datetimes", "on", "Timestamps are 64-bit integers", read_only=True, report=True),
     VarSpec("is_superuser", "on", "The user is a superuser", read_only=True, report=True),
     VarSpec("max_identifier_length", "63", "Longest identifier", read_only=True),
+    *(VarSpec(v.name, v.default, v.help, v.check or _bool) for v in PLANNER_VARS),
 )}
+# RisingWave's settings RisingSpark accepts without a plan choice to make: a SET of one sends a NOTICE
+NOTICES = {v.name: n for v in PLANNER_VARS if (n := notice_for(v)) is not None}
 
 # Time parameters, kept in milliseconds (pg_settings shows them as a number and the unit ms).
 MS_VARS = frozenset(n for n, s in SPECS.items() if getattr(s.check, "__qualname__", "").startswith("_duration_ms"))
@@ -190,7 +194,7 @@ MS_VARS = frozenset(n for n, s in SPECS.items() if getattr(s.check, "__qualname_
 # Postgres spells some reported names in mixed case.
 REPORTED_NAMES = {"datestyle": "DateStyle", "intervalstyle": "IntervalStyle", "timezone": "TimeZone"}
 ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": "timezone",
-           "implicit_flush": "rw_implicit_flush"}
+           "implicit_flush": "rw_implicit_flush", **{a: v.name for v in PLANNER_VARS for a in v.aliases}}
 
 
 class SessionVars:
@@ -213,6 +217,8 @@ class SessionVars:
         if spec.read_only:
             raise InvalidParameterValue(f'parameter "{spec.name}" cannot be changed')
         self._values[spec.name] = spec.default if value is None else spec.check(value)
+        if spec.name == "force_two_phase_agg" and self.flag("force_two_phase_agg"):
+            self._values["enable_two_phase_agg"] = "true"  # as RisingWave's setter
         return spec
 
     @staticmethod
@@ -224,6 +230,16 @@ class SessionVars:
 
     def number(self, name: str) -> int:
         return int(self.get(name))
+
+    def job_parallelism(self, kind: str) -> int:
+        """The parallelism of a new job of `kind` (table, materialized_view, index): its
+        ``streaming_parallelism_for_<kind>``, else ``streaming_parallelism``; 0: adaptive (one actor
+        per Spark core)."""
+        for name in (f"streaming_parallelism_for_{kind}", "streaming_parallelism"):
+            n = parallelism(self.get(name))
+            if n is not None:
+                return n
+        return 0
 
     def backfill_rate_extra(self) -> dict[str, object]:
         """The catalog `extra` entries of a new job's backfill rate (`risingspark.catalog`)."""

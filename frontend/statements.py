@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from frontend.rw_clauses import TableClauses
+
 
 @dataclass(frozen=True)
 class ShowStmt:
@@ -130,8 +132,12 @@ class FastInsert:
 
 @dataclass(frozen=True)
 class SqlStmt:
+    """A statement sqlglot parsed; `table`: a CREATE TABLE's RisingWave kind clauses (APPEND ONLY,
+    ON CONFLICT), which sqlglot does not parse (`frontend.rw_clauses`)."""
+
     ast: exp.Expression
     text: str
+    table: TableClauses | None = None
 
 
 @dataclass(frozen=True)

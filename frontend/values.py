@@ -17,6 +17,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from risingspark.errors import FeatureNotSupported
 from risingspark.types import DataType, TypeName
 
 _TOKEN = re.compile(
@@ -99,6 +100,32 @@ def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
         return pc.cast(arr, t.to_arrow())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+_SPECIAL = re.compile(r"\s*[+-]?(?:nan|inf|infinity)\s*", re.IGNORECASE)
+
+
+def special_numeric_error(value: str) -> FeatureNotSupported | None:
+    """The error for ``'NaN'``, ``'Infinity'`` or ``'-Infinity'`` given to a numeric column, None
+    for any other text.
+
+    PostgreSQL's numeric holds NaN (and since 14 ±Infinity); RisingSpark stores numeric as a
+    fixed-scale 128-bit decimal (Arrow ``decimal128``, Spark ``DECIMAL(p, s)``, DuckDB ``DECIMAL``),
+    which has no such values, and no engine in the pipeline computes with them. Rather than store
+    something else (NULL, a sentinel) that would compare and aggregate wrongly, such a value is
+    refused with 0A000 where it enters: INSERT, UPDATE and COPY. A streaming expression that would
+    yield one (``'NaN'::float8::numeric``) yields NULL instead, as any failing streaming expression.
+    ``double precision`` and ``real`` hold NaN and ±Infinity with PostgreSQL's semantics.
+
+    >>> special_numeric_error("-Infinity").sqlstate
+    '0A000'
+    >>> special_numeric_error("1.5") is None
+    True
+    """
+    if not _SPECIAL.fullmatch(value):
+        return None
+    return FeatureNotSupported(f'numeric value "{value}" is not supported: numeric is stored as a fixed-scale '
+                               f"decimal, which holds no NaN or Infinity (use double precision for them)")
 
 
 def _is_int(v: str) -> bool:

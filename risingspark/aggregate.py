@@ -27,6 +27,11 @@ input's stream key too and holding no count::
 so an input row's insert writes its key and its delete a tombstone, neither reading anything; a cache
 of each group's extreme keys gives the result (`compute.cache.extreme_cache`).
 
+Over an *append-only* input (no row is ever retracted: `frontend.planner.stream`), min and max need
+no input state, as RisingWave's append-only aggregation: the agg state row keeps the call's count
+and its current value (``_a{i}_count``, ``_a{i}_value``), and an epoch folds in the min (max) of
+the values it inserted.
+
 >>> from risingspark.types import INT4
 >>> agg_return_type("sum", INT4)
 DataType(name=<TypeName.BIGINT: 'bigint'>, precision=None, scale=None)
@@ -60,9 +65,17 @@ _ORDERED = {TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.REAL, Typ
             TypeName.VARCHAR, TypeName.DATE, TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ}
 
 
-def needs_input_state(kind: str, distinct: bool) -> bool:
-    """Whether a call keeps a materialized input state table (see the module docstring)."""
+def needs_input_state(kind: str, distinct: bool, append_only: bool = False) -> bool:
+    """Whether a call keeps a materialized input state table (see the module docstring);
+    `append_only`: its input never retracts a row."""
+    if append_only and kind in ("min", "max") and not distinct:
+        return False
     return kind in ("min", "max", "string_agg", "array_agg") or (distinct and kind in ("count", "sum", "avg"))
+
+
+def keeps_value(kind: str, has_input_state: bool) -> bool:
+    """Whether a call keeps its current value in the agg state row (append-only min and max)."""
+    return kind in ("min", "max") and not has_input_state
 
 
 def keeps_nulls(kind: str) -> bool:
@@ -136,14 +149,21 @@ def true_column(i: int) -> str:
     return f"_a{i}_true"
 
 
+def value_column(i: int) -> str:
+    return f"_a{i}_value"
+
+
 def agg_state_fields(group_fields: list[Field], calls: list[tuple[str, DataType | None]],
-                     distinct: list[bool] | None = None) -> tuple[Field, ...]:
+                     distinct: list[bool] | None = None, append_only: bool = False) -> tuple[Field, ...]:
     """The value columns of a hash aggregation's state table (see the module docstring)."""
     out = [Field(f.name, f.type) for f in group_fields] + [Field(ROW_COUNT, INT8)]
     for i, (kind, arg) in enumerate(calls):
-        if kind == "count_star" or needs_input_state(kind, bool(distinct and distinct[i])):
+        if kind == "count_star" or needs_input_state(kind, bool(distinct and distinct[i]), append_only):
             continue
         out.append(Field(count_column(i), INT8))
+        if keeps_value(kind, False):
+            assert arg is not None
+            out.append(Field(value_column(i), arg))
         if kind in ("sum", "avg"):
             assert arg is not None
             out.append(Field(sum_column(i), sum_state_type(kind, arg)))

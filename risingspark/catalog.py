@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from risingspark.storage.desc import StateTableDesc
+from risingspark.table_kind import APPEND_ONLY, ON_CONFLICT, ConflictBehavior
 from risingspark.types import Field
 
 DEFAULT_DATABASE = "dev"
@@ -119,6 +120,20 @@ class RelationCatalog:
         """Every relation this one needs: the upstreams of its job, and the views its query names
         (a view has no job; its query is bound in place, so it is no upstream)."""
         return (*self.dependencies, *self.extra.get(VIEW_DEPENDENCIES, ()))
+
+    @property
+    def append_only(self) -> bool:
+        """Whether the relation only ever has rows inserted: a table created APPEND ONLY, or a
+        materialized view over append-only inputs that keeps them so (`risingspark.table_kind`)."""
+        return bool(self.extra.get(APPEND_ONLY))
+
+    @property
+    def conflict(self) -> ConflictBehavior:
+        """A table's primary-key conflict behaviour (a table created before tables had one
+        overwrites); NoCheck for the other relations."""
+        if self.kind is not RelationKind.TABLE:
+            return ConflictBehavior.NO_CHECK
+        return ConflictBehavior(self.extra.get(ON_CONFLICT, ConflictBehavior.OVERWRITE.value))
 
     @property
     def visible_fields(self) -> list[Field]:

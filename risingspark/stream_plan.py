@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from risingspark.storage.desc import StateTableDesc
+from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT2, INT8, DataType, Field
 
 # A temporal filter's bound table: one row, the bound (microseconds since the Unix epoch) it applied last.
@@ -31,7 +32,8 @@ TEMPORAL_BOUND_FIELDS = (Field("_rw_key", INT2), Field("_rw_bound_us", INT8))
 class AggCall:
     """One aggregate: ``kind`` is one of `risingspark.aggregate.AGG_KINDS`; ``arg`` an input column
     index; ``order`` the ORDER BY inside the call as ``(input column, descending, nulls first)``;
-    ``delimiter`` string_agg's (a constant)."""
+    ``delimiter`` string_agg's (a constant); with ``delimiter_in_order`` the last ``order`` column is
+    each row's own delimiter instead (ordered last, it only breaks ties)."""
 
     kind: str
     arg: int | None
@@ -40,6 +42,7 @@ class AggCall:
     distinct: bool = False
     order: tuple[tuple[int, bool, bool], ...] = ()
     delimiter: str | None = None
+    delimiter_in_order: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class StreamTableScan(StreamNode):
     upstream_name: str = ""
     upstream_desc: StateTableDesc | None = None
     backfill_type: str = "ARRANGEMENT_BACKFILL"
+    append_only: bool = False  # the upstream only ever inserts (`is_append_only`)
 
 
 @dataclass(frozen=True)
@@ -102,13 +106,15 @@ class StreamHashAgg(StreamNode):
     """Hash aggregation with retraction. Output: group key columns, then one column per agg call.
     Its intermediate state lives in `state_table` (group key, ``_row_count``, per-call partials);
     min, max, string_agg and DISTINCT calls also keep their inputs in ``input_states[i]`` (None for
-    the other calls), as RisingWave's materialized input state (`risingspark.aggregate`)."""
+    the other calls), as RisingWave's materialized input state (`risingspark.aggregate`); over an
+    append-only input, min and max need none."""
 
     input: StreamNode | None = None
     group_key: tuple[int, ...] = ()
     aggs: tuple[AggCall, ...] = ()
     state_table: StateTableDesc | None = None
     input_states: tuple[StateTableDesc | None, ...] = ()
+    append_only_input: bool = False  # min and max then keep their value in the state row
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,8 @@ class StreamHashJoin(StreamNode):
     left_state: StateTableDesc | None = None
     right_state: StateTableDesc | None = None
     null_safe: tuple[bool, ...] = ()
+    condition: str = ""  # an outer / semi / anti join's other ON conditions (`risingspark.arrow_expr` JSON)
+    condition_display: str = ""
 
     @property
     def inputs(self) -> tuple[StreamNode, ...]:
@@ -209,20 +217,47 @@ class StreamUnion(StreamNode):
         return self.branches
 
 
+# The columns a changelog adds to its upstream's (RisingWave's ``changelog_op`` and
+# ``_changelog_row_id``; ``_changelog_epoch`` keeps the stream key unique, see `StreamChangeLog`).
+CHANGELOG_OP = "changelog_op"
+CHANGELOG_ROW_ID = "_changelog_row_id"
+CHANGELOG_EPOCH = "_changelog_epoch"
+CHANGELOG_FIELDS = (Field(CHANGELOG_OP, INT2), Field(CHANGELOG_ROW_ID, INT8, hidden=True),
+                    Field(CHANGELOG_EPOCH, INT8, hidden=True))
+
+
+@dataclass(frozen=True)
+class StreamChangeLog(StreamNode):
+    """``WITH c AS CHANGELOG FROM relation``, as RisingWave's ``StreamChangeLog``: every change of
+    its input becomes an inserted row of the input's columns and ``changelog_op`` (1 insert,
+    2 delete, 3 update insert, 4 update delete, RisingWave's numbering), so its output is append-only.
+
+    ``_changelog_row_id`` numbers the rows as RisingWave's row ids do (the epoch's milliseconds,
+    the partition, a sequence). The stream key is exact without it: within an epoch a key of the
+    input appears at most once as a before-image and once as an after-image (the invariant of this
+    module), so ``(input stream key, changelog_op, _changelog_epoch)`` identifies a change."""
+
+    input: StreamNode | None = None
+
+
 @dataclass(frozen=True)
 class StreamMaterialize(StreamNode):
-    """Writes the job's result into its table. ``overwrite``: a table's conflict handling (an insert
-    of an existing key replaces the row, as RisingWave tables)."""
+    """Writes the job's result into its table. ``conflict``: a table's handling of an insert of an
+    existing key (`risingspark.table_kind`); a materialized view's input never conflicts (NoCheck).
+    ``append_only``: the job only ever inserts rows (an append-only table, or a view over
+    append-only inputs that keeps them so), which its downstream plans rely on."""
 
     input: StreamNode | None = None
     table: StateTableDesc | None = None
-    overwrite: bool = False
+    conflict: ConflictBehavior = ConflictBehavior.NO_CHECK
+    append_only: bool = False
 
 
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamDynamicFilter, StreamUnion, StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamDynamicFilter, StreamUnion, StreamChangeLog,
+              StreamMaterialize)
 }
 
 
@@ -242,7 +277,8 @@ def _value_to_json(v: Any) -> Any:
         return v.to_json()
     if isinstance(v, AggCall):
         return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display,
-                "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter}
+                "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter,
+                "delimiter_in_order": v.delimiter_in_order}
     if isinstance(v, tuple):
         return [_value_to_json(x) for x in v]
     return v
@@ -251,6 +287,8 @@ def _value_to_json(v: Any) -> Any:
 def node_from_json(d: dict[str, Any]) -> StreamNode:
     cls = _NODES[d["node"]]
     kwargs: dict[str, Any] = {}
+    if d.get("overwrite"):  # a plan stored before tables had conflict behaviours
+        kwargs["conflict"] = ConflictBehavior.OVERWRITE
     for f in dataclasses.fields(cls):
         if f.name not in d:
             continue
@@ -268,10 +306,12 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
         elif f.name == "aggs":
             v = tuple(AggCall(a["kind"], a["arg"], DataType.from_json(a["return_type"]), a.get("display", ""),
                               a.get("distinct", False), tuple(tuple(o) for o in a.get("order", ())),
-                              a.get("delimiter"))
+                              a.get("delimiter"), a.get("delimiter_in_order", False))
                       for a in v)
         elif f.name == "order":
             v = tuple(tuple(o) for o in v)
+        elif f.name == "conflict":
+            v = ConflictBehavior(v)
         elif f.name == "input_states":
             v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
@@ -291,6 +331,21 @@ def scans(plan: StreamNode) -> list[StreamTableScan]:
     """The scans of a plan in pre-order; a scan's index is its ``scan_id`` (backfill progress is
     kept per scan: a join scans two upstreams, a self-join one upstream twice)."""
     return [n for n in walk(plan) if isinstance(n, StreamTableScan)]
+
+
+def is_append_only(node: StreamNode) -> bool:
+    """Whether a node's change stream only ever inserts, as RisingWave's plan property: a scan of an
+    append-only relation, and the filters, projections, exchanges, inner joins and unions of such
+    inputs keep it; anything else may retract a row."""
+    if isinstance(node, StreamTableScan):
+        return node.append_only
+    if isinstance(node, StreamChangeLog):
+        return True
+    if isinstance(node, StreamHashJoin):
+        return node.kind == "INNER" and all(is_append_only(c) for c in node.inputs)
+    if isinstance(node, StreamFilter | StreamProject | StreamExchange | StreamUnion | StreamMaterialize):
+        return bool(node.inputs) and all(is_append_only(c) for c in node.inputs)
+    return False
 
 
 def find(node: StreamNode, cls: type) -> list:
@@ -320,16 +375,19 @@ def _describe(n: StreamNode) -> str:
     if isinstance(n, StreamMaterialize):
         cols = ", ".join(f.name for f in n.fields if not f.hidden)
         key = ", ".join(names[i] for i in n.stream_key)
-        return f"StreamMaterialize {{ columns: [{cols}], stream_key: [{key}], pk_conflict: " \
-               f"{'Overwrite' if n.overwrite else 'NoCheck'} }}"
+        marker = " [append_only]" if n.append_only else ""
+        return f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict} }}"
     if isinstance(n, StreamHashJoin):
         assert n.left is not None and n.right is not None
         on = " AND ".join(f"{n.left.names[a]} {'IS NOT DISTINCT FROM' if i < len(n.null_safe) and n.null_safe[i] else '='} "
                           f"{n.right.names[b]}" for i, (a, b) in enumerate(zip(n.left_key, n.right_key, strict=True)))
         on = on or "true"
+        if n.condition_display:
+            on = f"{on} AND {n.condition_display}"
         kind = {"INNER": "Inner", "LEFT": "LeftOuter", "RIGHT": "RightOuter", "FULL": "FullOuter",
                 "SEMI": "LeftSemi", "ANTI": "LeftAnti"}[n.kind]
-        return f"StreamHashJoin {{ type: {kind}, predicate: {on} }}"
+        marker = " [in_append_only]" if is_append_only(n.left) and is_append_only(n.right) else ""
+        return f"StreamHashJoin{marker} {{ type: {kind}, predicate: {on} }}"
     if isinstance(n, StreamTopN):
         assert n.input is not None
         in_names = n.input.names
@@ -345,6 +403,8 @@ def _describe(n: StreamNode) -> str:
         return f"StreamTemporalFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
     if isinstance(n, StreamDynamicFilter):
         return f"StreamDynamicFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
+    if isinstance(n, StreamChangeLog):
+        return f"StreamChangeLog {{ need_op: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamUnion):
         return f"StreamUnion {{ all: true, columns: [{', '.join(names)}] }}"
     if isinstance(n, StreamHashAgg):
@@ -352,7 +412,8 @@ def _describe(n: StreamNode) -> str:
         in_names = n.input.names
         gk = ", ".join(in_names[i] for i in n.group_key)
         aggs = ", ".join(a.display or a.kind for a in n.aggs)
-        return f"StreamHashAgg {{ group_key: [{gk}], aggs: [{aggs}] }}"
+        marker = " [in_append_only]" if n.append_only_input else ""
+        return f"StreamHashAgg{marker} {{ group_key: [{gk}], aggs: [{aggs}] }}"
     if isinstance(n, StreamExchange):
         assert n.input is not None
         dist = ", ".join(n.input.names[i] for i in n.dist_key)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from risingspark import interval
 from risingspark.errors import FeatureNotSupported, InvalidParameterValue
 
 # Precision and scale used for NUMERIC without a declared precision: Arrow and Spark decimals have a
@@ -37,6 +38,7 @@ class TypeName(enum.Enum):
     DATE = "date"
     TIMESTAMP = "timestamp without time zone"
     TIMESTAMPTZ = "timestamp with time zone"
+    INTERVAL = "interval"  # months, days, microseconds: `risingspark.interval`
     ARRAY = "array"  # a one-dimensional array of `DataType.element`
 
 
@@ -53,11 +55,12 @@ _PG: dict[TypeName, tuple[int, int, str]] = {
     TypeName.DATE: (1082, 4, "date"),
     TypeName.TIMESTAMP: (1114, 8, "timestamp"),
     TypeName.TIMESTAMPTZ: (1184, 8, "timestamptz"),
+    TypeName.INTERVAL: (1186, 16, "interval"),
 }
 
 # element type OID -> array type OID, as in pg_type
 _ARRAY_OIDS = {16: 1000, 21: 1005, 23: 1007, 20: 1016, 700: 1021, 701: 1022, 1700: 1231, 1043: 1015, 1082: 1182,
-               1114: 1115, 1184: 1185}
+               1114: 1115, 1184: 1185, 1186: 1187}
 
 _SPARK: dict[TypeName, str] = {
     TypeName.SMALLINT: "SMALLINT",
@@ -70,6 +73,7 @@ _SPARK: dict[TypeName, str] = {
     TypeName.DATE: "DATE",
     TypeName.TIMESTAMP: "TIMESTAMP_NTZ",
     TypeName.TIMESTAMPTZ: "TIMESTAMP",
+    TypeName.INTERVAL: "STRUCT<months: INT, days: INT, usecs: BIGINT>",
 }
 
 _DUCKDB: dict[TypeName, str] = {
@@ -83,6 +87,7 @@ _DUCKDB: dict[TypeName, str] = {
     TypeName.DATE: "DATE",
     TypeName.TIMESTAMP: "TIMESTAMP",
     TypeName.TIMESTAMPTZ: "TIMESTAMPTZ",
+    TypeName.INTERVAL: "STRUCT(months INTEGER, days INTEGER, usecs BIGINT)",
 }
 
 _ALIASES: dict[str, TypeName] = {
@@ -112,6 +117,7 @@ _ALIASES: dict[str, TypeName] = {
     "timestamp without time zone": TypeName.TIMESTAMP,
     "timestamptz": TypeName.TIMESTAMPTZ,
     "timestamp with time zone": TypeName.TIMESTAMPTZ,
+    "interval": TypeName.INTERVAL,
 }
 
 _INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
@@ -186,6 +192,8 @@ class DataType:
             return TIMESTAMPTZ if t.tz else TIMESTAMP
         if pa.types.is_null(t):
             return VARCHAR
+        if interval.is_interval_struct(t) or pa.types.is_interval(t):
+            return INTERVAL
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             return cls.array_of(cls.from_arrow(t.value_type))
         raise FeatureNotSupported(f"values of type {t} are not supported")
@@ -267,6 +275,8 @@ class DataType:
             return pa.timestamp("us")
         if n is TypeName.TIMESTAMPTZ:
             return pa.timestamp("us", tz="UTC")
+        if n is TypeName.INTERVAL:
+            return interval.ARROW_TYPE
         if self.element is not None:
             return pa.list_(self.element.to_arrow())
         raise AssertionError(n)
@@ -310,6 +320,7 @@ VARCHAR = DataType(TypeName.VARCHAR)
 DATE = DataType(TypeName.DATE)
 TIMESTAMP = DataType(TypeName.TIMESTAMP)
 TIMESTAMPTZ = DataType(TypeName.TIMESTAMPTZ)
+INTERVAL = DataType(TypeName.INTERVAL)
 
 
 @dataclass(frozen=True)

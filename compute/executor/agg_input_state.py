@@ -13,7 +13,9 @@ each touched group's result before and after the epoch from the values whose cou
 * min / max: the least / greatest value;
 * count(DISTINCT) / sum(DISTINCT) / avg(DISTINCT): over the distinct values;
 * string_agg: the values, each repeated by its count (once with DISTINCT), in the call's ORDER BY
-  order (ties broken by the value, then input order), joined by the delimiter;
+  order (ties broken by the value, then input order), joined by the delimiter — or, when the
+  delimiter is not a constant, each value but the first preceded by its own row's delimiter (kept
+  as the last order column of the state);
 * array_agg: the same values as an array; its NULL inputs are kept too (a NULL element, ordered
   after every value as Postgres' NULLS LAST).
 
@@ -171,6 +173,9 @@ def _result(call: AggCallSpec, rows: list[tuple]) -> Any:
         return max((r[0] for r in rows), key=_pg_order)
     if kind in ("sum", "avg"):
         return _sum_or_avg(call, sorted({_norm(r[0]): r[0] for r in rows}.values(), key=repr))
+    if kind == "string_agg" and call.delimiter_in_order:
+        ordered = _ordered_rows(call, rows)
+        return ordered[0][0] + "".join((r[-2] or "") + r[0] for r in ordered[1:])
     if kind == "string_agg":
         return (call.delimiter or "").join(_ordered_values(call, rows))
     if kind == "array_agg":
@@ -195,6 +200,11 @@ def _sum_or_avg(call: AggCallSpec, values: list[Any]) -> Any:
 def _ordered_values(call: AggCallSpec, rows: list[tuple]) -> list[Any]:
     """The values of string_agg / array_agg, each repeated by its count (once with DISTINCT), in the
     call's ORDER BY order."""
+    return [r[0] for r in _ordered_rows(call, rows)]
+
+
+def _ordered_rows(call: AggCallSpec, rows: list[tuple]) -> list[tuple]:
+    """The ``(value, order values..., count)`` rows of `_ordered_values`, each repeated by its count."""
     # stable sorts from the last key to the first: the value breaks ties (NULLs last), then each
     # ORDER BY column (Postgres' default null placement: NULLS LAST ascending, NULLS FIRST descending)
     ordered = sorted(rows, key=lambda r: (r[0] is None, _pg_order(r[0]) if r[0] is not None else (False, 0)))
@@ -204,13 +214,13 @@ def _ordered_values(call: AggCallSpec, rows: list[tuple]) -> list[Any]:
         missing = [r for r in ordered if r[1 + k] is None]
         present.sort(key=itemgetter(1 + k), reverse=desc)
         ordered = missing + present if nulls_first else present + missing
-    parts: list[Any] = []
+    parts: list[tuple] = []
     seen: set[Any] = set()
     for r in ordered:
         if call.distinct:
             if _norm(r[0]) not in seen:
                 seen.add(_norm(r[0]))
-                parts.append(r[0])
+                parts.append(r)
         else:
-            parts.extend([r[0]] * r[-1])
+            parts.extend([r] * r[-1])
     return parts

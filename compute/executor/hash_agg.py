@@ -6,7 +6,9 @@ looked up at the previous epoch, and yields per group the before/after images of
 (group key, then one value per call), ready for `materialize.emit`. A group whose row count drops
 to zero disappears (its state row is tombstoned and its output deleted). Calls with a materialized
 input state (min, max, string_agg, DISTINCT) fold their own deltas (`agg_input_state`); the group's
-existence still comes from its row count. State layout: `risingspark.aggregate`.
+existence still comes from its row count. Over an append-only input, min and max keep their value in
+the state row instead, and fold the epoch's extreme into it (`extreme_of`). State layout:
+`risingspark.aggregate`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from compute.executor.materialize import AFTER, BEFORE, Pairs, _sst_part
 from risingspark.aggregate import (
     ROW_COUNT,
     count_column,
+    keeps_value,
     keyed_by_row,
     sum_column,
     sum_state_type,
     true_column,
+    value_column,
 )
 from risingspark.chunk import OP, VNODE, signs
 from risingspark.storage.desc import StateTableDesc
@@ -47,6 +51,13 @@ class AggCallSpec:
     order: tuple[tuple[str, bool, bool], ...] = ()  # (input column, descending, nulls first)
     delimiter: str | None = None  # string_agg's
     input_state: StateTableDesc | None = None  # the materialized input state, when the call keeps one
+    delimiter_in_order: bool = False  # string_agg's delimiter is each row's own: the last order column
+
+    @property
+    def keeps_value(self) -> bool:
+        """Whether the call keeps its value in the state row (min and max over an append-only
+        input: `risingspark.aggregate`)."""
+        return keeps_value(self.kind, self.input_state is not None)
 
     @property
     def row_key(self) -> tuple[str, ...]:
@@ -101,9 +112,47 @@ def deltas(spec: HashAggSpec, rows: pa.Table) -> pa.Table:
             cols[true_column(i)] = pc.multiply(sign, pc.cast(pc.fill_null(x, False), pa.int64()))
     t = pa.table(cols)
     partials = [n for n in t.column_names if n not in (VNODE, *spec.group_key)]
-    grouped = t.group_by([VNODE, *spec.group_key], use_threads=False).aggregate([(p, "sum") for p in partials])
-    return grouped.rename_columns([n[:-4] if n.endswith("_sum") and n[:-4] in partials else n
-                                   for n in grouped.column_names])
+    keys = [VNODE, *spec.group_key]
+    grouped = t.group_by(keys, use_threads=False).aggregate([(p, "sum") for p in partials])
+    grouped = grouped.rename_columns([n[:-4] if n.endswith("_sum") and n[:-4] in partials else n
+                                      for n in grouped.column_names])
+    for i, c in enumerate(spec.calls):
+        if c.keeps_value:
+            assert c.arg is not None
+            inserted = rows.filter(pc.greater(sign, 0))
+            values = inserted.select(keys).append_column(value_column(i), inserted.column(c.arg))
+            grouped = _with_group_extreme(grouped, values, keys, value_column(i), c.kind)
+    return grouped
+
+
+def _with_group_extreme(grouped: pa.Table, values: pa.Table, keys: list[str], name: str, kind: str) -> pa.Table:
+    """`grouped` with column `name`: per group, the min or max (`kind`) of `values`' column `name`,
+    NaN the greatest value as in PostgreSQL."""
+    col = values.column(name)
+    aggs = [(name, kind)]
+    if pa.types.is_floating(col.type):
+        values = values.append_column("__nan", pc.fill_null(pc.is_nan(col), False))
+        aggs.append(("__nan", "any"))
+    ext = values.group_by(keys, use_threads=False).aggregate(aggs)
+    value = ext.column(f"{name}_{kind}")
+    if pa.types.is_floating(col.type):
+        nan = ext.column("__nan_any")
+        fix = nan if kind == "max" else pc.and_(nan, pc.is_null(value))
+        value = pc.if_else(fix, pa.scalar(float("nan"), value.type), value)
+    ext = ext.select(keys).append_column(name, value)
+    joined = left_join(grouped, ext, keys, right_suffix="__x")
+    return joined.select(grouped.column_names).append_column(name, joined.column(f"{name}__x"))
+
+
+def extreme_of(kind: str, a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Element-wise min or max (`kind`) of two value columns, NULLs ignored, NaN the greatest value
+    (Arrow's kernels skip NaN; PostgreSQL's max of a NaN is NaN)."""
+    out = pc.max_element_wise(a, b, skip_nulls=True) if kind == "max" else pc.min_element_wise(a, b, skip_nulls=True)
+    if not pa.types.is_floating(a.type):
+        return out
+    nan = pc.or_(pc.fill_null(pc.is_nan(a), False), pc.fill_null(pc.is_nan(b), False))
+    fix = nan if kind == "max" else pc.and_(nan, pc.is_null(out))
+    return pc.if_else(fix, pa.scalar(float("nan"), out.type), out)
 
 
 def all_input_deltas(spec: HashAggSpec, rows: pa.Table) -> dict[int, pa.Table]:
@@ -142,6 +191,8 @@ def spark_partials(spec: HashAggSpec) -> list[tuple[str, str]]:
             out.append((sum_column(i), f"CAST(sum(CASE WHEN {sign} > 0 THEN {x} ELSE -{x} END) AS {t})"))
         if c.kind in ("bool_and", "bool_or"):
             out.append((true_column(i), f"sum(CASE WHEN `{c.arg}` THEN {sign} ELSE CAST(0 AS BIGINT) END)"))
+        if c.keeps_value:  # (Spark's min and max order NaN as PostgreSQL does: greatest)
+            out.append((value_column(i), f"{c.kind}(CASE WHEN {sign} > 0 THEN `{c.arg}` END)"))
     return out
 
 
@@ -156,8 +207,13 @@ def fold(spec: HashAggSpec, delta: pa.Table, old_state: pa.Table, epoch: int,
     partials = [f.name for f in spec.state.fields if f.name not in spec.group_key]
     new: dict[str, pa.Array] = {}
     old: dict[str, pa.Array] = {}
+    values = {value_column(i): c.kind for i, c in enumerate(spec.calls) if c.keeps_value}
     for p in partials:
         o = joined.column(f"{p}{OLD}")
+        if p in values:
+            old[p] = o
+            new[p] = extreme_of(values[p], o, pc.cast(joined.column(p), o.type))
+            continue
         d = pc.fill_null(joined.column(p), pa.scalar(0, o.type).cast(joined.column(p).type))
         old[p] = pc.fill_null(o, pa.scalar(0, o.type))
         new[p] = _add(old[p], pc.cast(d, o.type))
@@ -217,6 +273,8 @@ def _output(call: AggCallSpec, i: int, partials: dict[str, pa.Array]) -> pa.Arra
     count = partials[count_column(i)]
     if call.kind == "count":
         return count
+    if call.keeps_value:
+        return pc.cast(partials[value_column(i)], target)
     if call.kind in ("bool_and", "bool_or"):
         trues = partials[true_column(i)]
         value = pc.equal(trues, count) if call.kind == "bool_and" else pc.greater(trues, 0)

@@ -36,10 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.acero as acero
 import pyarrow.compute as pc
 
 from compute.executor.keyed import distinct_keys, filter_by_keys, join_keys
 from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
+from risingspark import arrow_expr
+from risingspark.arrow_expr import to_arrow
 from risingspark.chunk import OP, VNODE
 from risingspark.storage.desc import StateTableDesc
 
@@ -59,6 +62,7 @@ class JoinSpec:
     right_key: tuple[str, ...]
     output_key: tuple[str, ...]  # the output's stream key columns
     null_safe: tuple[bool, ...] = ()  # per key column: NULL matches NULL (IS NOT DISTINCT FROM)
+    condition: str = ""  # more of ON, tested while rows match (`risingspark.arrow_expr` JSON)
 
     def key_is_null_safe(self, i: int) -> bool:
         return i < len(self.null_safe) and self.null_safe[i]
@@ -181,6 +185,26 @@ def _join(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
             else:
                 lkey.append(lk)
                 rkey.append(rk)
-    out = left.join(right, keys=lkey, right_keys=rkey, join_type=_JOIN_TYPES[spec.kind], coalesce_keys=False,
-                    use_threads=False, right_suffix=_RIGHT_SUFFIX)
+    if spec.condition:
+        out = _join_with_condition(spec, left, right, lkey, rkey)
+    else:
+        out = left.join(right, keys=lkey, right_keys=rkey, join_type=_JOIN_TYPES[spec.kind], coalesce_keys=False,
+                        use_threads=False, right_suffix=_RIGHT_SUFFIX)
     return out.select(names)
+
+
+def _join_with_condition(spec: JoinSpec, left: pa.Table, right: pa.Table, lkey: list[str],
+                         rkey: list[str]) -> pa.Table:
+    """Arrow's hash join with the rest of ON as its residual filter: a pair of rows matches when the
+    keys are equal and the condition is true (outer joins pad, semi / anti joins count, only such
+    pairs), as SQL's ON."""
+    if set(left.column_names) & set(right.column_names):  # (helper key columns of a cross join)
+        right = right.rename_columns([f"{c}{_RIGHT_SUFFIX}" if c in left.column_names else c
+                                      for c in right.column_names])
+        rkey = [f"{k}{_RIGHT_SUFFIX}" if k in left.column_names else k for k in rkey]
+    options = acero.HashJoinNodeOptions(_JOIN_TYPES[spec.kind], left_keys=lkey, right_keys=rkey,
+                                        filter_expression=to_arrow(arrow_expr.loads(spec.condition)))
+    plan = acero.Declaration("hashjoin", options, inputs=[
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(left)),
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(right))])
+    return plan.to_table(use_threads=False)

@@ -6,9 +6,11 @@ Per key, an epoch's input reduces to at most one before-image and one after-imag
 tombstone, and emits the table's change log: Insert, Delete, or an UpdateDelete/UpdateInsert pair;
 a key whose after-image equals its before-image changes nothing.
 
-With ``overwrite`` (a table's conflict handling), the before-image is what the table holds at the
-previous epoch, looked up in storage, and the after-image is the key's last DML op of the epoch
-(by ``_seq``): an insert of an existing key becomes an update, a delete of a missing key does nothing.
+For a table that checks primary-key conflicts (`risingspark.table_kind`), the before-image is what
+the table holds at the previous epoch, looked up in storage, and the after-image follows from the
+key's DML ops of the epoch (by ``_seq``): with Overwrite, the last op (`pairs_from_dml`), so an
+insert of an existing key becomes an update and a delete of a missing key does nothing; the other
+behaviours are in `pk_conflict`.
 """
 
 from __future__ import annotations

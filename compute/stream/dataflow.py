@@ -45,9 +45,13 @@ from compute.stream.tasks import (
     top_n_task,
 )
 from risingspark.aggregate import VALUE_COUNT, keeps_nulls
-from risingspark.chunk import OP, SEQ, VNODE
+from risingspark.chunk import OP, SEQ, VNODE, Op
 from risingspark.errors import FeatureNotSupported
 from risingspark.stream_plan import (
+    CHANGELOG_EPOCH,
+    CHANGELOG_OP,
+    CHANGELOG_ROW_ID,
+    StreamChangeLog,
     StreamDml,
     StreamDynamicFilter,
     StreamExchange,
@@ -79,7 +83,8 @@ def agg_spec(node: StreamHashAgg) -> HashAggSpec:
     calls = tuple(
         AggCallSpec(c.kind, in_fields[c.arg].name if c.arg is not None else None,
                     in_fields[c.arg].type if c.arg is not None else None, c.return_type, out.name, c.distinct,
-                    tuple((in_fields[o].name, desc, nf) for o, desc, nf in c.order), c.delimiter, state)
+                    tuple((in_fields[o].name, desc, nf) for o, desc, nf in c.order), c.delimiter, state,
+                    c.delimiter_in_order)
         for c, out, state in zip(node.aggs, node.fields[len(node.group_key):], states, strict=True))
     return HashAggSpec(tuple(in_fields[i].name for i in node.group_key), calls, node.state_table)
 
@@ -130,7 +135,7 @@ class Dataflow:
             # key: only the vnode column needs computing.
             df = _vnode_column(df, plan.fields, mv.dist_key)
         version = self.rnd.barrier.version
-        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.overwrite)
+        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.conflict)
         rows = map_in_arrow(df, task, META_SCHEMA).collect()
         job = self.rt.job
         self.rnd.count_spark_job()
@@ -188,6 +193,8 @@ class Dataflow:
                 # regroups rows by another key)
                 return df
             return df.repartition(self.rt.parallelism, VNODE)
+        if isinstance(node, StreamChangeLog):
+            return self._changelog(node)
         if isinstance(node, StreamUnion):
             built = [(b, df) for b in node.branches if (df := self.build(b)) is not None]
             if not built:
@@ -208,6 +215,28 @@ class Dataflow:
         if isinstance(node, StreamDynamicFilter):
             return self._dynamic_filter(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
+
+    def _changelog(self, node: StreamChangeLog) -> DataFrame | None:
+        """Every change of the input as an inserted row (`StreamChangeLog`): its op becomes
+        ``changelog_op`` in RisingWave's numbering, the epoch and a row id are added."""
+        assert node.input is not None
+        df = self.build(node.input)
+        if df is None:
+            return None
+        epoch = self.rnd.env.epoch
+        op = F.col(OP)
+        changelog_op = (F.when(op == int(Op.INSERT), 1).when(op == int(Op.DELETE), 2)
+                        .when(op == int(Op.UPDATE_INSERT), 3).when(op == int(Op.UPDATE_DELETE), 4))
+        # RisingWave's row id layout: milliseconds << 22 | partition << 12 | sequence, a sequence past
+        # 4096 rows moving on to the next milliseconds
+        seq = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+        millis = F.lit(epoch >> 16).cast("bigint") + F.floor(seq / 4096).cast("bigint")
+        row_id = F.shiftleft(millis, 22).bitwiseOR(F.shiftleft(F.spark_partition_id().cast("bigint") % 1024, 12)) \
+            .bitwiseOR(seq % 4096)
+        names = node.input.names
+        return df.select(F.lit(int(Op.INSERT)).cast("tinyint").alias(OP), *[F.col(f"`{n}`") for n in names],
+                         changelog_op.cast("smallint").alias(CHANGELOG_OP), row_id.alias(CHANGELOG_ROW_ID),
+                         F.lit(epoch).cast("bigint").alias(CHANGELOG_EPOCH))
 
     def _hash_join(self, node: StreamHashJoin) -> DataFrame | None:
         lx, rx = node.left, node.right
@@ -234,7 +263,7 @@ class Dataflow:
         both = both.repartition(self.rt.parallelism, VNODE)
         spec = JoinSpec(node.kind, node.left_state, node.right_state, tuple(lf[i].name for i in node.left_key),
                         tuple(rf[i].name for i in node.right_key), tuple(node.fields[i].name for i in node.stream_key),
-                        node.null_safe)
+                        node.null_safe, node.condition)
         version = self.rnd.barrier.version
         task = hash_join_task(self.rnd.env, spec, tuple(version.ssts(node.left_state.table_id)),
                               tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,

@@ -28,7 +28,8 @@ from compute.executor.dynamic_filter import last_bound as last_dynamic_bound
 from compute.executor.dynamic_filter import range_to_read as dynamic_range
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
-from compute.executor.materialize import changes_of, emit, pairs_from_changes, pairs_from_dml
+from compute.executor.materialize import changes_of, emit, pairs_from_changes
+from compute.executor.pk_conflict import resolve_dml
 from compute.executor.temporal_filter import (
     TemporalFilterSpec,
     bound_at,
@@ -47,6 +48,7 @@ from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import get_object_store
 from risingspark.storage.reader import ScanResult, StateTableReader, read_schema
 from risingspark.storage.sst import write_ssts
+from risingspark.table_kind import ConflictBehavior
 
 logger = logging.getLogger(__name__)
 
@@ -142,20 +144,22 @@ def _write_outputs(env: TaskEnv, desc: StateTableDesc, sst_rows: pa.Table, chang
         items.append(("changelog", {"table_id": desc.table_id, "path": path, "row_count": rows}))
 
 
-def materialize_task(env: TaskEnv, desc: StateTableDesc, ssts: tuple[SstableInfo, ...], overwrite: bool) -> Task:
-    """StreamMaterialize over a partition of the job's change stream (or of a table's DML)."""
+def materialize_task(env: TaskEnv, desc: StateTableDesc, ssts: tuple[SstableInfo, ...],
+                     conflict: ConflictBehavior) -> Task:
+    """StreamMaterialize over a partition of the job's change stream (or of a table's DML, whose
+    primary-key conflicts `conflict` resolves against the rows stored for the keys)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = _collect(batches)
         if rows is None:
             return
         cache = None
-        if overwrite:
+        if conflict.checks:
             keys = rows.select([VNODE, *desc.pk_names])
             reader = env.reader()
             cache = env.cache(reader, desc, ssts)
             old = cache.lookup(reader, ssts, env.prev_epoch, keys)
-            pairs = pairs_from_dml(desc, rows, old)
+            pairs = resolve_dml(desc, rows, old, conflict)
         else:
             pairs = pairs_from_changes(desc, rows)
         out = emit(desc, pairs, env.epoch)

@@ -24,6 +24,7 @@ from frontend.binder.bound import (
     Scope,
     SelectItem,
     query_froms,
+    reads_changelog,
     scans_of,
 )
 from frontend.binder.coercion import coerce, common_type, literal, numeric_result
@@ -35,5 +36,5 @@ __all__ = [
     "SYSTEM_SCHEMAS", "BoundFrom", "BoundJoin", "BoundQuery", "BoundScan", "BoundSetOp", "BoundStreamSelect",
     "BoundSubquery", "CatalogReader", "FromItem", "OrderItem", "QueryBinder", "RelationRef", "RowNumber", "Scope",
     "SelectItem", "bind_expr", "bind_stream_select", "coerce", "common_type", "ident", "literal", "numeric_result",
-    "query_froms", "scans_of", "visible_fields",
+    "query_froms", "reads_changelog", "scans_of", "visible_fields",
 ]

@@ -25,6 +25,7 @@ from risingspark.types import (
     INT8,
     NUMERIC,
     VARCHAR,
+    TypeName,
 )
 
 AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat,
@@ -60,10 +61,16 @@ def bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCa
     if is_unknown_literal(arg):
         arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "array_agg": VARCHAR, "bool_and": BOOL,
                            "bool_or": BOOL, "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    if arg.type.name is TypeName.INTERVAL and (kind != "count" or distinct):
+        # a stored interval is not comparable as stored ('1 mon' = '30 days'), and sum/avg need
+        # interval arithmetic the stream engine lacks
+        raise FeatureNotSupported(f"{kind}({'DISTINCT ' if distinct else ''}interval) in a materialized view is not "
+                                  f"supported yet")
     if kind == "array_agg" and filter_ is not None:
         # FILTER is planned as agg(CASE WHEN c THEN x END), which would add NULL elements
         raise FeatureNotSupported("array_agg(...) FILTER (WHERE ...) in a materialized view is not supported yet")
     delimiter = None
+    delimiter_arg: BoundExpr | None = None
     if kind == "string_agg":
         sep = node.args.get("separator")
         if sep is None:
@@ -73,8 +80,11 @@ def bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCa
             delimiter = ""  # Postgres: a NULL delimiter concatenates without one
         elif isinstance(sep, exp.Literal) and sep.is_string:
             delimiter = sep.this
-        else:
-            raise FeatureNotSupported("string_agg with a delimiter that is not a constant string is not supported")
+        elif distinct:
+            raise FeatureNotSupported("string_agg(DISTINCT ...) with a delimiter that is not a constant is not "
+                                      "supported")
+        else:  # each value but the first is preceded by its own row's delimiter (NULL: none)
+            delimiter_arg = coerce(bind_expr(sep, scope, allow_agg=False), VARCHAR)
     order: list[tuple[BoundExpr, bool, bool]] = []
     for o in order_nodes:
         e = bind_expr(o.this, scope, allow_agg=False)
@@ -87,4 +97,5 @@ def bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCa
         order = []  # only string_agg's and array_agg's results depend on the order of their inputs
     if kind in ("min", "max", "bool_and", "bool_or"):
         distinct = False  # the same result with or without DISTINCT
-    return AggCallExpr(kind, arg, agg_return_type(kind, arg.type), distinct, tuple(order), delimiter, filter_)
+    return AggCallExpr(kind, arg, agg_return_type(kind, arg.type), distinct, tuple(order), delimiter, filter_,
+                       delimiter_arg)

@@ -21,6 +21,7 @@ from risingspark.errors import (
     UndefinedColumn,
     UndefinedTable,
 )
+from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     Field,
 )
@@ -42,10 +43,13 @@ class BoundScan:
     offset: int
     fields: tuple[Field, ...]
     filter: BoundExpr | None = None  # conditions of WHERE or ON over this item alone, applied first
+    changelog: bool = False  # the relation's change log (`risingspark.stream_plan.StreamChangeLog`), not its rows
 
     @property
     def columns(self) -> tuple[Field, ...]:
         """The columns as the query names them (unqualified)."""
+        if self.changelog:
+            return self.relation.fields + CHANGELOG_FIELDS
         return self.relation.fields
 
 
@@ -105,6 +109,11 @@ def scans_of(src: BoundFrom) -> list[BoundScan]:
     if isinstance(src, BoundSubquery):
         return [s for f in query_froms(src.query) for s in scans_of(f)]
     return scans_of(src.left) + scans_of(src.right)
+
+
+def reads_changelog(q: BoundQuery) -> bool:
+    """Whether a query reads some relation's change log (``CHANGELOG FROM``)."""
+    return any(s.changelog for f in query_froms(q) for s in scans_of(f))
 
 
 def query_froms(q: BoundQuery) -> list[BoundFrom]:

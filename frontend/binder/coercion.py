@@ -11,8 +11,10 @@ from frontend.expr import (
     Cast,
     Literal,
 )
+from risingspark import interval
 from risingspark.errors import (
     DatatypeMismatch,
+    FeatureNotSupported,
     UndefinedFunction,
 )
 from risingspark.types import (
@@ -52,8 +54,13 @@ def is_unknown_literal(e: BoundExpr) -> bool:
 def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
     if e.type == target:
         return e
+    if target.name is TypeName.INTERVAL and isinstance(e, Literal) and (e.value is None or is_unknown_literal(e)):
+        return Literal(None if e.value is None else interval.parse(str(e.value)), target)
     if is_unknown_literal(e) or (isinstance(e, Literal) and e.value is None):
         return Cast(e, target)
+    if TypeName.INTERVAL in (e.type.name, target.name):
+        raise FeatureNotSupported(f"converting {e.type.display()} to {target.display()} in a materialized view is "
+                                  f"not supported yet")
     if target.name is TypeName.BOOLEAN and e.type.name is not TypeName.BOOLEAN:
         raise DatatypeMismatch(f"argument of {context or 'expression'} must be type boolean, not type "
                                f"{e.type.display()}")

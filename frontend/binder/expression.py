@@ -8,11 +8,14 @@ from typing import Any
 
 from sqlglot import exp
 
+from frontend.binder import datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
 from frontend.binder.coercion import coerce, common_of, common_type, literal
-from frontend.binder.function import bind_date_trunc, bind_extract, bind_func
+from frontend.binder.extract import bind_extract, bind_to_char
+from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
+from frontend.binder.strings import bind_string, is_string_node
 from frontend.expr import (
     AggCallExpr,
     BinaryOp,
@@ -34,6 +37,7 @@ from risingspark.types import (
     BOOL,
     VARCHAR,
     DataType,
+    TypeName,
 )
 
 
@@ -102,13 +106,18 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         if target.element is not None:
             raise FeatureNotSupported(f"casts to {target.display()} in a materialized view are not supported yet")
         inner = rec(node.this)
+        if TypeName.INTERVAL in (target.name, inner.type.name):
+            return datetime.cast_interval(inner, target)
         return Cast(inner, target) if inner.type != target else inner
+    if isinstance(node, exp.Interval):
+        return datetime.interval_literal(node)
     if type(node) in _COMPARE:
-        a, b, _ = common_type(rec(node.left), rec(node.right), _COMPARE[type(node)])
-        return BinaryOp(_COMPARE[type(node)], a, b, BOOL)
+        return datetime.compare(_COMPARE[type(node)], rec(node.left), rec(node.right))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         a, b = rec(node.left), rec(node.right)
+        if datetime.involves_datetime(a, b):
+            return datetime.arith(op, a, b)
         a, b, t = common_type(a, b, op)
         if not t.is_numeric:
             raise UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}")
@@ -130,14 +139,12 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             return Literal(-x.value, x.type)
         if isinstance(x, Literal) and x.type.is_numeric and isinstance(x.value, str):
             return Literal("-" + x.value, x.type)
-        return UnaryOp("NEG", x, x.type)
+        return datetime.unary_minus(x) or UnaryOp("NEG", x, x.type)
     if isinstance(node, exp.Is):
         return bind_is(node, rec, negated=False)
     if isinstance(node, exp.Between):
         x, lo, hi = rec(node.this), rec(node.args["low"]), rec(node.args["high"])
-        x1, lo, _ = common_type(x, lo, "BETWEEN")
-        x2, hi, _ = common_type(x, hi, "BETWEEN")
-        return BinaryOp("AND", BinaryOp(">=", x1, lo, BOOL), BinaryOp("<=", x2, hi, BOOL), BOOL)
+        return BinaryOp("AND", datetime.compare(">=", x, lo), datetime.compare("<=", x, hi), BOOL)
     if isinstance(node, exp.Exists | exp.Subquery) or (isinstance(node, exp.In) and node.args.get("query")):
         raise FeatureNotSupported("subqueries in a materialized view are supported in FROM and as IN / EXISTS "
                                   "conditions joined by AND in WHERE, not here")
@@ -146,6 +153,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             raise FeatureNotSupported("IN (subquery) in a materialized view is not supported yet")
         x = rec(node.this)
         items = tuple(common_type(x, rec(i), "IN")[1] for i in node.expressions)
+        if datetime.is_interval(x):
+            raise FeatureNotSupported("IN over intervals in a materialized view is not supported yet; use = ... OR")
         return InList(x, items, False)
     if isinstance(node, exp.Like | exp.ILike):
         return Like(coerce(rec(node.this), VARCHAR), coerce(rec(node.expression), VARCHAR), False,
@@ -174,6 +183,10 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return bind_date_trunc(node, rec)
     if isinstance(node, exp.Extract):
         return bind_extract(node, rec)
+    if isinstance(node, exp.TimeToStr):
+        return bind_to_char(node, rec)
+    if is_string_node(node):
+        return bind_string(node, rec)
     if isinstance(node, exp.Func):
         return bind_func(node, rec)
     raise FeatureNotSupported(f"expression {node.sql(dialect='postgres')!r} is not supported in a "

@@ -8,8 +8,9 @@ are reordered and their conditions pushed down:
 
 1. **Groups.** The FROM list is cut at outer joins into groups of items joined by commas, CROSS or
    INNER joins. The tree of everything before an outer join is the first unit of the next group;
-   the outer join itself is kept as written (its ON condition splits into key pairs; a conjunct over
-   its null-supplying side alone filters that side first; anything else is not supported yet).
+   the outer join itself is kept as written (its ON condition splits into key pairs, a LEFT join's
+   conjuncts over its null-supplying side alone filter that side first, and the rest is tested while
+   the join matches rows).
 2. **Conditions.** A group's pool holds its inner joins' ON conditions and the WHERE conjuncts that
    may move there: those of the last group, and those of an earlier group over its own items while
    no RIGHT or FULL join follows it (a LEFT join keeps every left row, so filtering them commutes
@@ -346,19 +347,15 @@ class FromBinder:
             raise FeatureNotSupported(f"{kind} JOIN without ON or USING")
         pairs: list[tuple[InputRef, InputRef, bool]] = []
         right_filters: list[BoundExpr] = []
-        left_items = frozenset(i for i in range(right))
+        residual: list[BoundExpr] = []
         for c in conds:
             pair = _equi(c.expr)
             if pair is not None and len(c.items) == 2 and right in c.items:
                 pairs.append(pair)
-                continue
-            null_supplying = {"LEFT": {right}, "RIGHT": left_items, "FULL": set()}[kind]
-            if c.items and c.items <= null_supplying and kind == "LEFT":
-                right_filters.append(c.expr)
-                continue
-            raise FeatureNotSupported(f"a condition in the ON clause of a {kind} JOIN other than an equality "
-                                      f"between its sides or a filter of its nullable side ({_display(c.expr)}) is "
-                                      f"not supported in a materialized view yet")
+            elif kind == "LEFT" and c.items == {right}:
+                right_filters.append(c.expr)  # the nullable side's own condition: it filters that side first
+            else:
+                residual.append(c.expr)  # tested while the join matches rows
         placed = self._place(right, width, right_filters)
         moved = []
         for a0, b0, null_safe in pairs:
@@ -367,8 +364,8 @@ class FromBinder:
             if a.index >= width:
                 a, b = b, a
             moved.append((a, b, null_safe))
-        return BoundJoin(tree, placed, kind, tuple(a for a, _, _ in moved), tuple(b for _, b, _ in moved), None,
-                         tuple(ns for _, _, ns in moved))
+        return BoundJoin(tree, placed, kind, tuple(a for a, _, _ in moved), tuple(b for _, b, _ in moved),
+                         _conjunction([self._moved(r) for r in residual]), tuple(ns for _, _, ns in moved))
 
     def _final_items(self) -> list[FromItem]:
         return [dataclasses.replace(s, offset=self.final[i]) for i, s in enumerate(self.items)]
@@ -404,11 +401,3 @@ def _equi(e: BoundExpr) -> tuple[InputRef, InputRef, bool] | None:
     if a.type.name is not b.type.name and not (a.type.is_numeric and b.type.is_numeric):
         return None
     return a, b, e.op != "="
-
-
-def _display(e: BoundExpr) -> str:
-    try:
-        return e.display()
-    except Exception:  # noqa: BLE001 - only for a message
-        return "..."
-

@@ -10,7 +10,6 @@ from frontend.binder.coercion import coerce, common_of
 from frontend.expr import (
     BoundExpr,
     Cast,
-    Extract,
     FuncCall,
     Literal,
 )
@@ -36,11 +35,6 @@ _FUNCS = {"lower": "lower", "upper": "upper", "length": "char_length", "char_len
 
 
 _TRUNC_UNITS = ("microseconds", "milliseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year")
-# extract(field FROM ts) in Spark SQL over a TIMESTAMP; Postgres returns numeric
-_EXTRACT = {"year": "year({})", "quarter": "quarter({})", "month": "month({})", "week": "weekofyear({})",
-            "day": "day({})", "doy": "dayofyear({})", "dow": "(dayofweek({}) - 1)", "isodow": "weekday({}) + 1",
-            "hour": "hour({})", "minute": "minute({})", "second": "(second({}) + CAST(pmod(unix_micros({}), 1000000) AS DECIMAL(20, 6)) / 1000000)",
-            "epoch": "(CAST(unix_micros({}) AS DECIMAL(38, 6)) / 1000000)"}
 
 
 def bind_date_trunc(node: exp.Expression, rec) -> BoundExpr:
@@ -57,21 +51,6 @@ def bind_date_trunc(node: exp.Expression, rec) -> BoundExpr:
         raise UndefinedFunction(f"function date_trunc(unknown, {x.type.display()}) does not exist")
     spark_unit = {"microseconds": "MICROSECOND", "milliseconds": "MILLISECOND"}.get(name, name.upper())
     return FuncCall("date_trunc", (Literal(spark_unit, VARCHAR), x), x.type)
-
-
-def bind_extract(node: exp.Extract, rec) -> BoundExpr:
-    """``extract(field FROM ts)``, numeric as Postgres."""
-    field = node.this.name.lower() if node.this is not None else ""
-    x = rec(node.expression)
-    if x.type.name is TypeName.DATE:
-        x = Cast(x, TIMESTAMP)
-    if x.type.name not in (TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ):
-        raise UndefinedFunction(f"function extract(unknown, {x.type.display()}) does not exist")
-    if field not in _EXTRACT:
-        raise FeatureNotSupported(f'extract field "{field}" is not supported in a materialized view yet')
-    return Extract(field, x, NUMERIC, _EXTRACT[field])
-
-
 
 
 def bind_func(node: exp.Func, rec) -> BoundExpr:

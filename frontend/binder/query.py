@@ -26,6 +26,13 @@ from frontend.binder.bound import (
 from frontend.binder.coercion import coerce, common_type, numeric_result
 from frontend.binder.expression import bind_expr, check_grouped, output_name, strip_cast
 from frontend.binder.from_clause import FromBinder
+from frontend.binder.grouping_sets import (
+    distinct_on,
+    expand_grouping_sets,
+    has_grouping_sets,
+    replace_grouping_calls,
+)
+from frontend.binder.normalize import factor_or
 from frontend.binder.relation import CatalogReader, ident
 from frontend.binder.set_operation import rewrite_set_operation
 from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
@@ -39,6 +46,7 @@ from frontend.expr import (
     contains_agg,
 )
 from frontend.interval import fixed_interval_micros
+from frontend.rw_clauses import CHANGELOG_FUNCTION
 from frontend.temporal_filter import TemporalCond, match_temporal, split_between, unsupported_column
 from risingspark.catalog import RelationKind
 from risingspark.errors import (
@@ -51,6 +59,7 @@ from risingspark.errors import (
     UndefinedTable,
     WrongObjectType,
 )
+from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     BOOL,
     INT8,
@@ -68,7 +77,7 @@ class QueryBinder:
     def __init__(self, catalog: CatalogReader) -> None:
         self.catalog = catalog
         self.ctes: list[dict[str, exp.Expression]] = []
-        self.unnamed = 0  # subqueries in FROM without an alias
+        self.unnamed = 0  # subqueries the binder names (`alias`)
 
     def query(self, node: exp.Expression) -> BoundQuery:
         with_ = node.args.get("with") or node.args.get("with_")
@@ -113,8 +122,16 @@ class QueryBinder:
                 fields.append(Field(a.name, t))
             return BoundSetOp(left, right, not node.args.get("distinct"), tuple(fields))
         if isinstance(node, exp.Select):
+            if has_grouping_sets(node):
+                _, scope, _ = self.from_(node, None)
+                return self.query(expand_grouping_sets(node, scope))
             return self.select(node, None)
         raise FeatureNotSupported(f"{type(node).__name__.upper()} in a materialized view is not supported yet")
+
+    def alias(self, prefix: str) -> str:
+        """A name for a subquery the binder joins (unique in the statement)."""
+        self.unnamed += 1
+        return f"{prefix}{self.unnamed}"
 
     def cte(self, name: str) -> exp.Expression | None:
         for scope in reversed(self.ctes):
@@ -128,18 +145,23 @@ class QueryBinder:
             if node.args.get("alias"):
                 alias = ident(node.args["alias"].this)
             else:  # (PostgreSQL 16 and RisingWave accept it; its columns are named by column only)
-                self.unnamed += 1
-                alias = f"_rw_subquery_{self.unnamed}"
+                alias = self.alias("_rw_subquery_")
             return self._subquery(self.query(node.this), alias, offset, qualified, node.args.get("alias"))
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
                 and node.this.name.lower() in ("tumble", "hop"):
             return self._time_window(node, node.this, offset, qualified)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) \
+                and node.this.name.lower() == CHANGELOG_FUNCTION:
+            return self._changelog(node, node.this, offset, qualified)
         if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
             raise FeatureNotSupported(f"{node.sql(dialect='postgres')!r} in FROM of a materialized view is not "
                                       f"supported yet")
         name = ident(node.this)
         if not node.args.get("db") and (cte := self.cte(name)) is not None:
             alias = ident(node.args["alias"].this) if node.args.get("alias") else name
+            if (log := _changelog_source(cte.this)) is not None:
+                # a changelog CTE reads as the change log itself, its hidden columns selectable
+                return self._changelog(log, log.this, offset, qualified, alias)
             return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
         rel = self.catalog.resolve_user(node)
         alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
@@ -152,6 +174,29 @@ class QueryBinder:
             return self._subquery(self.query(view), alias, offset, qualified, alias_node)
         fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden) for f in rel.fields)
         return BoundScan(rel, alias, offset, fields)
+
+    def _changelog(self, node: exp.Table, func: exp.Anonymous, offset: int, qualified: bool,
+                   alias: str | None = None) -> BoundScan:
+        """``WITH c AS CHANGELOG FROM relation`` (`frontend.rw_clauses` rewrote it into this table
+        function): the relation's columns, then its changes' ``changelog_op`` and hidden ids
+        (`risingspark.stream_plan.StreamChangeLog`)."""
+        (arg,) = func.expressions
+        if not isinstance(arg, exp.Column) or not isinstance(arg.this, exp.Identifier):
+            raise SyntaxError_("CHANGELOG FROM expects a table or materialized view name")
+        parts = [p for p in (arg.args.get("catalog"), arg.args.get("db"), arg.args.get("table")) if p is not None]
+        name = ident(arg.this)
+        if not parts and self.cte(name) is not None:
+            raise FeatureNotSupported("CHANGELOG FROM a CTE is not supported yet: name a table or materialized view")
+        table = exp.Table(this=arg.this, db=parts[-1] if parts else None, catalog=parts[0] if len(parts) > 1 else None)
+        rel = self.catalog.resolve_user(table)
+        if rel.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW):
+            raise WrongObjectType(f'CHANGELOG FROM "{rel.name}": it is a {rel.kind.display}, not a table or '
+                                  f"materialized view")
+        if alias is None:
+            alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
+        fields = tuple(Field(f"{alias}.{f.name}" if qualified else f.name, f.type, f.hidden)
+                       for f in rel.fields + CHANGELOG_FIELDS)
+        return BoundScan(rel, alias, offset, fields, changelog=True)
 
     def _time_window(self, node: exp.Table, func: exp.Anonymous, offset: int, qualified: bool) -> BoundSubquery:
         """``TUMBLE(t, ts, size)`` and ``HOP(t, ts, hop, size)`` in FROM, as RisingWave: the columns
@@ -247,9 +292,10 @@ class QueryBinder:
                 src = self._exists(inner, src, scope, "ANTI" if negated else "SEMI")
             elif isinstance(inner, exp.In) and inner.args.get("query") is not None:
                 if negated:
-                    raise FeatureNotSupported("NOT IN (subquery) in a materialized view is not supported (its NULL "
-                                              "semantics); use NOT EXISTS")
-                src = self._in(inner, src, scope)
+                    src, scope, cond = self._not_in(inner, src, scope)
+                    parts.append(cond)
+                else:
+                    src = self._in(inner, src, scope)
             elif scalar_subqueries(c):
                 unnested = unnest_scalars(self, c, src, scope)
                 src, scope = unnested.source, unnested.scope
@@ -259,20 +305,40 @@ class QueryBinder:
                 parts.append(coerce(bind_expr(c, scope, allow_agg=False), BOOL, "WHERE"))
         return src, conjunction(parts), tuple(temporal)
 
-    def _in(self, node: exp.In, src: BoundFrom, scope: Scope) -> BoundFrom:
+    def _in(self, node: exp.In, src: BoundFrom, scope: Scope, kind: str = "SEMI") -> BoundFrom:
         x = bind_expr(node.this, scope, allow_agg=False)
         if not isinstance(strip_cast(x), InputRef):
             raise FeatureNotSupported("IN (subquery) in a materialized view needs a column on its left side")
-        q = self.query(node.args["query"].this if isinstance(node.args["query"], exp.Subquery)
-                       else node.args["query"])
+        q = self.query(_subquery_of(node))
         if len(q.fields) != 1:
             raise SyntaxError_("subquery has too many columns")
-        right = self._subquery(q, f"__in{len(src.fields)}", len(src.fields), True, None)
+        right = self._subquery(q, self.alias("__in"), len(src.fields), True, None)
         key = InputRef(right.offset, right.fields[0].name, right.fields[0].type)
         left_key = strip_cast(x)
         assert isinstance(left_key, InputRef)
         common_type(left_key, key, "=")
-        return BoundJoin(src, right, "SEMI", (left_key,), (key,), None)
+        return BoundJoin(src, right, kind, (left_key,), (key,), None)
+
+    def _not_in(self, node: exp.In, src: BoundFrom, scope: Scope) -> tuple[BoundFrom, Scope, BoundExpr]:
+        """``x NOT IN (subquery)`` with its NULL semantics: true when the subquery has no row; else
+        when x is not NULL, no row equals x and no row is NULL. The rows with no equal row (an anti
+        join), then a condition over the subquery's row and NULL counts (one row, cross-joined)."""
+        src = self._in(node, src, scope, "ANTI")
+        value = exp.column("_rw_v", table="_rw_not_in")
+        counts = exp.select(exp.alias_(exp.Count(this=exp.Star()), "_rw_rows"),
+                            exp.alias_(exp.Filter(this=exp.Count(this=exp.Star()),
+                                                  expression=exp.Where(this=exp.Is(this=value, expression=exp.Null()))),
+                                       "_rw_nulls")) \
+            .from_(exp.Subquery(this=_subquery_of(node).copy(), alias=exp.TableAlias(
+                this=exp.to_identifier("_rw_not_in"), columns=[exp.to_identifier("_rw_v")])))
+        alias = self.alias("__not_in")
+        item = self._subquery(self.query(counts), alias, len(src.fields), True, None)
+        src = BoundJoin(src, item, "INNER", (), (), None)
+        scope = scope.with_item(item)
+        cond = exp.or_(exp.EQ(this=exp.column("_rw_rows", table=alias), expression=exp.Literal.number(0)),
+                       exp.and_(exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
+                                exp.EQ(this=exp.column("_rw_nulls", table=alias), expression=exp.Literal.number(0))))
+        return src, scope, coerce(bind_expr(cond, scope, allow_agg=False), BOOL, "WHERE")
 
     def _exists(self, node: exp.Exists, src: BoundFrom, outer: Scope, kind: str) -> BoundFrom:
         sub = node.this
@@ -286,6 +352,7 @@ class QueryBinder:
         inner_src, inner, _ = self.from_(sub, None)
         local: list[BoundExpr] = []
         corr: list[tuple[InputRef, InputRef, bool]] = []  # (outer column, inner column, NULL-safe)
+        others: list[exp.Expression] = []  # other conditions over both queries
         where = sub.args.get("where")
         for c in conjuncts(where.this) if where else []:
             try:
@@ -294,17 +361,33 @@ class QueryBinder:
             except (UndefinedColumn, UndefinedTable):
                 pass
             pair = _correlation(c, inner, outer)
-            if pair is None:
-                raise FeatureNotSupported("a correlated subquery in a materialized view may refer to the outer "
-                                          "query only in equalities (inner.col = outer.col) joined by AND")
-            corr.append(pair)
-        if not corr:
+            if pair is not None:
+                corr.append(pair)
+            else:
+                others.append(c)
+        if not corr and not others:
             raise FeatureNotSupported("an uncorrelated EXISTS in a materialized view is not supported yet")
-        items = tuple(SelectItem(i, f"k{n}") for n, (_, i, _) in enumerate(corr))
+        alias = self.alias("__exists")
+        # the inner columns the other conditions read come out of the subquery beside its keys
+        carried: list[exp.Column] = []
+        rewritten = []
+        for c in others:
+            c = c.copy()
+            for col in list(c.find_all(exp.Column)):
+                if _resolves(inner, col):
+                    if col not in carried:
+                        carried.append(col.copy())
+                    col.replace(exp.column(f"c{carried.index(col)}", table=alias))
+            rewritten.append(c)
+        items = tuple(SelectItem(i, f"k{n}") for n, (_, i, _) in enumerate(corr)) + \
+            tuple(SelectItem(inner.column(col), f"c{n}") for n, col in enumerate(carried))
         q = BoundStreamSelect(inner_src, items, conjunction(local), None)
-        right = self._subquery(q, f"__exists{len(src.fields)}", len(src.fields), True, None)
+        right = self._subquery(q, alias, len(src.fields), True, None)
         rkeys = tuple(InputRef(right.offset + n, right.fields[n].name, right.fields[n].type) for n in range(len(corr)))
-        return BoundJoin(src, right, kind, tuple(o for o, _, _ in corr), rkeys, None, tuple(ns for _, _, ns in corr))
+        both = outer.with_item(right)
+        residual = conjunction([coerce(bind_expr(c, both, allow_agg=False), BOOL, "WHERE") for c in rewritten])
+        return BoundJoin(src, right, kind, tuple(o for o, _, _ in corr), rkeys, residual,
+                         tuple(ns for _, _, ns in corr))
 
     # ---- SELECT -------------------------------------------------------------------------------
     def select(self, query: exp.Select, outer: Scope | None) -> BoundStreamSelect:
@@ -313,7 +396,8 @@ class QueryBinder:
                 raise FeatureNotSupported(f"{feature} in a materialized view is not supported yet")
         distinct = query.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
-            raise FeatureNotSupported("DISTINCT ON in a materialized view is not supported yet")
+            return self.select(distinct_on(self, query, outer), outer)
+        query = replace_grouping_calls(query)
         split = having_subqueries(query)
         if split is not None:
             return self._having_wrapped(query, outer, *split)
@@ -321,7 +405,7 @@ class QueryBinder:
         if group is not None and group.args.get("all"):
             raise FeatureNotSupported("GROUP BY ALL in a materialized view is not supported")
         where_node = query.args.get("where")
-        source, scope, rest = self.from_(query, outer, conjuncts(where_node.this) if where_node else [])
+        source, scope, rest = self.from_(query, outer, factor_or(conjuncts(where_node.this)) if where_node else [])
         where = None
         temporal: tuple[TemporalCond, ...] = ()
         if rest:
@@ -473,6 +557,21 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
 
 
 MAX_HOP_WINDOWS = 16
+def _changelog_source(body: exp.Expression) -> exp.Table | None:
+    """The ``__rw_changelog(relation)`` a changelog CTE's body reads (``SELECT * FROM`` it, as
+    `frontend.rw_clauses` writes it), or None for any other body."""
+    if not isinstance(body, exp.Select) or len(body.expressions) != 1 or not isinstance(body.expressions[0], exp.Star):
+        return None
+    from_ = body.args.get("from") or body.args.get("from_")
+    if from_ is None or body.args.get("joins") or body.args.get("where"):
+        return None
+    table = from_.this
+    if isinstance(table, exp.Table) and isinstance(table.this, exp.Anonymous) \
+            and table.this.name.lower() == CHANGELOG_FUNCTION:
+        return table
+    return None
+
+
 def _interval_micros(node: exp.Expression, what: str) -> int:
     """A window size: a positive constant interval of fixed length, in microseconds."""
     if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
@@ -481,6 +580,11 @@ def _interval_micros(node: exp.Expression, what: str) -> int:
     if total <= 0:
         raise InvalidParameterValue(f"the window sizes of {what} must be positive")
     return total
+
+
+def _subquery_of(node: exp.In) -> exp.Expression:
+    query = node.args["query"]
+    return query.this if isinstance(query, exp.Subquery) else query
 
 
 def conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -6,7 +6,8 @@ A scalar subquery is a value, so in a stream it becomes a join that brings the v
   which RisingWave proves from its plan — here, an aggregate without GROUP BY or HAVING (one row
   even over no input). A conjunct ``expr op (subquery)`` with ``<``, ``<=``, ``>``, ``>=`` is a
   dynamic filter (kind DYNAMIC: when the value moves, only the rows between the old and the new
-  value are read, `compute.executor.dynamic_filter`). Elsewhere the subquery is cross-joined to the
+  value are read, `compute.executor.dynamic_filter`); ``column = (subquery)`` is a semi join on the
+  value (a change reads the rows of the old and of the new value). Elsewhere the subquery is cross-joined to the
   FROM (`BoundJoin` without keys: a change of the value re-reads the rows it meets) and the
   condition reads its column.
 - **Correlated by equalities** (``WHERE ps.cost = (SELECT min(cost) FROM partsupp WHERE p.key =
@@ -31,7 +32,7 @@ from sqlglot import exp
 
 from frontend.binder.bound import BoundFrom, BoundJoin, BoundStreamSelect, BoundSubquery, Scope
 from frontend.binder.coercion import coerce, common_type
-from frontend.binder.expression import bind_expr
+from frontend.binder.expression import bind_expr, strip_cast
 from frontend.expr import AggCallExpr, BinaryOp, InputRef, walk
 from risingspark.errors import FeatureNotSupported, SyntaxError_, UndefinedColumn, UndefinedTable
 from risingspark.types import BOOL
@@ -81,7 +82,7 @@ def unnest_scalars(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scope
         if not isinstance(query, exp.Select):
             raise FeatureNotSupported("a scalar subquery over a set operation in a materialized view is not "
                                       "supported yet")
-        alias = f"__sq{len(src.fields)}"
+        alias = binder.alias("__sq")
         try:
             bound = binder.query(query)
         except (UndefinedColumn, UndefinedTable):
@@ -97,16 +98,16 @@ def unnest_scalars(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scope
     return Unnested(src, scope, c)
 
 
-_FLIP: dict[type, str] = {exp.LT: ">", exp.LTE: ">=", exp.GT: "<", exp.GTE: "<="}
-_OPS: dict[type, str] = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_FLIP: dict[type, str] = {exp.LT: ">", exp.LTE: ">=", exp.GT: "<", exp.GTE: "<=", exp.EQ: "="}
+_OPS: dict[type, str] = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=", exp.EQ: "="}
 
 
 def _dynamic_filter(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scope: Scope) -> BoundFrom | None:
     """``expr op (one-row subquery)`` with a range comparison, as a dynamic filter (`BoundJoin` of
-    kind DYNAMIC: the residual compares the left side's expression with the subquery's value); None
-    for any other shape."""
+    kind DYNAMIC: the residual compares the left side's expression with the subquery's value); with
+    ``=`` and a column, a semi join on the value; None for any other shape."""
     inner = c.this if isinstance(c, exp.Paren) else c
-    if not isinstance(inner, exp.LT | exp.LTE | exp.GT | exp.GTE):
+    if not isinstance(inner, exp.LT | exp.LTE | exp.GT | exp.GTE | exp.EQ):
         return None
     left, right = cast(exp.Expression, inner.left), cast(exp.Expression, inner.right)
     op = _OPS[type(inner)]
@@ -119,11 +120,18 @@ def _dynamic_filter(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scop
     except (UndefinedColumn, UndefinedTable):
         return None  # correlated: a join on its correlation
     _check_one_row(bound)
-    alias = f"__sq{len(src.fields)}"
+    alias = binder.alias("__sq")
     item = binder._subquery(bound, alias, len(src.fields), True,
                             exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(VALUE)]))
     value = InputRef(item.offset, item.fields[0].name, item.fields[0].type)
     key, bound_value, _ = common_type(bind_expr(left, scope, allow_agg=False), value, op)
+    column = strip_cast(key)
+    if op == "=":
+        # a join on the value: a change of it reads the rows of the old and of the new value only
+        if not isinstance(column, InputRef) or not (column.type.name is value.type.name or
+                                                    (column.type.is_numeric and value.type.is_numeric)):
+            return None
+        return BoundJoin(src, item, "SEMI", (column,), (value,), None)
     return BoundJoin(src, item, "DYNAMIC", (), (), BinaryOp(op, key, bound_value, BOOL))
 
 

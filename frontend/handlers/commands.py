@@ -23,6 +23,7 @@ from frontend.parser import (
     WaitStmt,
 )
 from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.session_vars import NOTICES
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationKind
 from risingspark.errors import (
     FeatureNotSupported,
@@ -89,8 +90,9 @@ def _in_db(snap, rel_id: int, database_id: int) -> bool:
 
 
 def set_var(session: Session, stmt: SetStmt) -> StatementResult:
-    session.vars.set(stmt.name, stmt.value)
-    return StatementResult("SET_VARIABLE")
+    spec = session.vars.set(stmt.name, stmt.value)
+    notice = NOTICES.get(spec.name)
+    return StatementResult("SET_VARIABLE", notices=[notice] if notice else [])
 
 
 def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:

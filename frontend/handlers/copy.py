@@ -19,7 +19,7 @@ from sqlglot import exp
 from frontend.handlers.dml import BATCH_ROWS, _columns, _target, _write_inserts
 from frontend.parser import CopyStmt
 from frontend.pgwire.api import CopyIn, StatementResult
-from frontend.values import cast_column
+from frontend.values import cast_column, special_numeric_error
 from risingspark.catalog import RelationCatalog
 from risingspark.errors import (
     BadCopyFileFormat,
@@ -27,6 +27,7 @@ from risingspark.errors import (
     InvalidTextRepresentation,
     QueryCanceled,
 )
+from risingspark.types import TypeName
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -176,6 +177,8 @@ class CopyLoader:
             arr = cast_column(values, field.type)
             if arr is None:
                 bad = next((v for v in values if v is not None and cast_column([v], field.type) is None), "")
+                if field.type.name is TypeName.NUMERIC and (special := special_numeric_error(bad)) is not None:
+                    raise special
                 raise InvalidTextRepresentation(f'invalid input syntax for type {field.type.display()}: "{bad}"',
                                                 detail=f"COPY {self.rel.name}, column {field.name}")
             arrays[i] = arr

@@ -11,10 +11,11 @@ from sqlglot import exp
 from frontend.backfill_order import OPTION as BACKFILL_ORDER_OPTION
 from frontend.backfill_order import explain_lines as explain_order
 from frontend.backfill_order import plan_backfill_order
-from frontend.binder import bind_stream_select, ident
+from frontend.binder import bind_stream_select, ident, reads_changelog
 from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
+from frontend.rw_clauses import TableClauses
 from risingspark.backfill_order import BACKFILL_ORDER
 from risingspark.catalog import (
     DEFAULT_RESOURCE_GROUP,
@@ -40,7 +41,8 @@ from risingspark.errors import (
 )
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, explain, node_to_json, scans
-from risingspark.types import INT8, VARCHAR, DataType, Field
+from risingspark.table_kind import APPEND_ONLY, ON_CONFLICT, ConflictBehavior, conflict_behavior
+from risingspark.types import INT8, VARCHAR, DataType, Field, TypeName
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -51,12 +53,14 @@ def _is_materialized(ast: exp.Create) -> bool:
     return bool(props and any(isinstance(p, exp.MaterializedProperty) for p in props.expressions))
 
 
-def create(session: Session, ast: exp.Create, text: str) -> StatementResult:
+def create(session: Session, ast: exp.Create, text: str, clauses: TableClauses | None = None) -> StatementResult:
     kind = (ast.args.get("kind") or "").upper()
     if kind == "TABLE" and ast.expression is not None:
+        if clauses is not None:
+            raise FeatureNotSupported("APPEND ONLY and ON CONFLICT are not supported in CREATE TABLE AS yet")
         return views.create_table_as(session, ast, text)
     if kind == "TABLE":
-        return create_table(session, ast, text)
+        return create_table(session, ast, text, clauses or TableClauses())
     if kind == "VIEW" and _is_materialized(ast):
         return create_mv(session, ast, text)
     if kind == "VIEW":
@@ -84,7 +88,7 @@ def schema_id(session: Session, table: exp.Table) -> int:
     return reader.schema_id(schema) if schema else reader.current_schema_id()
 
 
-def create_table(session: Session, ast: exp.Create, text: str) -> StatementResult:
+def create_table(session: Session, ast: exp.Create, text: str, clauses: TableClauses) -> StatementResult:
     schema_ast = ast.this
     if not isinstance(schema_ast, exp.Schema):
         raise FeatureNotSupported("CREATE TABLE AS is not supported yet")
@@ -108,6 +112,9 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
             if dtype.element is not None:
                 raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
                                           f"(arrays come from array_agg)")
+            if dtype.name is TypeName.INTERVAL:
+                raise FeatureNotSupported(f'column "{name}": interval columns in tables are not supported yet '
+                                          f"(a materialized view can compute and store intervals)")
             for c in item.args.get("constraints") or []:
                 k = c.args.get("kind")
                 if isinstance(k, exp.PrimaryKeyColumnConstraint):
@@ -130,13 +137,19 @@ def create_table(session: Session, ast: exp.Create, text: str) -> StatementResul
     for n in pk_names:
         if n not in names:
             raise UndefinedColumn(f'column "{n}" named in key does not exist')
-    new_table(session, table, fields, pk_names, not_null, text)
+    if clauses.version_column is not None:
+        raise FeatureNotSupported("ON CONFLICT ... WITH VERSION COLUMN is not supported yet")
+    conflict = conflict_behavior(append_only=clauses.append_only, has_pk=bool(pk_names),
+                                 on_conflict=clauses.on_conflict)
+    new_table(session, table, fields, pk_names, not_null, text, conflict, clauses.append_only)
     return StatementResult("CREATE_TABLE")
 
 
 def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names: list[str], not_null: list[str],
-              text: str) -> RelationCatalog:
-    """Create a table of these columns (with a hidden row id when it has no primary key)."""
+              text: str, conflict: ConflictBehavior = ConflictBehavior.OVERWRITE,
+              append_only: bool = False) -> RelationCatalog:
+    """Create a table of these columns (with a hidden row id when it has no primary key), of the
+    kind `risingspark.table_kind` describes."""
     fields = list(fields)
     names = [f.name for f in fields]
     row_id_index = None
@@ -151,20 +164,33 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
     desc = StateTableDesc(rel_id, ftuple, pk, pk)
     dml = StreamDml(fields=ftuple, stream_key=pk, table_id=rel_id)
     plan = StreamMaterialize(fields=ftuple, stream_key=pk, input=StreamExchange(
-        fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, overwrite=True)
+        fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, conflict=conflict, append_only=append_only)
     rel = RelationCatalog(
         id=rel_id, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
         name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
         status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
-        extra={"not_null": not_null})
+        parallelism=session.vars.job_parallelism("table"),
+        extra={"not_null": not_null, ON_CONFLICT: conflict.value, **({APPEND_ONLY: True} if append_only else {})})
     return session.frontend.meta.create_relation(rel)
 
 
 def choose_backfill(session: Session, bound, serverless: bool = False) -> BackfillType:
     """As RisingWave: snapshot backfill when enabled, else arrangement backfill when enabled, else
     no-shuffle backfill (its actors follow the upstream's vnode ranges with one position each). A
+    job reading a change log (``CHANGELOG FROM``) never uses snapshot backfill, whose catch-up folds
+    epochs into net changes. A
     serverless backfill is always a snapshot backfill: the backfiller reads the upstream's snapshot
     and change log from the object store and never runs the upstream's rounds."""
+    if reads_changelog(bound):
+        # A change log holds every change of every epoch: snapshot backfill's catch-up folds several
+        # upstream epochs into their net change, so the job backfills epoch by epoch.
+        if serverless:
+            raise FeatureNotSupported("serverless backfill of a materialized view over CHANGELOG FROM is not "
+                                      "supported: it needs a snapshot backfill",
+                                      hint="SET enable_serverless_backfill = false")
+        if session.vars.flag("streaming_use_arrangement_backfill"):
+            return BackfillType.ARRANGEMENT_BACKFILL
+        return BackfillType.NO_SHUFFLE_BACKFILL
     if serverless:
         if len(bound.relations) != 1:
             raise FeatureNotSupported("serverless backfill of a materialized view over several relations is not "
@@ -262,8 +288,9 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
         create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=choose_backfill(session, bound, serverless), plan=node_to_json(planned.plan),
         state_tables=planned.state_tables, dependencies=tuple(dict.fromkeys(r.id for r in bound.relations)),
-        parallelism=session.vars.number("streaming_parallelism"),
+        parallelism=session.vars.job_parallelism("materialized_view"),
         extra={**session.vars.backfill_rate_extra(),
+               **({APPEND_ONLY: True} if planned.plan.append_only else {}),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
                **({BACKFILL_ORDER: [list(edge) for edge in order.order]} if order.order else {}),
                **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})

@@ -4,7 +4,7 @@ The frontend computes the rows each statement changes — literal rows, or a bat
 committed epoch for INSERT ... SELECT, UPDATE and DELETE — and writes them as a DML batch file
 (``_op``, ``_seq``, every column) to the object store, then registers it with meta. Once registered
 the rows are durable; the table's job applies them at the next barrier, resolving primary-key
-conflicts by overwriting (`compute.executor.materialize`).
+conflicts by the table's ON CONFLICT behaviour (`compute.executor.pk_conflict`).
 
 As in RisingWave, a statement reads the committed state: a session's own earlier writes are visible
 to it after the next checkpoint, at once after FLUSH, and always with ``SET rw_implicit_flush = true``
@@ -102,7 +102,7 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     cols = [f"c{k}" for k in range(width if width is not None else len(targets))]
     alias = exp.TableAlias(this=exp.to_identifier("__src"), columns=[exp.to_identifier(c) for c in cols])
     if isinstance(source, exp.Values):
-        wrapped: exp.Expression = source.copy()
+        wrapped: exp.Expression = _typed_values(source, [rel.fields[i].type for i in targets])
         wrapped.set("alias", alias)
     else:
         wrapped = exp.Subquery(this=source.copy(), alias=alias)
@@ -113,6 +113,19 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     rows = session.run_batch(select)
     arrays = {i: rows.column(k).combine_chunks() for k, i in enumerate(targets[:rows.num_columns])}
     return _write_inserts(session, rel, arrays, rows.num_rows)
+
+
+def _typed_values(values: exp.Values, types: list) -> exp.Values:
+    """VALUES with each quoted literal cast to its target column's type, as PostgreSQL types an
+    unknown literal of INSERT ... VALUES: a column may mix ``'NaN'`` and ``1.5`` (DuckDB would
+    otherwise look for a type common to VARCHAR and DECIMAL)."""
+    out = values.copy()
+    for row in out.expressions:
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        for k, item in enumerate(items):
+            if k < len(types) and isinstance(item, exp.Literal) and item.is_string:
+                item.replace(exp.Cast(this=item.copy(), to=exp.DataType.build(types[k].to_duckdb(), dialect="duckdb")))
+    return out
 
 
 def _source_width(source: exp.Expression) -> int | None:
@@ -184,10 +197,19 @@ def _wait_while_stalled(session: Session, table_id: int) -> None:
 
 # ---- UPDATE / DELETE ----------------------------------------------------------------------------
 
+def _changeable(rel: RelationCatalog) -> RelationCatalog:
+    """A table UPDATE and DELETE may change: not an append-only one (RisingWave's binder refuses
+    them, with this message)."""
+    if rel.append_only:
+        raise FeatureNotSupported("append-only table does not support update or delete",
+                                  hint=f'"{rel.name}" was created APPEND ONLY: it only accepts INSERT')
+    return rel
+
+
 def update(session: Session, ast: exp.Update) -> StatementResult:
     if ast.args.get("from") or ast.args.get("from_") or ast.args.get("returning"):
         raise FeatureNotSupported("UPDATE ... FROM / RETURNING is not supported")
-    rel = _target(session, ast.this, "update")
+    rel = _changeable(_target(session, ast.this, "update"))
     by_name = {f.name: i for i, f in enumerate(rel.fields)}
     sets: dict[int, exp.Expression] = {}
     for eq in ast.expressions:
@@ -226,7 +248,7 @@ def update(session: Session, ast: exp.Update) -> StatementResult:
 def delete(session: Session, ast: exp.Delete) -> StatementResult:
     if ast.args.get("using") or ast.args.get("returning"):
         raise FeatureNotSupported("DELETE ... USING / RETURNING is not supported")
-    rel = _target(session, ast.this, "delete from")
+    rel = _changeable(_target(session, ast.this, "delete from"))
     select = exp.select(*[exp.column(f.name, quoted=True) for f in rel.fields]).from_(ast.this.copy())
     if ast.args.get("where"):
         select = select.where(ast.args["where"].this)

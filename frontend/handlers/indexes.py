@@ -87,7 +87,7 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         kind=RelationKind.INDEX, fields=planned.fields, pk=pk, dist_key=dist, definition=stmt.text,
         status=JobStatus.CREATING, create_type=CreateType.BACKGROUND if background else CreateType.FOREGROUND,
         backfill_type=backfill, plan=node_to_json(plan), state_tables=(table, *planned.state_tables[1:]),
-        dependencies=(base.id,), parallelism=session.vars.number("streaming_parallelism"),
+        dependencies=(base.id,), parallelism=session.vars.job_parallelism("index"),
         extra={INDEX_COLUMNS: keys, INCLUDED: columns, **session.vars.backfill_rate_extra(),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {})})
     meta.create_relation(rel)

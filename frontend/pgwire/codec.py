@@ -20,6 +20,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from risingspark.errors import (
     DataException,
@@ -28,17 +29,18 @@ from risingspark.errors import (
     NumericValueOutOfRange,
     ProtocolViolation,
 )
+from risingspark.interval import Interval
 
 # pg_type OIDs the codec knows
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR, VARCHAR = 114, 700, 701, 705, 1042, 1043
-DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC = 1082, 1114, 1184, 1700
+DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, INTERVAL = 1082, 1114, 1184, 1700, 1186
 
 TEXT_LIKE = frozenset({0, TEXT, VARCHAR, NAME, CHAR, BPCHAR, UNKNOWN, JSON})
 # array type OID -> element type OID
 ARRAY_ELEMENTS = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
                   1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 1182: DATE,
-                  1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1231: NUMERIC}
+                  1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1231: NUMERIC, 1187: INTERVAL}
 VECTOR_ELEMENTS = {22: INT2, 30: OID}  # int2vector and oidvector: "1 2" in text, arrays in binary
 _INT_RANGES = {INT2: (16, "smallint"), INT4: (32, "integer"), INT8: (64, "bigint"), OID: (33, "oid")}
 _TYPE_NAMES = {BOOL: "boolean", FLOAT4: "real", FLOAT8: "double precision", NUMERIC: "numeric",
@@ -168,6 +170,8 @@ def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
         return " ".join(str(v) for v in value).encode()
     if isinstance(value, list | tuple):
         return format_array(list(value), ARRAY_ELEMENTS.get(oid, TEXT)).encode()
+    if oid == INTERVAL or isinstance(value, Interval | pa.MonthDayNano):
+        return Interval.from_value(value).pg_text().encode()
     if isinstance(value, bool):
         return b"t" if value else b"f"
     if isinstance(value, int):
@@ -287,6 +291,8 @@ def binary_value(value: Any, oid: int, typmod: int = -1) -> bytes:
         return struct.pack("!q", (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
     if oid == BYTEA and isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
+    if oid == INTERVAL:
+        return Interval.from_value(value).to_binary()
     return text_value(value, oid, typmod)
 
 

@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from frontend.arrow_condition import arrow_condition
 from frontend.binder import (
     BoundFrom,
     BoundJoin,
@@ -39,6 +40,7 @@ from frontend.binder import (
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from frontend.temporal_filter import TemporalCond
+from risingspark import arrow_expr
 from risingspark.aggregate import (
     agg_state_fields,
     extreme_state_fields,
@@ -46,11 +48,12 @@ from risingspark.aggregate import (
     needs_input_state,
 )
 from risingspark.catalog import BackfillType
-from risingspark.errors import DuplicateColumn, UndefinedFunction
+from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
     AggCall,
+    StreamChangeLog,
     StreamDynamicFilter,
     StreamExchange,
     StreamFilter,
@@ -63,8 +66,9 @@ from risingspark.stream_plan import (
     StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
+    is_append_only,
 )
-from risingspark.types import INT2, INT4, INT8, DataType, Field
+from risingspark.types import INT2, INT4, INT8, DataType, Field, TypeName
 
 
 @dataclass(frozen=True)
@@ -107,8 +111,20 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
     if block.dist != key:
         node = StreamExchange(fields=node.fields, stream_key=key, input=node, dist_key=key)
     table = StateTableDesc(mv_id, fields, key, key)
-    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table)
+    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node))
+    for desc in (table, *planner.state_tables):
+        _check_key_types(desc)
     return PlannedMv(fields, key, mat, (table, *planner.state_tables))
+
+
+def _check_key_types(desc: StateTableDesc) -> None:
+    """Intervals are stored as (months, days, microseconds), which equal intervals need not share
+    ('1 mon' = '30 days'): a state table keyed by one (GROUP BY, DISTINCT, a join key, a TopN order)
+    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer."""
+    for i in desc.pk:
+        if desc.fields[i].type.name is TypeName.INTERVAL:
+            raise FeatureNotSupported(f'interval column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
+                                      f"join, ORDER BY ... LIMIT, UNION) in a materialized view is not supported yet")
 
 
 class _StreamPlanner:
@@ -236,9 +252,13 @@ class _StreamPlanner:
         (extras), which no expression refers to."""
         if isinstance(src, BoundScan):
             rel = src.relation
-            node: StreamNode = StreamTableScan(fields=src.fields, stream_key=rel.pk, upstream_id=rel.id,
+            width = len(rel.fields)
+            node: StreamNode = StreamTableScan(fields=src.fields[:width], stream_key=rel.pk, upstream_id=rel.id,
                                                upstream_name=rel.name, upstream_desc=rel.table_desc,
-                                               backfill_type=self.backfill_type.value)
+                                               backfill_type=self.backfill_type.value, append_only=rel.append_only)
+            if src.changelog:
+                # the upstream's key, the op and the epoch identify a change (`StreamChangeLog`)
+                node = StreamChangeLog(fields=src.fields, stream_key=(*rel.pk, width, width + 2), input=node)
             return _filtered(node, src.filter)
         if isinstance(src, BoundSubquery):
             block = self.query(src.query)
@@ -278,12 +298,20 @@ class _StreamPlanner:
         else:
             fields = left.fields + right.fields
             key = left.stream_key + tuple(len(left.fields) + k for k in right.stream_key)
+        # an inner join's other conditions filter its output; an outer, semi or anti join tests them
+        # while it matches rows (a row failing them is padded, or counts as no match)
+        inner = src.kind == "INNER"
+        condition = "" if inner or src.residual is None else \
+            arrow_expr.dumps(arrow_condition(src.residual, f"a condition of a {src.kind} join"))
         join: StreamNode = StreamHashJoin(fields=fields, stream_key=key, left=lx, right=rx, kind=src.kind,
                                           left_key=lkey, right_key=rkey, key_types=key_types, left_state=left_state,
                                           right_state=right_state,
                                           null_safe=tuple(src.is_null_safe(i) for i in range(len(lkey)))
-                                          if any(src.null_safe) else ())
-        if src.residual is not None:
+                                          if any(src.null_safe) else (),
+                                          condition=condition,
+                                          condition_display=src.residual.display() if condition and src.residual
+                                          else "")
+        if inner and src.residual is not None:
             join = StreamFilter(fields=fields, stream_key=key, input=join, predicate=src.residual.to_spark(),
                                 display=src.residual.display())
         if src.kind in ("SEMI", "ANTI") or len(left.fields) == n_left:
@@ -385,11 +413,18 @@ class _StreamPlanner:
                 in_exprs.append(e)
                 in_fields.append(Field(f"_ord{j}_{n}", e.type))
                 order.append((len(in_fields) - 1, desc, nulls_first))
-            calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter))
+            if a.delimiter_arg is not None:  # each row's delimiter rides as the last order column
+                in_exprs.append(a.delimiter_arg)
+                in_fields.append(Field(f"_delim{j}", a.delimiter_arg.type))
+                order.append((len(in_fields) - 1, False, False))
+            calls.append(AggCall(kind, arg, a.type, a.display(), a.distinct, tuple(order), a.delimiter,
+                                 a.delimiter_arg is not None))
         # min and max keep one input state row per input row, keyed by (group, value, the input's
         # stream key): the input carries its stream key to them (`compute.cache.extreme_cache`)
+        # over an append-only input, min and max keep only their value (`risingspark.aggregate`)
+        append_only = is_append_only(node)
         row_key: list[int] = []
-        if any(c.kind in ("min", "max") and not c.distinct for c in calls):
+        if not append_only and any(c.kind in ("min", "max") and not c.distinct for c in calls):
             for n, i in enumerate(node.stream_key):
                 in_exprs.append(InputRef(i, node.fields[i].name, node.fields[i].type))
                 in_fields.append(Field(f"_sk{n}", node.fields[i].type))
@@ -403,11 +438,12 @@ class _StreamPlanner:
         agg_fields = tuple(in_fields[:k]) + tuple(Field(f"_agg{j}", a.type) for j, a in enumerate(aggs))
         state = self.state_table(agg_state_fields(list(in_fields[:k]),
                                                   [(c.kind, in_fields[c.arg].type if c.arg is not None else None)
-                                                   for c in calls], [c.distinct for c in calls]), gkey, gkey)
+                                                   for c in calls], [c.distinct for c in calls], append_only),
+                                 gkey, gkey)
         # min, max, string_agg and DISTINCT calls keep their input (value multiplicities) per group
         input_states: list[StateTableDesc | None] = []
         for c in calls:
-            if not needs_input_state(c.kind, c.distinct):
+            if not needs_input_state(c.kind, c.distinct, append_only):
                 input_states.append(None)
                 continue
             assert c.arg is not None
@@ -418,7 +454,8 @@ class _StreamPlanner:
             columns = input_state_fields(list(in_fields[:k]), in_fields[c.arg], [in_fields[o] for o, _, _ in c.order])
             input_states.append(self.state_table(columns, tuple(range(len(columns) - 1)), gkey))
         agg: StreamNode = StreamHashAgg(fields=agg_fields, stream_key=gkey, input=exchange, group_key=gkey,
-                                        aggs=tuple(calls), state_table=state, input_states=tuple(input_states))
+                                        aggs=tuple(calls), state_table=state, input_states=tuple(input_states),
+                                        append_only_input=append_only)
         # Over the aggregate's output, group keys and aggregate calls are columns.
         refs: dict[BoundExpr, BoundExpr] = {g: InputRef(i, f"_g{i}", g.type) for i, g in enumerate(groups)}
         refs.update({a: InputRef(k + j, f"_agg{j}", a.type) for j, a in enumerate(aggs)})

@@ -51,6 +51,8 @@ CORPUS = {
     "min_max": "SELECT cid, min(amount) AS lo, max(amount) AS hi FROM {o} GROUP BY cid",
     "count_distinct": "SELECT region, count(DISTINCT cid) AS k, sum(DISTINCT amount) AS sd FROM {o} GROUP BY region",
     "string_agg": "SELECT cid, string_agg(note, ',' ORDER BY id) AS notes FROM {o} GROUP BY cid",
+    "string_agg_row_delimiter": "SELECT cid, string_agg(note, CASE WHEN amount > 50 THEN '+' WHEN amount > 20 THEN NULL "
+                                "ELSE '-' END ORDER BY id) AS notes FROM {o} GROUP BY cid",
     "array_agg": "SELECT cid, array_agg(note ORDER BY id) AS notes, array_agg(DISTINCT region) AS regions FROM {o} "
                  "GROUP BY cid",
     "bool_aggs": "SELECT region, bool_and(amount > 5) AS all5, bool_or(note IS NULL) AS anynull FROM {o} "

@@ -39,7 +39,17 @@ QUERIES = {
                           "AND b.amount BETWEEN a.amount - 5 AND a.amount + 5 AND a.id <> b.id",
     "left_on_filter": "SELECT o.id, c.name FROM {o} o LEFT JOIN {c} c ON o.cid = c.id AND c.tier > 1",
     "right_where": "SELECT o.id AS oid, c.id AS cid FROM {o} o RIGHT JOIN {c} c ON o.cid = c.id WHERE c.tier < 3",
+    "left_condition_both": "SELECT o.id, c.id AS cid FROM {o} o LEFT JOIN {c} c ON o.cid = c.id AND o.amount > c.tier * 30",
+    "full_condition": "SELECT o.id AS oid, c.id AS cid FROM {o} o FULL JOIN {c} c ON o.cid = c.id AND o.region <> c.region",
+    "exists_condition": "SELECT o.id FROM {o} o WHERE EXISTS (SELECT 1 FROM {o} o2 WHERE o2.cid = o.cid AND o2.id <> o.id)",
+    "not_exists_condition": "SELECT o.id FROM {o} o WHERE o.cid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {o} o2 "
+                            "WHERE o2.cid = o.cid AND o2.id <> o.id AND o2.amount > o.amount)",
+    "or_factored": "SELECT o.id, c.name FROM {o} o, {c} c WHERE (o.cid = c.id AND o.amount > 50) "
+                   "OR (c.id = o.cid AND c.tier = 1)",
+    "not_in": "SELECT id FROM {o} WHERE cid NOT IN (SELECT tier FROM {c})",
+    "not_in_no_nulls": "SELECT id FROM {c} WHERE id NOT IN (SELECT cid FROM {o} WHERE cid IS NOT NULL AND amount > 90)",
     # scalar subqueries
+    "scalar_equal": "SELECT id, cid FROM {o} WHERE amount = (SELECT max(amount) FROM {o} WHERE region = 2)",
     "scalar_where": "SELECT id, amount FROM {o} WHERE amount > (SELECT avg(amount) FROM {o} WHERE region = 1)",
     "scalar_correlated": "SELECT o.id, o.amount FROM {o} o WHERE o.amount = (SELECT max(o2.amount) FROM {o} o2 "
                          "WHERE o2.cid = o.cid)",

@@ -1,5 +1,5 @@
-"""INTERSECT, EXCEPT (and ALL), UNION CORRESPONDING and subqueries in FROM without an alias, in
-materialized views equal to PostgreSQL — rows with duplicates and NULLs, backfilled while random
+"""INTERSECT, EXCEPT (and ALL), UNION CORRESPONDING, GROUPING SETS / ROLLUP / CUBE with grouping(),
+DISTINCT ON and subqueries in FROM without an alias, in materialized views equal to PostgreSQL — rows with duplicates and NULLs, backfilled while random
 changes go on, and maintained after. CORRESPONDING is RisingWave's (PostgreSQL has none): its oracle
 is the same union over the corresponding columns written out."""
 
@@ -31,6 +31,13 @@ QUERIES = {
                          "SELECT y FROM {a} UNION ALL SELECT y FROM {b}"),
     "no_alias": ("SELECT x, n FROM (SELECT x, count(*) AS n FROM {a} GROUP BY x) WHERE n > 1",
                  "SELECT x, n FROM (SELECT x, count(*) AS n FROM {a} GROUP BY x) AS s WHERE n > 1"),
+    "rollup": ("SELECT x, y, count(*) AS n, sum(id) AS s, grouping(x, y) AS g FROM {a} GROUP BY ROLLUP (x, y)", None),
+    "cube": ("SELECT x, y, count(*) AS n FROM {a} GROUP BY CUBE (x, y) HAVING count(*) > 1", None),
+    "grouping_sets": ("SELECT x, y, max(id) AS m, grouping(y) AS gy FROM {b} GROUP BY GROUPING SETS ((x), (y), ())",
+                      None),
+    "group_plus_rollup": ("SELECT x, y, count(*) AS n FROM {a} GROUP BY x, ROLLUP (y)", None),
+    "distinct_on": ("SELECT DISTINCT ON (x) x, id, y FROM {a} ORDER BY x, id DESC", None),
+    "distinct_on_expr": ("SELECT DISTINCT ON (x % 2) x % 2 AS parity, id FROM {b} ORDER BY x % 2, y, id", None),
 }
 
 

@@ -139,7 +139,7 @@ def test_session_variables(conn: psycopg.Connection) -> None:
     conn.execute("SET streaming_parallelism = 1")
     assert conn.execute("SHOW streaming_parallelism").fetchone() == ("1",)
     conn.execute("SET streaming_parallelism TO DEFAULT")
-    assert conn.execute("SHOW streaming_parallelism").fetchone() == ("0",)
+    assert conn.execute("SHOW streaming_parallelism").fetchone() == ("default",)
     version = conn.execute("SELECT version()").fetchone()[0]
     assert re.match(r"PostgreSQL 13\.14\.0", version)
 

@@ -11,6 +11,7 @@ import sqlglot
 
 from frontend.binder import CatalogReader, bind_stream_select
 from frontend.planner.stream import plan_mv, state_tables_needed
+from frontend.rw_clauses import rewrite_changelog_ctes
 from meta.catalog import CatalogSnapshot
 from risingspark.catalog import (
     BackfillType,
@@ -23,31 +24,37 @@ from risingspark.catalog import (
 from risingspark.errors import RisingSparkError
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import explain, node_from_json, node_to_json
+from risingspark.table_kind import APPEND_ONLY
 from risingspark.types import DataType, Field
 
 CASES = Path(__file__).parent / "cases"
 
 
-def _table(id_: int, name: str, cols: list[tuple[str, str]], pk: tuple[int, ...], hidden_row_id: bool = False):
+def _table(id_: int, name: str, cols: list[tuple[str, str]], pk: tuple[int, ...], hidden_row_id: bool = False,
+           append_only: bool = False):
     fields = tuple(Field(n, DataType.parse(t)) for n, t in cols)
     if hidden_row_id:
         fields += (Field("_row_id", DataType.parse("bigint"), hidden=True),)
         pk = (len(fields) - 1,)
     return RelationCatalog(id_, 1, 2, name, RelationKind.TABLE, fields, pk, pk, f"CREATE TABLE {name}",
-                           JobStatus.CREATED, state_tables=(StateTableDesc(id_, fields, pk, pk),))
+                           JobStatus.CREATED, state_tables=(StateTableDesc(id_, fields, pk, pk),),
+                           extra={APPEND_ONLY: True} if append_only else {})
 
 
 def catalog() -> CatalogReader:
     orders = _table(10, "orders", [("id", "bigint"), ("customer_id", "int"), ("amount", "numeric(12,2)"),
                                    ("status", "varchar"), ("created_at", "timestamp")], (0,))
     events = _table(11, "events", [("kind", "varchar"), ("v", "int")], (), hidden_row_id=True)
+    clicks = _table(12, "clicks", [("page", "varchar"), ("user_id", "int"), ("ts", "timestamp"), ("ms", "float8")],
+                    (), hidden_row_id=True, append_only=True)
+    visits = _table(13, "visits", [("user_id", "int"), ("country", "varchar")], (0,), append_only=True)
     snap = CatalogSnapshot(1, {1: DatabaseCatalog(1, "dev")}, {2: SchemaCatalog(2, 1, "public")},
-                           {10: orders, 11: events})
+                           {10: orders, 11: events, 12: clicks, 13: visits})
     return CatalogReader(snap, "dev", ["public"])
 
 
 def plan_text(sql: str) -> str:
-    ast = sqlglot.parse_one(sql, read="risingwave")
+    ast = sqlglot.parse_one(rewrite_changelog_ctes(sql)[0], read="risingwave")
     try:
         bound = bind_stream_select(catalog(), ast.expression)
         ids = list(range(101, 101 + state_tables_needed(bound)))

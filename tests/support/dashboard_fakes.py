@@ -25,6 +25,7 @@ from risingspark.stream_plan import (
     node_to_json,
     walk,
 )
+from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT4, INT8, Field
 
 TABLE_ID, MV_ID, STATE_ID, MV2_ID, MV2_STATE_ID = 1001, 1002, 1003, 1004, 1005
@@ -34,7 +35,7 @@ COLS = (Field("id", INT8), Field("k", INT4))
 def table_plan() -> StreamMaterialize:
     desc = StateTableDesc(TABLE_ID, COLS, (0,), (0,))
     dml = StreamDml(fields=COLS, stream_key=(0,), table_id=TABLE_ID)
-    return StreamMaterialize(fields=COLS, stream_key=(0,), table=desc, overwrite=True,
+    return StreamMaterialize(fields=COLS, stream_key=(0,), table=desc, conflict=ConflictBehavior.OVERWRITE,
                              input=StreamExchange(fields=COLS, stream_key=(0,), input=dml, dist_key=(0,)))
 
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from decimal import Decimal
 
 import psycopg
 
 TYPES = {"bigint": "bigint", "integer": "integer", "smallint": "smallint", "numeric": "numeric",
          "character varying": "varchar", "timestamp without time zone": "timestamp", "date": "date",
-         "boolean": "boolean", "double precision": "double precision", "real": "real"}
+         "boolean": "boolean", "double precision": "double precision", "real": "real", "interval": "interval",
+         "timestamp with time zone": "timestamptz"}
 
 
 def normalize(v):
     """Values compare by meaning: numerics to 6 decimal places (avg keeps 10 fractional digits,
     PostgreSQL 16, so the 9th may round differently), floats to 9
-    significant digits."""
+    significant digits, NaN to a value equal to itself."""
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
     if isinstance(v, Decimal):
         return v.quantize(Decimal("1e-6")).normalize() + 0
     if isinstance(v, float):

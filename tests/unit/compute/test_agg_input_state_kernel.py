@@ -363,3 +363,16 @@ def test_nan_is_the_greatest_float():
     groups = pa.table({VNODE: pa.array([0], pa.int16())})
     assert _results((), spec["min"], groups, rows).to_pylist() == [-2.0]
     assert str(_results((), spec["max"], groups, rows).to_pylist()) == "[nan]"
+
+
+def test_string_agg_with_each_rows_delimiter_puts_it_before_its_value():
+    """string_agg(s, d ORDER BY y): as PostgreSQL, every value but the first is preceded by its own
+    row's delimiter, a NULL delimiter adds nothing, repeated rows repeat value and delimiter."""
+    from compute.executor.agg_input_state import _result
+
+    call = AggCallSpec("string_agg", "s", VARCHAR, VARCHAR, "out", order=(("y", False, False), ("d", False, False)),
+                       delimiter_in_order=True)
+    rows = [("b", 2, "+", 1), ("a", 1, "-", 1), ("c", 3, None, 2)]  # (value, y, delimiter, count)
+    assert _result(call, rows) == "a+bcc"
+    assert _result(call, [("x", 5, "/", 1)]) == "x"
+    assert _result(call, []) is None

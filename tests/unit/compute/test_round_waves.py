@@ -7,6 +7,7 @@ from compute.stream.round import JobRuntime, job_waves
 from risingspark.barrier import StreamJob
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import StreamDml, StreamMaterialize, StreamTableScan, StreamUnion
+from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT8, Field
 
 FIELDS = (Field("id", INT8),)
@@ -18,7 +19,7 @@ def desc(table_id: int) -> StateTableDesc:
 
 def table_job(job_id: int) -> JobRuntime:
     plan = StreamMaterialize(FIELDS, (0,), input=StreamDml(FIELDS, (0,), table_id=job_id), table=desc(job_id),
-                             overwrite=True)
+                             conflict=ConflictBehavior.OVERWRITE)
     return JobRuntime(StreamJob(job_id, f"t{job_id}", plan, 2, ()), 2)
 
 

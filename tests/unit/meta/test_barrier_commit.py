@@ -19,6 +19,7 @@ from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import ObjectStore
 from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, node_to_json
+from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT8, Field
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
@@ -66,7 +67,7 @@ def _table(meta: MetaService, name: str) -> RelationCatalog:
     rid = meta.allocate_ids(1)
     fields = (Field("id", INT8),)
     desc = StateTableDesc(rid, fields, (0,), (0,))
-    plan = StreamMaterialize(fields=fields, stream_key=(0,), table=desc, overwrite=True, input=StreamExchange(
+    plan = StreamMaterialize(fields=fields, stream_key=(0,), table=desc, conflict=ConflictBehavior.OVERWRITE, input=StreamExchange(
         fields=fields, stream_key=(0,), dist_key=(0,), input=StreamDml(fields=fields, stream_key=(0,), table_id=rid)))
     snap = meta.catalog_snapshot()
     db = snap.database("dev")

@@ -1,0 +1,216 @@
+"""String functions with PostgreSQL's edge cases, rendered as Spark SQL.
+
+Where Spark's function of the same name disagrees with PostgreSQL the rendering corrects it:
+
+* ``substring(s FROM start [FOR n])`` / ``substr``: PostgreSQL counts a start below 1 as positions
+  before the string (``substring('abc' FROM 0 FOR 2)`` = ``'a'``), Spark counts a negative start
+  from the end; a negative length is an error (NULL here);
+* ``left(s, -n)`` / ``right(s, -n)``: all but the last / first n characters (Spark: ``''``);
+* ``split_part(s, delimiter, 0)``: an error (NULL here), negative fields count from the end;
+* ``concat(...)`` skips NULL arguments (``||`` does not);
+* ``regexp_match(s, pattern)``: the array of the first match's capture groups (the whole match
+  without groups), NULL without a match. Spark's ``regexp_extract`` gives ``''`` for a group that
+  did not take part in the match where PostgreSQL gives NULL, so a pattern whose groups may not take
+  part (inside an alternative or an optional repetition) is 0A000; the pattern must be a constant,
+  without flags. Patterns are Java regular expressions in Spark, which agree with PostgreSQL's on
+  the common syntax (classes, anchors, quantifiers, groups);
+* an array subscript ``a[i]`` is NULL outside ``1 .. cardinality(a)`` (a constant ``i``).
+
+``strpos`` / ``position``, ``replace``, ``lpad`` / ``rpad``, ``repeat``, ``reverse``, ``md5``,
+``ltrim`` / ``rtrim`` / ``btrim`` / ``trim`` agree as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlglot import exp
+
+from frontend.binder.coercion import coerce, is_unknown_literal
+from frontend.expr import BoundExpr, Literal, SparkCall
+from risingspark.errors import FeatureNotSupported, UndefinedFunction
+from risingspark.types import INT4, VARCHAR, DataType
+
+TEXT_ARRAY = DataType.array_of(VARCHAR)
+
+STRING_NODES = (exp.SplitPart, exp.StrPosition, exp.Replace, exp.Left, exp.Right, exp.Trim, exp.Pad, exp.Repeat,
+                exp.Reverse, exp.MD5, exp.Substring, exp.Bracket, exp.Concat)
+STRING_FUNCTIONS = ("regexp_match", "strpos", "btrim", "ltrim", "rtrim", "substr")
+
+
+def bind_string(node: exp.Expression, rec) -> BoundExpr:
+    def text(n: Any) -> BoundExpr:
+        return coerce(rec(n), VARCHAR)
+
+    def integer(n: Any) -> BoundExpr:
+        e = rec(n)
+        if not e.type.is_integer and not is_unknown_literal(e):
+            raise UndefinedFunction(f"function {node.key}(..., {e.type.display()}) does not exist")
+        return coerce(e, INT4)
+
+    if isinstance(node, exp.Anonymous):
+        return _anonymous(str(node.this).lower(), list(node.expressions), text, integer)
+    if isinstance(node, exp.SplitPart):
+        args = (text(node.this), text(node.args["delimiter"]), integer(node.args["part_index"]))
+        return SparkCall("split_part", args, VARCHAR, "IF({2} = 0, NULL, split_part({0}, {1}, {2}))")
+    if isinstance(node, exp.StrPosition):
+        if node.args.get("position") is not None or node.args.get("occurrence") is not None:
+            raise FeatureNotSupported("position with a start or occurrence is not supported")
+        return SparkCall("strpos", (text(node.this), text(node.args["substr"])), INT4, "locate({1}, {0})")
+    if isinstance(node, exp.Replace):
+        args = (text(node.this), text(node.expression), text(node.args["replacement"]))
+        return SparkCall("replace", args, VARCHAR, "replace({0}, {1}, {2})")
+    if isinstance(node, exp.Left):
+        return SparkCall("left", (text(node.this), integer(node.expression)), VARCHAR, _strict(
+            2, "IF({1} >= 0, substring({0}, 1, {1}), substring({0}, 1, greatest(char_length({0}) + {1}, 0)))"))
+    if isinstance(node, exp.Right):
+        return SparkCall("right", (text(node.this), integer(node.expression)), VARCHAR, _strict(
+            2, "IF({1} >= 0, IF({1} = 0, '', substring({0}, greatest(char_length({0}) - {1} + 1, 1))), "
+               "substring({0}, 1 - {1}))"))
+    if isinstance(node, exp.Trim):
+        return _trim(node, text)
+    if isinstance(node, exp.Pad):
+        name = "lpad" if node.args.get("is_left") else "rpad"
+        fill = text(node.args["fill_pattern"]) if node.args.get("fill_pattern") is not None else Literal(" ", VARCHAR)
+        args = (text(node.this), integer(node.expression), fill)
+        return SparkCall(name, args, VARCHAR, name + "({0}, {1}, {2})")
+    if isinstance(node, exp.Repeat):
+        return SparkCall("repeat", (text(node.this), integer(node.args["times"])), VARCHAR, "repeat({0}, {1})")
+    if isinstance(node, exp.Reverse):
+        return SparkCall("reverse", (text(node.this),), VARCHAR, "reverse({0})")
+    if isinstance(node, exp.MD5):
+        return SparkCall("md5", (text(node.this),), VARCHAR, "md5({0})")
+    if isinstance(node, exp.Substring):
+        return _substring(text(node.this), node.args.get("start"), node.args.get("length"), integer)
+    if isinstance(node, exp.Concat):
+        parts = tuple(text(a) for a in node.expressions)
+        return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")
+    assert isinstance(node, exp.Bracket)
+    return _subscript(node, rec)
+
+
+def _anonymous(name: str, args: list, text, integer) -> BoundExpr:
+    if name == "regexp_match":
+        return _regexp_match(args, text)
+    if name == "strpos" and len(args) == 2:
+        return SparkCall("strpos", (text(args[0]), text(args[1])), INT4, "locate({1}, {0})")
+    if name in ("btrim", "ltrim", "rtrim") and len(args) in (1, 2):
+        where = {"btrim": "BOTH", "ltrim": "LEADING", "rtrim": "TRAILING"}[name]
+        chars = text(args[1]) if len(args) == 2 else Literal(" ", VARCHAR)
+        return SparkCall(name, (text(args[0]), chars), VARCHAR, f"trim({where} {{1}} FROM {{0}})")
+    if name == "substr" and len(args) in (2, 3):
+        return _substring(text(args[0]), args[1], args[2] if len(args) == 3 else None, integer)
+    raise UndefinedFunction(f"function {name} does not exist")
+
+
+def _trim(node: exp.Trim, text) -> BoundExpr:
+    position = str(node.args.get("position") or "BOTH").upper()
+    if position not in ("BOTH", "LEADING", "TRAILING"):
+        raise FeatureNotSupported(f"trim({position} ...) is not supported")
+    name = {"BOTH": "btrim", "LEADING": "ltrim", "TRAILING": "rtrim"}[position]
+    chars = text(node.expression) if node.expression is not None else Literal(" ", VARCHAR)
+    return SparkCall(name, (text(node.this), chars), VARCHAR, f"trim({position} {{1}} FROM {{0}})")
+
+
+def _substring(s: BoundExpr, start_node: Any, length_node: Any, integer) -> BoundExpr:
+    if start_node is None:
+        raise FeatureNotSupported("substring without a start position is not supported")
+    start = integer(start_node)
+    if length_node is None:
+        return SparkCall("substring", (s, start), VARCHAR, _strict(2, "substring({0}, greatest({1}, 1))"))
+    length = integer(length_node)
+    # the characters at positions start .. start + length - 1 that exist (counted in bigint)
+    end = "(CAST({1} AS BIGINT) + {2})"
+    return SparkCall("substring", (s, start, length), VARCHAR, _strict(
+        3, f"IF({{2}} < 0, NULL, IF({end} <= greatest({{1}}, 1), '', substring({{0}}, greatest({{1}}, 1), "
+           f"CAST(least({end} - greatest({{1}}, 1), 2147483647) AS INT))))"))
+
+
+def _strict(n: int, template: str) -> str:
+    """NULL when any of the `n` arguments is (Spark's greatest and least skip NULLs)."""
+    nulls = " OR ".join(f"{{{i}}} IS NULL" for i in range(n))
+    return f"CASE WHEN {nulls} THEN NULL ELSE {template} END"
+
+
+def _regexp_match(args: list, text) -> BoundExpr:
+    if len(args) != 2:
+        raise FeatureNotSupported("regexp_match with flags is not supported in a materialized view yet")
+    s, pattern = text(args[0]), text(args[1])
+    if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
+        raise FeatureNotSupported("regexp_match in a materialized view needs a constant pattern")
+    groups = _mandatory_groups(pattern.value)
+    items = ", ".join(f"regexp_extract({{0}}, {{1}}, {g})" for g in (range(1, groups + 1) if groups else [0]))
+    return SparkCall("regexp_match", (s, pattern), TEXT_ARRAY, f"IF({{0}} RLIKE {{1}}, array({items}), NULL)")
+
+
+def _mandatory_groups(pattern: str) -> int:
+    """The number of capture groups, each of which takes part in every match; 0A000 otherwise."""
+    import re._parser as sre_parse  # the structure of the pattern; the syntax shared with Java's
+
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error as e:
+        raise FeatureNotSupported(f"regular expression {pattern!r} is not supported in a materialized view: "
+                                  f"{e}") from None
+    optional: set[int] = set()
+
+    def walk(items: Any, under_optional: bool) -> None:
+        for op, arg in items:
+            name = str(op)
+            if name == "SUBPATTERN":
+                group, _, _, sub = arg
+                if group is not None and under_optional:
+                    optional.add(group)
+                walk(sub, under_optional)
+            elif name == "BRANCH":
+                for branch in arg[1]:
+                    walk(branch, True)
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, _, sub = arg
+                walk(sub, under_optional or low == 0)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                walk(arg[1], True)
+            elif name == "GROUPREF_EXISTS":
+                raise FeatureNotSupported("conditional regular expressions are not supported")
+
+    walk(parsed, False)
+    if optional:
+        raise FeatureNotSupported(f"regexp_match in a materialized view with a capture group that may not take part "
+                                  f"in a match (group {min(optional)} of {pattern!r}) is not supported yet")
+    return parsed.state.groups - 1
+
+
+def _subscript(node: exp.Bracket, rec) -> BoundExpr:
+    array = rec(node.this)
+    if array.type.element is None:
+        raise FeatureNotSupported(f"cannot subscript type {array.type.display()} because it does not support "
+                                  f"subscripting")
+    if len(node.expressions) != 1:
+        raise FeatureNotSupported("array slices and several subscripts are not supported")
+    index = node.expressions[0]
+    # sqlglot stores an integer constant subscript zero-based (PostgreSQL's arr[2] as 1)
+    value = _int_constant(index)
+    if value is None:
+        raise FeatureNotSupported("array subscripts in a materialized view must be integer constants")
+    written = value + 1
+    return SparkCall("subscript", (array,), array.type.element,
+                     f"IF({written} BETWEEN 1 AND size({{0}}), element_at({{0}}, {written}), NULL)")
+
+
+def _int_constant(node: Any) -> int | None:
+    if isinstance(node, exp.Neg):
+        inner = _int_constant(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Paren):
+        return _int_constant(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string and re.fullmatch(r"\d+", node.this or ""):
+        return int(node.this)
+    return None
+
+
+def is_string_node(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in STRING_FUNCTIONS
+    return isinstance(node, STRING_NODES)
+

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT id FROM orders WHERE customer_id NOT IN (SELECT v FROM events)

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT page, ms * 2 AS double_ms FROM clicks WHERE user_id IS NOT NULL

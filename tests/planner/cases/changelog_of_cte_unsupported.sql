@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS WITH a AS (SELECT id FROM orders), c AS changelog FROM a SELECT * FROM c

@@ -1,1 +1,0 @@
-CREATE MATERIALIZED VIEW s AS SELECT id FROM orders WHERE customer_id NOT IN (SELECT v FROM events)

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT o1.id FROM orders o1 WHERE EXISTS (SELECT 1 FROM orders o2 WHERE o2.customer_id = o1.customer_id AND o2.id <> o1.id) AND NOT EXISTS (SELECT 1 FROM orders o3 WHERE o3.customer_id = o1.customer_id AND o3.id <> o1.id AND o3.amount > o1.amount)
