@@ -130,7 +130,7 @@ def _userbyid(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression
     unknown = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("unknown (OID="),
                                        expression=exp.cast(args[0].copy(), "VARCHAR")),
                         expression=exp.Literal.string(")"))
-    return _case(args[0], {r.oid: r.name for r in ctx.sys.roles}, unknown)
+    return _case(args[0], {r.id: r.name for r in ctx.sys.roles}, unknown)
 
 
 def _table_is_visible(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
@@ -263,7 +263,7 @@ BUILDERS: dict[str, Builder] = {
     "to_regnamespace": _to_regnamespace,
     "to_regproc": _NULL_TEXT,
     "to_regprocedure": _NULL_TEXT,
-    "to_regrole": lambda args, ctx: _case(args[0], {r.name: r.oid for r in ctx.sys.roles}),
+    "to_regrole": lambda args, ctx: _case(args[0], {r.name: r.id for r in ctx.sys.roles}),
     "pg_relation_is_publishable": _const(False),
     "pg_relation_size": _const(0),
     "pg_total_relation_size": _const(0),

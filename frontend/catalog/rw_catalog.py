@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from frontend.catalog.acl import acl, relation_acl
 from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
 from frontend.catalog.relations import relation_type, system_relation, user_relations
 from frontend.catalog.table import SystemContext, SystemTable
 from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog, RelationKind
 from risingspark.epoch import epoch_to_datetime
+from risingspark.users import ObjectType
 from risingspark.vnode import VNODE_COUNT
 
 _RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text"
@@ -69,27 +71,28 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
 
 def _jobs_of(kind: RelationKind):
     def rows(ctx: SystemContext) -> list[tuple]:
-        return [(r.id, r.name, r.schema_id, ROOT_OID, r.definition, "", _epoch(r.initialized_at_epoch),
+        return [(r.id, r.name, r.schema_id, r.owner, r.definition, _acl(ctx, r), _epoch(r.initialized_at_epoch),
                  _epoch(r.created_at_epoch), CLUSTER_VERSION, CLUSTER_VERSION)
                 for r in ctx.relations() if r.kind is kind]
     return rows
 
 
 def _views(ctx: SystemContext) -> list[tuple]:
-    return [(r.oid, r.name, r.namespace, ROOT_OID, r.definition, "") for r in user_relations(ctx) if r.relkind == "v"]
+    return [(r.oid, r.name, r.namespace, r.owner, r.definition, _acl(ctx, r.user)) for r in user_relations(ctx)
+            if r.relkind == "v" and r.user is not None]
 
 
 def _indexes(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.pg_relations import index_attnums, user_indexes
 
-    return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, ROOT_OID, i.definition,
+    return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, i.owner, i.definition,
              "", _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
 
 
 def _relations(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.system import SYSTEM_TABLES
 
-    out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, ROOT_OID, r.definition, "")
+    out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, r.owner, r.definition, _acl(ctx, r))
            for r in ctx.relations()]
     out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "")
             for t in SYSTEM_TABLES.values()]
@@ -104,7 +107,13 @@ def _system_tables(ctx: SystemContext) -> list[tuple]:
 
 def _schemas(ctx: SystemContext) -> list[tuple]:
     rows: list[tuple] = [(oid, name, ROOT_OID, []) for name, oid in SYSTEM_NAMESPACES.items()]
-    return rows + [(s.id, s.name, ROOT_OID, []) for s in ctx.schemas()]
+    return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA) or []) for s in ctx.schemas()]
+
+
+def _acl(ctx: SystemContext, rel: RelationCatalog | None) -> str:
+    """An ``acl`` text column: PostgreSQL's array text of the grants, empty when there are none."""
+    items = relation_acl(ctx, rel) if rel is not None else None
+    return "{" + ",".join(items) + "}" if items else ""
 
 
 def _columns(ctx: SystemContext) -> list[tuple]:
@@ -237,12 +246,14 @@ TABLES = [
                 "job_id int4, name text, status text, parallelism text, max_parallelism int4, "
                 "resource_group text, database_id int4, schema_id int4", _streaming_jobs),
     SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text, resource_group text",
-                lambda ctx: [(d.id, d.name, ROOT_OID, "", d.resource_group)
+                lambda ctx: [(d.id, d.name, d.owner,
+                              "{" + ",".join(acl(ctx, d.id, d.owner, ObjectType.DATABASE) or []) + "}"
+                              if ctx.snapshot.privileges_on(d.id) else "", d.resource_group)
                              for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]),
     SystemTable("rw_catalog", "rw_users", 515,
                 "id int4, name text, is_super bool, create_db bool, create_user bool, can_login bool",
-                lambda ctx: [(r.oid, r.name, r.superuser, r.superuser, r.superuser, True) for r in ctx.roles],
-                cached=False),
+                lambda ctx: [(r.id, r.name, r.is_super, r.can_create_db, r.can_create_user, r.can_login)
+                             for r in ctx.roles]),
     SystemTable("rw_catalog", "rw_system_tables", 516, _RELATION, _system_tables),
     SystemTable("rw_catalog", "rw_sources", 517, f"{_RELATION}, connector text"),
     SystemTable("rw_catalog", "rw_sinks", 518, f"{_RELATION}, connector text"),
