@@ -26,7 +26,7 @@ def acl(ctx: SystemContext, object_id: int, owner: int, kind: ObjectType) -> lis
     if not grants:
         return None
     names = {u.id: u.name for u in ctx.roles}
-    own = [GrantPrivilege(0, owner, object_id, a, owner, True) for a in available_actions(kind)]
+    own = [GrantPrivilege(0, owner, object_id, a, owner) for a in available_actions(kind)]  # (no "*", as PostgreSQL)
     return acl_text(own, names) + acl_text([g for g in grants if g.user_id != owner or g.granted_by != owner], names)
 
 
