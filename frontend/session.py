@@ -313,7 +313,7 @@ class Session:
             result = self._dispatch(stmt)
             return ConstantPlan(result.tag, result.columns, result.rows), None, result
         # (a key plan is cached per user and catalog version: checked here, it is checked for good)
-        self.privileges().check_query(stmt.ast, self.catalog_reader())
+        self.check_reads(stmt.ast)
         query = match_key_query(stmt.ast, self.catalog_reader())
         if query is not None and query.takes(key.param_oids):
             return KeyPlan(query, version), None, None
@@ -406,7 +406,7 @@ class Session:
             if isinstance(inner, SqlStmt) and isinstance(inner.ast, exp.Create):
                 return ddl.explain_create(self, inner.ast, inner.text)
             if isinstance(inner, SqlStmt):
-                self.privileges().check_query(inner.ast, self.catalog_reader())
+                self.check_reads(inner.ast)
                 return query.explain(self, inner.ast)
             raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")
         if isinstance(stmt, TransactionStmt):
@@ -418,7 +418,7 @@ class Session:
     def _dispatch_sql(self, stmt: SqlStmt) -> StatementResult:
         ast = stmt.ast
         if isinstance(ast, exp.Select | exp.Union | exp.Values):
-            self.privileges().check_query(ast, self.catalog_reader())
+            self.check_reads(ast)
             table = query.run_query(self, ast)
             return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
         if isinstance(ast, exp.Insert):
@@ -446,6 +446,11 @@ class Session:
     def privileges(self) -> PrivilegeChecker:
         """What the session's user may do, at the current catalog snapshot (`frontend.privileges`)."""
         return PrivilegeChecker(self.frontend.meta.catalog_snapshot(), self.user_id)
+
+    def check_reads(self, query: exp.Expression) -> None:
+        """SELECT on every relation a query reads (42501 otherwise)."""
+        reader = self.catalog_reader()
+        PrivilegeChecker(reader.snapshot, self.user_id).check_query(query, reader)
 
     def parse_sql(self, text: str) -> exp.Expression:
         """Parse with sqlglot, bypassing the fast paths of `parse_statement`."""

@@ -213,8 +213,7 @@ class UserManager:
         with self._store.transaction() as tx:
             snap = self._catalog.snapshot
             actor = _actor(snap, actor_id)
-            for grantee in grantees:
-                _ = snap.users[grantee]  # (resolved by the caller)
+            _known(snap, grantees)
             _, privileges = self._catalog.stage_acl(tx)
             for target in targets:
                 grantable = self._grantable(snap, actor, target, notices)
@@ -269,6 +268,7 @@ class UserManager:
         with self._store.transaction() as tx:
             snap = self._catalog.snapshot
             actor = _actor(snap, actor_id)
+            _known(snap, grantees)
             _, privileges = self._catalog.stage_acl(tx)
             matched: list[GrantPrivilege] = []
             for target in targets:
@@ -309,6 +309,7 @@ class UserManager:
         with self._store.transaction() as tx:
             snap = self._catalog.snapshot
             actor = _actor(snap, actor_id)
+            _known(snap, [new_owner])
             owner = snap.owner_of(object_id)
             kind, name = snap.object_label(object_id)
             if not actor.is_super:
@@ -336,6 +337,13 @@ def _actor(snap: CatalogSnapshot, actor_id: int) -> UserCatalog:
     if actor is None:
         raise InsufficientPrivilege("session user is invalid: it was dropped")
     return actor
+
+
+def _known(snap: CatalogSnapshot, user_ids: Iterable[int]) -> None:
+    """Users the caller resolved still exist (one may have been dropped since)."""
+    for user_id in user_ids:
+        if user_id not in snap.users:
+            raise UndefinedObject(f"role with OID {user_id} does not exist")
 
 
 def _user(snap: CatalogSnapshot, name: str) -> UserCatalog:

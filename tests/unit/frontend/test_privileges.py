@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import pyarrow as pa
 import pytest
 from catalog_session import DB, EVENTS, HIDDEN, ORDERS, OTHER, PUBLIC, SUMMARY, FakeMeta, relation
 
@@ -185,3 +186,35 @@ def test_unknown_and_nologin_users_cannot_start_a_session() -> None:
         _session(snap, "nobody")
     with pytest.raises(InvalidAuthorizationSpecification, match='role "locked" is not permitted to log in'):
         _session(snap, "locked")
+
+
+def test_catalogs_show_users_owners_and_grants() -> None:
+    snap = snapshot((ANN, ORDERS.id, Action.SELECT), (ANN, ORDERS.id, Action.INSERT))
+    snap = replace(snap, users={**snap.users, ANN: UserCatalog(ANN, "ann", can_create_db=True, password="md5" + "0" * 32),
+                                13: UserCatalog(13, "locked", can_login=False)})
+    root, ann = _session(snap, "root"), _session(snap, "ann")
+
+    def rows(session: Session, sql: str) -> list[tuple]:
+        table = run(session, sql).rows
+        assert isinstance(table, pa.Table)
+        return [tuple(r.values()) for r in table.to_pylist()]
+
+    assert rows(root, "SELECT rolname, rolsuper, rolcreatedb, rolcanlogin, oid FROM pg_roles ORDER BY oid") == [
+        ("root", True, True, True, 1), ("postgres", True, True, True, 2), ("ann", False, True, True, ANN),
+        ("bob", False, False, True, BOB), ("locked", False, False, False, 13)]
+    assert rows(root, "SELECT usename FROM pg_user ORDER BY usesysid") == [("root",), ("postgres",), ("ann",),
+                                                                            ("bob",)]
+    assert rows(root, "SELECT rolpassword FROM pg_authid WHERE rolname = 'ann'") == [("md5" + "0" * 32,)]
+    assert rows(ann, "SELECT rolpassword FROM pg_authid WHERE rolname = 'ann'") == [(None,)]  # superusers only
+    assert rows(root, "SELECT name, is_super, create_db, can_login FROM rw_users WHERE id = 11") == \
+        [("ann", False, True, True)]
+    assert rows(ann, "SELECT current_user, session_user") == [("ann", "ann")]
+    assert rows(root, "SELECT relname, pg_get_userbyid(relowner), relacl FROM pg_class "
+                      "WHERE oid IN (1010, 1022) ORDER BY 1") == \
+        [("bobs", "bob", None), ("orders", "root", ["root=arwd/root", "ann=ar/root"])]
+    assert rows(root, "SELECT tableowner FROM pg_tables WHERE tablename = 'bobs'") == [("bob",)]
+    assert rows(root, "SELECT nspname, pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'other'") == \
+        [("other", "bob")]
+    assert rows(ann, "SELECT grantor, grantee, table_name, privilege_type, is_grantable "
+                     "FROM information_schema.table_privileges ORDER BY privilege_type") == \
+        [("root", "ann", "orders", "INSERT", "NO"), ("root", "ann", "orders", "SELECT", "NO")]
