@@ -218,3 +218,30 @@ def test_catalogs_show_users_owners_and_grants() -> None:
     assert rows(ann, "SELECT grantor, grantee, table_name, privilege_type, is_grantable "
                      "FROM information_schema.table_privileges ORDER BY privilege_type") == \
         [("root", "ann", "orders", "INSERT", "NO"), ("root", "ann", "orders", "SELECT", "NO")]
+
+
+def test_has_privilege_functions_answer_from_the_user_catalog() -> None:
+    from risingspark.errors import InvalidParameterValue
+
+    snap = snapshot((ANN, ORDERS.id, Action.SELECT), (ANN, SUMMARY.id, Action.SELECT))
+    ann = _session(snap, "ann")
+
+    def one(sql: str) -> object:
+        table = run(ann, sql).rows
+        assert isinstance(table, pa.Table)
+        return table.column(0).to_pylist()
+
+    assert one("SELECT has_table_privilege('orders', 'SELECT')") == [True]
+    assert one("SELECT has_table_privilege('orders', 'insert, update')") == [False]
+    assert one("SELECT has_table_privilege('orders', 'SELECT WITH GRANT OPTION')") == [False]
+    assert one("SELECT has_table_privilege('bob', 'public.orders', 'SELECT')") == [False]
+    assert one("SELECT has_table_privilege('bob', 'bobs', 'TRUNCATE')") == [True]  # the owner
+    assert one("SELECT has_table_privilege('pg_class', 'SELECT')") == [True]
+    assert one("SELECT relname FROM pg_class WHERE relnamespace = 1001 AND has_table_privilege(oid, 'SELECT') "
+               "ORDER BY 1") == ["orders", "summary"]
+    assert one("SELECT has_schema_privilege('public', 'CREATE')") == [False]
+    assert one("SELECT has_schema_privilege('pg_catalog', 'USAGE')") == [True]
+    assert one("SELECT has_schema_privilege('bob', 'other', 'CREATE')") == [True]
+    assert one("SELECT has_database_privilege('dev', 'CONNECT')") == [True]
+    with pytest.raises(InvalidParameterValue, match='unrecognized privilege type: "BOGUS"'):
+        run(ann, "SELECT has_table_privilege('orders', 'BOGUS')")
