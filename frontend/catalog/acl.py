@@ -20,10 +20,12 @@ def owner_name(ctx: SystemContext, user_id: int) -> str | None:
     return ctx.user_name(user_id)
 
 
-def acl(ctx: SystemContext, object_id: int, owner: int, kind: ObjectType) -> list[str] | None:
-    """The ``aclitem[]`` text of an object (None: no grants, the owner's default privileges)."""
+def acl(ctx: SystemContext, object_id: int, owner: int, kind: ObjectType, *, always: bool = False) -> list[str] | None:
+    """The ``aclitem[]`` text of an object: None when nothing was granted on it (the owner's
+    default privileges, as PostgreSQL shows them), unless `always` (RisingWave's catalogs list the
+    owner's privileges then too)."""
     grants = ctx.snapshot.privileges_on(object_id)
-    if not grants:
+    if not grants and not always:
         return None
     names = {u.id: u.name for u in ctx.roles}
     own = [GrantPrivilege(0, owner, object_id, a, owner) for a in available_actions(kind)]  # (no "*", as PostgreSQL)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from frontend.catalog.acl import acl, relation_acl
+from frontend.catalog.acl import OBJECT_TYPES, acl
 from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
 from frontend.catalog.relations import relation_type, system_relation, user_relations
 from frontend.catalog.table import SystemContext, SystemTable
@@ -20,7 +20,7 @@ from risingspark.epoch import epoch_to_datetime
 from risingspark.users import ObjectType
 from risingspark.vnode import VNODE_COUNT
 
-_RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text"
+_RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text[]"
 _JOB = (f"{_RELATION}, initialized_at timestamptz, created_at timestamptz, initialized_at_cluster_version text, "
         "created_at_cluster_version text")
 CLUSTER_VERSION = "0.1.0"
@@ -86,7 +86,7 @@ def _indexes(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.pg_relations import index_attnums, user_indexes
 
     return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, i.owner, i.definition,
-             "", _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
+             [], _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
 
 
 def _relations(ctx: SystemContext) -> list[tuple]:
@@ -94,7 +94,7 @@ def _relations(ctx: SystemContext) -> list[tuple]:
 
     out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, r.owner, r.definition, _acl(ctx, r))
            for r in ctx.relations()]
-    out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "")
+    out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", [])
             for t in SYSTEM_TABLES.values()]
     return out
 
@@ -102,18 +102,24 @@ def _relations(ctx: SystemContext) -> list[tuple]:
 def _system_tables(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.system import SYSTEM_TABLES
 
-    return [(t.oid, t.name, SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "") for t in SYSTEM_TABLES.values()]
+    return [(t.oid, t.name, SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", []) for t in SYSTEM_TABLES.values()]
 
 
 def _schemas(ctx: SystemContext) -> list[tuple]:
     rows: list[tuple] = [(oid, name, ROOT_OID, []) for name, oid in SYSTEM_NAMESPACES.items()]
-    return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA) or []) for s in ctx.schemas()]
+    return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA, always=True))
+                   for s in ctx.schemas()]
 
 
-def _acl(ctx: SystemContext, rel: RelationCatalog | None) -> str:
-    """An ``acl`` text column: PostgreSQL's array text of the grants, empty when there are none."""
-    items = relation_acl(ctx, rel) if rel is not None else None
-    return "{" + ",".join(items) + "}" if items else ""
+def _acl(ctx: SystemContext, rel: RelationCatalog | None) -> list[str]:
+    """An ``acl`` column, as RisingWave's (``varchar[]``): the owner's privileges, then the grants
+    (``grantee=letters/grantor``)."""
+    if rel is None:
+        return []
+    kind = OBJECT_TYPES.get(rel.kind)
+    if kind is None:  # an index: its table's privileges apply
+        return []
+    return acl(ctx, rel.id, rel.owner, kind, always=True) or []
 
 
 def _columns(ctx: SystemContext) -> list[tuple]:
@@ -222,7 +228,7 @@ TABLES = [
     SystemTable("rw_catalog", "rw_tables", 502, _JOB, _jobs_of(RelationKind.TABLE)),
     SystemTable("rw_catalog", "rw_materialized_views", 503, _JOB, _jobs_of(RelationKind.MATERIALIZED_VIEW)),
     SystemTable("rw_catalog", "rw_relations", 504, "id int4, name text, relation_type text, schema_id int4, "
-                "owner int4, definition text, acl text", _relations),
+                "owner int4, definition text, acl text[]", _relations),
     SystemTable("rw_catalog", "rw_schemas", 505, "id int4, name text, owner int4, acl text[]", _schemas),
     SystemTable("rw_catalog", "rw_columns", 506,
                 "relation_id int4, name text, position int2, is_hidden bool, is_primary_key bool, "
@@ -231,10 +237,10 @@ TABLES = [
     SystemTable("rw_catalog", "rw_views", 507, _RELATION, _views),
     SystemTable("rw_catalog", "rw_indexes", 508,
                 "id int4, name text, primary_table_id int4, indkey int2[], schema_id int4, owner int4, "
-                "definition text, acl text, initialized_at timestamptz, created_at timestamptz", _indexes),
+                "definition text, acl text[], initialized_at timestamptz, created_at timestamptz", _indexes),
     SystemTable("rw_catalog", "rw_functions", 509,
                 "id int4, name text, schema_id int4, owner int4, type text, arg_type_ids int4[], "
-                "return_type_id int4, language text, link text, acl text"),
+                "return_type_id int4, language text, link text, acl text[]"),
     SystemTable("rw_catalog", "rw_depend", 510, "objid int4, refobjid int4", _depend),
     SystemTable("rw_catalog", "rw_fragments", 511,
                 "fragment_id int4, table_id int4, distribution_type text, state_table_ids int4[], "
@@ -245,10 +251,9 @@ TABLES = [
     SystemTable("rw_catalog", "rw_streaming_jobs", 513,
                 "job_id int4, name text, status text, parallelism text, max_parallelism int4, "
                 "resource_group text, database_id int4, schema_id int4", _streaming_jobs),
-    SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text, resource_group text",
-                lambda ctx: [(d.id, d.name, d.owner,
-                              "{" + ",".join(acl(ctx, d.id, d.owner, ObjectType.DATABASE) or []) + "}"
-                              if ctx.snapshot.privileges_on(d.id) else "", d.resource_group)
+    SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text[], resource_group text",
+                lambda ctx: [(d.id, d.name, d.owner, acl(ctx, d.id, d.owner, ObjectType.DATABASE, always=True),
+                              d.resource_group)
                              for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]),
     SystemTable("rw_catalog", "rw_users", 515,
                 "id int4, name text, is_super bool, create_db bool, create_user bool, can_login bool",

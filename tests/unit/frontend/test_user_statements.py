@@ -181,3 +181,26 @@ def test_alter_owner(meta: StoreMeta) -> None:
     run(root, "ALTER SCHEMA s OWNER TO ann")
     assert meta.catalog.snapshot.schema(meta.catalog.snapshot.database("dev").id, "s").owner == \
         meta.catalog.snapshot.user("ann").id  # type: ignore[union-attr]
+
+
+def test_dbt_grants_and_reads_them_back(meta: StoreMeta) -> None:
+    """dbt-risingwave's ``grants`` config: a GRANT with a three-part name, then its query of
+    ``rw_relations.acl`` (a ``varchar[]``, as RisingWave's)."""
+    root = session(meta)
+    run(root, "CREATE USER reporter")
+    run(root, 'grant select on view\n    "dev"."public"."v" to reporter;\n')
+    result = run(root, """with relation_acl as (
+        select unnest(rw_relations.acl) as acl_entry
+        from rw_catalog.rw_relations
+        join rw_catalog.rw_schemas on rw_relations.schema_id = rw_schemas.id
+        where rw_schemas.name = 'public' and rw_relations.name = 'v')
+      select split_part(acl_entry, '=', 1) as grantee,
+        case when split_part(split_part(acl_entry, '=', 2), '/', 1) = 'dwar' then 'all'
+             when split_part(split_part(acl_entry, '=', 2), '/', 1) like '%r%' then 'select' end as privilege_type
+      from relation_acl
+      where split_part(acl_entry, '=', 1) not in ('root', 'rwadmin', 'postgres')
+        and split_part(split_part(acl_entry, '=', 2), '/', 1) like '%r%'""")
+    assert result.rows is not None and result.rows.to_pylist() == [{"grantee": "reporter", "privilege_type": "select"}]
+    acls = run(root, "SELECT name, acl FROM rw_relations WHERE name IN ('t', 'v') ORDER BY name").rows
+    assert acls is not None and acls.to_pylist() == [{"name": "t", "acl": ["root=arwd/root"]},
+                                                     {"name": "v", "acl": ["root=r/root", "reporter=r/root"]}]
