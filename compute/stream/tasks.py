@@ -28,7 +28,9 @@ from compute.executor.dynamic_filter import last_bound as last_dynamic_bound
 from compute.executor.dynamic_filter import range_to_read as dynamic_range
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
+from compute.executor.keyed import distinct_keys
 from compute.executor.materialize import changes_of, emit, pairs_from_changes
+from compute.executor.over_window import OverWindowSpec, over_window_epoch
 from compute.executor.pk_conflict import resolve_dml
 from compute.executor.temporal_filter import (
     TemporalFilterSpec,
@@ -321,6 +323,32 @@ def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, .
         left_cache.write(out.left_state_rows, env.epoch)
         right_cache.write(out.right_state_rows, env.epoch)
         items.append(_cache_report("hash_join", left_cache, right_cache))
+        if items:
+            _write_manifest(env, job_id, op_id, items)
+        yield from out.changes.to_batches(max_chunksize=65536)
+
+    return run
+
+
+def over_window_task(env: TaskEnv, spec: OverWindowSpec, ssts: tuple[SstableInfo, ...], job_id: int,
+                     op_id: int) -> Task:
+    """StreamOverWindow over a partition holding every change of its window partitions: reads the
+    touched partitions' rows from the state, writes the state (reported by manifest) and yields the
+    window's changes."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = _collect(batches)
+        if rows is None:
+            return
+        groups = distinct_keys([rows.select([VNODE, *spec.partition])], [VNODE, *spec.partition])
+        reader = env.reader()
+        cache = env.cache(reader, spec.state, ssts, prefix=len(spec.partition))  # partitions held whole
+        state = cache.lookup(reader, ssts, env.prev_epoch, groups)
+        out = over_window_epoch(spec, rows, state, env.epoch)
+        items: list[tuple[str, dict]] = []
+        _write_outputs(env, spec.state, out.state_rows, None, items)
+        cache.write(out.state_rows, env.epoch)
+        items.append(_cache_report("over_window", cache))
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from out.changes.to_batches(max_chunksize=65536)
