@@ -35,7 +35,12 @@ from frontend.binder.grouping_sets import (
 from frontend.binder.normalize import factor_or
 from frontend.binder.relation import CatalogReader, ident
 from frontend.binder.set_operation import rewrite_set_operation
-from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
+from frontend.binder.subquery import (
+    having_subqueries,
+    scalar_subqueries,
+    singleton_dynamic_filter,
+    unnest_scalars,
+)
 from frontend.binder.window import OverWindow, WindowItem, bind_window_call, window_spec
 from frontend.expr import (
     BinaryOp,
@@ -504,6 +509,14 @@ class QueryBinder:
             # An MV has no order: ORDER BY without LIMIT changes nothing (as RisingWave).
             items = items[:len(items) - hidden]
             order_by, hidden = [], 0
+        used = [it.expr for it in items] + [e for e in (where, having) if e is not None] + list(group_by or ()) \
+            + [c.column for c in temporal]
+        if over_window is not None:
+            used += [*over_window.partition_by, *(e for e, _, _ in over_window.order_by),
+                     *(c.arg for c in over_window.calls if c.arg is not None)]
+        if row_number is not None:
+            used += [*row_number.partition_by, *(e for e, _, _ in row_number.order_by)]
+        source = singleton_dynamic_filter(source, used)
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
                                  tuple(order_by), limit, offset, hidden, row_number, temporal, over_window)
 
