@@ -19,7 +19,7 @@ READY = "RisingSpark frontend is ready"
 
 
 def run_frontend(cfg: FrontendConfig) -> int:
-    from frontend.pgwire.auth import PasswordAuth
+    from frontend.authentication import setup_auth
     from frontend.pgwire.server import PgServer
     from frontend.remote_runner import RemoteBatchRunner
     from frontend.session import Frontend
@@ -35,10 +35,10 @@ def run_frontend(cfg: FrontendConfig) -> int:
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     session.register()
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
-    auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
     meta = MetaClient(session)
-    frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
-                        users=tuple(auth.users) if auth else (), distributed=RemoteBatchRunner(meta))
+    auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
+    frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
+                        distributed=RemoteBatchRunner(meta))
     session.start()
 
     async def serve() -> None:

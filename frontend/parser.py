@@ -44,6 +44,7 @@ from frontend.statements import (  # noqa: F401 - re-exported: handlers import s
     TransactionStmt,
     WaitStmt,
 )
+from frontend.user_parser import is_user_statement, match_alter_owner, parse_user_statement
 from risingspark.errors import FeatureNotSupported, SyntaxError_
 
 DIALECT = "risingwave"
@@ -152,6 +153,10 @@ def parse_statement(text: str) -> Statement:
     if first == "EXPLAIN":
         inner = re.sub(r"^\s*EXPLAIN\s+(\([^)]*\)\s*)?", "", text, flags=re.IGNORECASE)
         return ExplainStmt(inner)
+    if is_user_statement(head):
+        return parse_user_statement(text)
+    if first == "ALTER" and (owner := match_alter_owner(text)) is not None:
+        return owner
     if first == "ALTER" and (m := _RENAME.fullmatch(text)):
         return RenameStmt(" ".join(m.group("kind").upper().split()), _name_parts(m.group("name")),
                           _name_parts(m.group("new"))[-1], bool(m.group("exists")))

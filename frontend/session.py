@@ -26,12 +26,12 @@ from sqlglot.errors import ParseError
 
 from frontend.batch import BatchEngine, QueryContext
 from frontend.binder import CatalogReader
-from frontend.catalog.oids import PG_TYPES_BY_OID, Role, roles_with
+from frontend.catalog.oids import PG_TYPES_BY_OID
 from frontend.catalog.rewrite import RewriteContext, name_outputs
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
 from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
-from frontend.handlers import alter, commands, copy, ddl, dml, indexes, query
+from frontend.handlers import alter, commands, copy, ddl, dml, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
@@ -63,10 +63,20 @@ from frontend.parser import (
 from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
 from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, Plan, PlanCache, PlanKey
 from frontend.positions import locate_error
+from frontend.privileges import PrivilegeChecker
 from frontend.session_vars import SessionVars, duration_ms
+from frontend.statements import (
+    AlterOwnerStmt,
+    AlterUserStmt,
+    CreateUserStmt,
+    DropUserStmt,
+    GrantStmt,
+    RevokeStmt,
+)
 from risingspark.catalog import DEFAULT_DATABASE, DEFAULT_USER
 from risingspark.errors import (
     FeatureNotSupported,
+    InvalidAuthorizationSpecification,
     InvalidCatalogName,
     QueryCanceled,
     RisingSparkError,
@@ -75,15 +85,19 @@ from risingspark.errors import (
 )
 from risingspark.storage.object_store import ObjectStore
 from risingspark.types import DataType, TypeName
+from risingspark.users import DEFAULT_SUPER_USER_ID
 
 logger = logging.getLogger(__name__)
 
 
 class Frontend:
-    """What every session of a frontend shares: meta, the object store and the batch engine."""
+    """What every session of a frontend shares: meta, the object store and the batch engine.
+
+    `password_method` is how CREATE/ALTER USER store a password (``scram-sha-256`` or ``md5``, the
+    frontend's authentication method)."""
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
-                 users: tuple[str, ...] = (), distributed: DistributedRunner | None = None) -> None:
+                 password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None) -> None:
         self.meta = meta
         self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
@@ -93,7 +107,7 @@ class Frontend:
         # while the other waits on a read (16 clients' point queries, 6 s of an ad hoc loop: 460/s on the shared
         # pool, 600/s on two threads, 710/s on one, which a cold read would hold up for every query)
         self.key_pool = ThreadPoolExecutor(2, thread_name_prefix="frontend-key")
-        self.roles: tuple[Role, ...] = roles_with(users)
+        self.password_method = password_method
         self.plans = PlanCache()
         self.dml = GroupCommit(meta)
         self.sessions: dict[int, Session] = {}  # by process id
@@ -128,6 +142,7 @@ class Session:
         self.frontend = frontend
         self.vars = SessionVars()
         self.user = DEFAULT_USER
+        self.user_id = DEFAULT_SUPER_USER_ID
         self.database = DEFAULT_DATABASE
         self.cancel_event = threading.Event()
         self._cancel_lock = threading.Lock()
@@ -152,7 +167,14 @@ class Session:
     async def startup(self, params: dict[str, str]) -> dict[str, str]:
         self.user = params.get("user") or DEFAULT_USER
         self.database = params.get("database") or self.user
-        if self.frontend.meta.catalog_snapshot().database(self.database) is None:
+        snap = self.frontend.meta.catalog_snapshot()
+        user = snap.user(self.user)
+        if user is None:
+            raise InvalidAuthorizationSpecification(f'role "{self.user}" does not exist')
+        if not user.can_login:
+            raise InvalidAuthorizationSpecification(f'role "{self.user}" is not permitted to log in')
+        self.user_id = user.id
+        if snap.database(self.database) is None:
             raise InvalidCatalogName(f'database "{self.database}" does not exist')
         if params.get("application_name"):
             self.vars.set("application_name", params["application_name"])
@@ -290,6 +312,8 @@ class Session:
         if not key.param_oids and _is_constant_select(stmt.ast):
             result = self._dispatch(stmt)
             return ConstantPlan(result.tag, result.columns, result.rows), None, result
+        # (a key plan is cached per user and catalog version: checked here, it is checked for good)
+        self.check_reads(stmt.ast)
         query = match_key_query(stmt.ast, self.catalog_reader())
         if query is not None and query.takes(key.param_oids):
             return KeyPlan(query, version), None, None
@@ -375,11 +399,14 @@ class Session:
             return commands.alter_rate_limit(self, stmt)
         if isinstance(stmt, AlterParallelismStmt):
             return commands.alter_parallelism(self, stmt)
+        if isinstance(stmt, CreateUserStmt | AlterUserStmt | DropUserStmt | GrantStmt | RevokeStmt | AlterOwnerStmt):
+            return _USER_HANDLERS[type(stmt)](self, stmt)
         if isinstance(stmt, ExplainStmt):
             inner = parse_statement(stmt.inner)
             if isinstance(inner, SqlStmt) and isinstance(inner.ast, exp.Create):
                 return ddl.explain_create(self, inner.ast, inner.text)
             if isinstance(inner, SqlStmt):
+                self.check_reads(inner.ast)
                 return query.explain(self, inner.ast)
             raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")
         if isinstance(stmt, TransactionStmt):
@@ -391,6 +418,7 @@ class Session:
     def _dispatch_sql(self, stmt: SqlStmt) -> StatementResult:
         ast = stmt.ast
         if isinstance(ast, exp.Select | exp.Union | exp.Values):
+            self.check_reads(ast)
             table = query.run_query(self, ast)
             return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
         if isinstance(ast, exp.Insert):
@@ -415,6 +443,15 @@ class Session:
         raise FeatureNotSupported(f"{type(ast).__name__.upper()} statements are not supported yet")
 
     # ---- helpers for handlers -------------------------------------------------------------------
+    def privileges(self) -> PrivilegeChecker:
+        """What the session's user may do, at the current catalog snapshot (`frontend.privileges`)."""
+        return PrivilegeChecker(self.frontend.meta.catalog_snapshot(), self.user_id)
+
+    def check_reads(self, query: exp.Expression) -> None:
+        """SELECT on every relation a query reads (42501 otherwise)."""
+        reader = self.catalog_reader()
+        PrivilegeChecker(reader.snapshot, self.user_id).check_query(query, reader)
+
     def parse_sql(self, text: str) -> exp.Expression:
         """Parse with sqlglot, bypassing the fast paths of `parse_statement`."""
         try:
@@ -435,8 +472,8 @@ class Session:
         try:
             sys_ctx = SystemContext(reader.snapshot, reader.database.id, self.database, meta.ddl_progress,
                                     self.user, tuple(reader.search_path), tuple(self.vars.all()),
-                                    self.frontend.roles, self.frontend.session_infos, meta.row_count, version,
-                                    meta.write_stalls)
+                                    self.frontend.session_infos, meta.row_count, version, meta.write_stalls,
+                                    self.user_id)
 
             def system_rows(schema: str, name: str) -> pa.Table:
                 t = system_table(schema, name)
@@ -468,6 +505,11 @@ class Session:
         """After a write: wait for its checkpoint when ``rw_implicit_flush`` is on."""
         return self._after_dml(result)
 
+
+_USER_HANDLERS: dict[type, Callable[[Session, Any], StatementResult]] = {
+    CreateUserStmt: users.create_user, AlterUserStmt: users.alter_user, DropUserStmt: users.drop_user,
+    GrantStmt: users.grant, RevokeStmt: users.revoke, AlterOwnerStmt: users.alter_owner,
+}
 
 VECTOR_OIDS = {pa.uint16(): 22, pa.uint32(): 30}  # int2vector, oidvector (`frontend.catalog.table`)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from frontend.rw_clauses import TableClauses
+from risingspark.users import Action, UserChange
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,76 @@ class CreateIndexStmt:
     text: str
 
 
+@dataclass(frozen=True)
+class CreateUserStmt:
+    """``CREATE {USER | ROLE} name [[WITH] option ...]``; the password in `options` is as written."""
+
+    name: str
+    options: UserChange
+
+
+@dataclass(frozen=True)
+class AlterUserStmt:
+    """``ALTER {USER | ROLE} name [WITH] option ...`` or ``... RENAME TO new`` (`options.name`)."""
+
+    name: str
+    options: UserChange
+
+
+@dataclass(frozen=True)
+class DropUserStmt:
+    """``DROP {USER | ROLE} [IF EXISTS] name [, ...]``."""
+
+    names: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class GrantObjects:
+    """What a GRANT or REVOKE is on: relations (``[database.][schema.]name`` parts), or every
+    relation of the kind in the named schemas (`all_in_schema`), or schemas, or databases."""
+
+    kind: str  # TABLE, MATERIALIZED VIEW, VIEW, SCHEMA or DATABASE
+    names: tuple[tuple[str, ...], ...]
+    all_in_schema: bool = False
+
+
+@dataclass(frozen=True)
+class GrantStmt:
+    """``GRANT {actions | ALL [PRIVILEGES]} ON objects TO users [WITH GRANT OPTION] [GRANTED BY user]``."""
+
+    actions: tuple[Action, ...] | None  # None: ALL
+    objects: GrantObjects
+    grantees: tuple[str, ...]
+    with_grant_option: bool = False
+    granted_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RevokeStmt:
+    """``REVOKE [GRANT OPTION FOR] {actions | ALL} ON objects FROM users [GRANTED BY user] [CASCADE |
+    RESTRICT]``."""
+
+    actions: tuple[Action, ...] | None
+    objects: GrantObjects
+    grantees: tuple[str, ...]
+    grant_option_only: bool = False
+    cascade: bool = False
+    granted_by: str | None = None
+
+
+@dataclass(frozen=True)
+class AlterOwnerStmt:
+    """``ALTER {TABLE | MATERIALIZED VIEW | VIEW | SCHEMA | DATABASE} name OWNER TO user``."""
+
+    kind: str
+    name: tuple[str, ...]
+    new_owner: str
+
+
+UserStatement = CreateUserStmt | AlterUserStmt | DropUserStmt | GrantStmt | RevokeStmt | AlterOwnerStmt
+
 Statement = (ShowStmt | SetStmt | ResetStmt | FlushStmt | WaitStmt | CancelJobsStmt | ExplainStmt
              | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | IgnoredStmt
              | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt
-             | RenameStmt | CreateIndexStmt)
+             | RenameStmt | CreateIndexStmt | UserStatement)

@@ -1,5 +1,6 @@
 """The catalog manager: databases, schemas and relations, persisted in the meta store and mirrored
-in memory. Frontends bind against an immutable `CatalogSnapshot`, re-read when `version` moves."""
+in memory, with the users and privileges `meta.users` keeps. Frontends bind names, authenticate and
+check privileges against an immutable `CatalogSnapshot`, re-read when `version` moves."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import sqlalchemy as sa
 
-from meta.store.schema import databases, relations, schemas
+from meta.store.schema import databases, relations, schemas, user_privileges
 from meta.store.store import MetaStore, Txn, next_ids
 from risingspark.catalog import (
     DEFAULT_DATABASE,
@@ -27,6 +28,7 @@ from risingspark.catalog import (
 )
 from risingspark.storage.desc import StateTableDesc
 from risingspark.types import Field
+from risingspark.users import GrantPrivilege, UserCatalog, default_users
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ class CatalogSnapshot:
     databases: dict[int, DatabaseCatalog] = field(default_factory=dict)
     schemas: dict[int, SchemaCatalog] = field(default_factory=dict)
     relations: dict[int, RelationCatalog] = field(default_factory=dict)
+    users: dict[int, UserCatalog] = field(default_factory=default_users)
+    privileges: dict[int, GrantPrivilege] = field(default_factory=dict)  # by privilege id
 
     def database(self, name: str) -> DatabaseCatalog | None:
         return next((d for d in self.databases.values() if d.name == name), None)
@@ -52,6 +56,28 @@ class CatalogSnapshot:
 
     def dependents(self, relation_id: int) -> list[RelationCatalog]:
         return [r for r in self.relations.values() if relation_id in r.depends_on]
+
+    def user(self, name: str) -> UserCatalog | None:
+        return next((u for u in self.users.values() if u.name == name), None)
+
+    def owner_of(self, object_id: int) -> int | None:
+        """The owner of a database, schema or relation (they share one id space); None if none."""
+        obj = self.relations.get(object_id) or self.schemas.get(object_id) or self.databases.get(object_id)
+        return obj.owner if obj is not None else None
+
+    def object_label(self, object_id: int) -> tuple[str, str]:
+        """How PostgreSQL's messages name an object: ``("table", "t")``, ``("schema", "s")``..."""
+        if object_id in self.relations:
+            rel = self.relations[object_id]
+            return rel.kind.display, rel.name
+        if object_id in self.schemas:
+            return "schema", self.schemas[object_id].name
+        if object_id in self.databases:
+            return "database", self.databases[object_id].name
+        return "object", str(object_id)
+
+    def privileges_on(self, object_id: int) -> list[GrantPrivilege]:
+        return [p for p in self.privileges.values() if p.object_id == object_id]
 
 
 def post_order(roots: Iterable[RelationCatalog],
@@ -94,10 +120,14 @@ class CatalogManager:
                                                        resource_group=DEFAULT_RESOURCE_GROUP))
                 conn.execute(schemas.insert().values(id=next_ids(conn, "catalog"), database_id=db_id,
                                                      name=DEFAULT_SCHEMA))
-            dbs = {r.id: DatabaseCatalog(r.id, r.name, r.resource_group) for r in conn.execute(sa.select(databases))}
-            schs = {r.id: SchemaCatalog(r.id, r.database_id, r.name) for r in conn.execute(sa.select(schemas))}
+            dbs = {r.id: DatabaseCatalog(r.id, r.name, r.resource_group, r.owner)
+                   for r in conn.execute(sa.select(databases))}
+            schs = {r.id: SchemaCatalog(r.id, r.database_id, r.name, r.owner) for r in conn.execute(sa.select(schemas))}
             rels = {r.id: _relation_from_row(r) for r in conn.execute(sa.select(relations))}
-        return CatalogSnapshot(1, dbs, schs, rels)
+            from meta.users import load_users
+
+            users, privileges = load_users(conn)
+        return CatalogSnapshot(1, dbs, schs, rels, users, privileges)
 
     # ---- writes (inside a transaction; memory follows the commit) ------------------------------
     def allocate_ids(self, tx: Txn, count: int) -> int:
@@ -110,10 +140,43 @@ class CatalogManager:
         return tx.staged["catalog"]
 
     def _install(self, rels: dict[int, RelationCatalog]) -> None:
+        self._swap(relations=rels)
+
+    def _swap(self, **changes) -> None:
+        """A new snapshot, one version on, with `changes` (fields of `CatalogSnapshot`)."""
         with self._lock:
             s = self._snapshot
-            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, s.schemas, rels)
+            self._snapshot = replace(s, version=s.version + 1, **changes)
             self._changed.notify_all()
+
+    def stage_acl(self, tx: Txn) -> tuple[dict[int, UserCatalog], dict[int, GrantPrivilege]]:
+        """The users and privileges as `tx` changes them (`meta.users`), installed when it commits."""
+        if "acl" not in tx.staged:
+            tx.staged["acl"] = (dict(self._snapshot.users), dict(self._snapshot.privileges))
+            tx.on_commit(lambda: self._swap(users=tx.staged["acl"][0], privileges=tx.staged["acl"][1]))
+        return tx.staged["acl"]
+
+    def _forget_privileges(self, tx: Txn, object_ids: list[int]) -> None:
+        """Privileges on objects being dropped go with them."""
+        tx.conn.execute(user_privileges.delete().where(user_privileges.c.object_id.in_(object_ids)))
+        privileges = self.stage_acl(tx)[1]
+        for pid in [p.id for p in privileges.values() if p.object_id in object_ids]:
+            del privileges[pid]
+
+    def set_owner(self, tx: Txn, object_ids: list[int], owner: int) -> None:
+        """Databases, schemas or relations get a new owner."""
+        for table in (databases, schemas, relations):
+            tx.conn.execute(table.update().where(table.c.id.in_(object_ids)).values(owner=owner))
+        staged = self._stage(tx)
+        for i in object_ids:
+            if i in staged:
+                staged[i] = replace(staged[i], owner=owner)
+        others = [i for i in object_ids if i not in staged]
+        if others:
+            tx.on_commit(lambda: self._swap(
+                schemas={k: replace(v, owner=owner) if k in others else v for k, v in self._snapshot.schemas.items()},
+                databases={k: replace(v, owner=owner) if k in others else v
+                           for k, v in self._snapshot.databases.items()}))
 
     def create_relation(self, tx: Txn, rel: RelationCatalog) -> None:
         tx.conn.execute(relations.insert().values(**_relation_to_row(rel)))
@@ -150,18 +213,14 @@ class CatalogManager:
             staged[rel_id] = replace(staged[rel_id], extra=extra)
 
     def create_schema(self, tx: Txn, schema: SchemaCatalog) -> None:
-        tx.conn.execute(schemas.insert().values(id=schema.id, database_id=schema.database_id, name=schema.name))
-        tx.on_commit(lambda: self._install_schema(schema))
-
-    def _install_schema(self, schema: SchemaCatalog) -> None:
-        with self._lock:
-            s = self._snapshot
-            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, {**s.schemas, schema.id: schema}, s.relations)
-            self._changed.notify_all()
+        tx.conn.execute(schemas.insert().values(id=schema.id, database_id=schema.database_id, name=schema.name,
+                                                owner=schema.owner))
+        tx.on_commit(lambda: self._swap(schemas={**self._snapshot.schemas, schema.id: schema}))
 
     def create_database(self, tx: Txn, db: DatabaseCatalog, public: SchemaCatalog) -> None:
         """A database and its ``public`` schema."""
-        tx.conn.execute(databases.insert().values(id=db.id, name=db.name, resource_group=db.resource_group))
+        tx.conn.execute(databases.insert().values(id=db.id, name=db.name, resource_group=db.resource_group,
+                                                  owner=db.owner))
         self.create_schema(tx, public)
         tx.on_commit(lambda: self._set_databases({**self._snapshot.databases, db.id: db}))
 
@@ -170,6 +229,7 @@ class CatalogManager:
         tx.conn.execute(schemas.delete().where(schemas.c.database_id == database_id))
         tx.conn.execute(databases.delete().where(databases.c.id == database_id))
         dropped = [k for k, v in self._snapshot.schemas.items() if v.database_id == database_id]
+        self._forget_privileges(tx, [database_id, *dropped])
 
         def install() -> None:
             for schema_id in dropped:
@@ -179,24 +239,19 @@ class CatalogManager:
         tx.on_commit(install)
 
     def _set_databases(self, dbs: dict[int, DatabaseCatalog]) -> None:
-        with self._lock:
-            s = self._snapshot
-            self._snapshot = CatalogSnapshot(s.version + 1, dbs, s.schemas, s.relations)
-            self._changed.notify_all()
+        self._swap(databases=dbs)
 
     def drop_schema(self, tx: Txn, schema_id: int) -> None:
         tx.conn.execute(schemas.delete().where(schemas.c.id == schema_id))
+        self._forget_privileges(tx, [schema_id])
         tx.on_commit(lambda: self._uninstall_schema(schema_id))
 
     def _uninstall_schema(self, schema_id: int) -> None:
-        with self._lock:
-            s = self._snapshot
-            kept = {k: v for k, v in s.schemas.items() if k != schema_id}
-            self._snapshot = CatalogSnapshot(s.version + 1, s.databases, kept, s.relations)
-            self._changed.notify_all()
+        self._swap(schemas={k: v for k, v in self._snapshot.schemas.items() if k != schema_id})
 
     def drop_relations(self, tx: Txn, ids: list[int]) -> None:
         tx.conn.execute(relations.delete().where(relations.c.id.in_(ids)))
+        self._forget_privileges(tx, ids)
         staged = self._stage(tx)
         for i in ids:
             staged.pop(i, None)
@@ -219,7 +274,7 @@ def _relation_to_row(r: RelationCatalog) -> dict:
         "dependencies": json.dumps(list(r.dependencies)), "parallelism": r.parallelism,
         "row_id_index": r.row_id_index, "created_at_epoch": r.created_at_epoch,
         "initialized_at_epoch": r.initialized_at_epoch, "resource_group": r.resource_group,
-        "extra": json.dumps(r.extra),
+        "extra": json.dumps(r.extra), "owner": r.owner,
     }
 
 
@@ -234,5 +289,5 @@ def _relation_from_row(r) -> RelationCatalog:
         state_tables=tuple(StateTableDesc.from_json(d) for d in json.loads(r.state_tables)),
         dependencies=tuple(json.loads(r.dependencies)), parallelism=r.parallelism, row_id_index=r.row_id_index,
         created_at_epoch=r.created_at_epoch, initialized_at_epoch=r.initialized_at_epoch,
-        resource_group=r.resource_group, extra=json.loads(r.extra),
+        resource_group=r.resource_group, extra=json.loads(r.extra), owner=r.owner,
     )

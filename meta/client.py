@@ -16,11 +16,13 @@ from typing import Any
 
 from meta.catalog import CatalogSnapshot
 from meta.compaction.picker import CompactionConfig, CompactionTask
+from meta.users import GrantTarget
 from risingspark.barrier import DmlReceipt
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, DatabaseCatalog, RelationCatalog, SchemaCatalog
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.rpc import RpcClient
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
+from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog, UserChange
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +110,36 @@ class RemoteParams:
         return self._rpc.call("params_all")
 
 
+class RemoteUsers:
+    """Users and privileges changed through meta (`meta.users.UserManager`'s calls)."""
+
+    def __init__(self, rpc: RpcClient) -> None:
+        self._rpc = rpc
+
+    def bootstrap(self, initial: list[tuple[str, str]]) -> None:
+        self._rpc.call("users_bootstrap", list(initial))
+
+    def create_user(self, actor_id: int, user: UserCatalog) -> UserCatalog:
+        return self._rpc.call("users_create", actor_id, user)
+
+    def alter_user(self, actor_id: int, name: str, change: UserChange) -> list[str]:
+        return self._rpc.call("users_alter", actor_id, name, change)
+
+    def drop_user(self, actor_id: int, name: str, if_exists: bool = False) -> list[str]:
+        return self._rpc.call("users_drop", actor_id, name, if_exists)
+
+    def grant(self, actor_id: int, grantees: list[int], targets: list[GrantTarget],
+              with_grant_option: bool = False) -> list[str]:
+        return self._rpc.call("users_grant", actor_id, grantees, targets, with_grant_option)
+
+    def revoke(self, actor_id: int, grantees: list[int], targets: list[GrantTarget], *,
+               grant_option_only: bool = False, cascade: bool = False) -> list[str]:
+        return self._rpc.call("users_revoke", actor_id, grantees, targets, grant_option_only, cascade)
+
+    def alter_owner(self, actor_id: int, object_id: int, new_owner: int) -> None:
+        self._rpc.call("users_alter_owner", actor_id, object_id, new_owner)
+
+
 class MetaClient:
     """What a frontend process calls meta for, with `MetaService`'s signatures."""
 
@@ -115,6 +147,7 @@ class MetaClient:
         self.session = session
         self.rpc = session.rpc
         self.params = RemoteParams(self.rpc)
+        self.users = RemoteUsers(self.rpc)
         self._wait_poll_s = wait_poll_s
         self._lock = threading.Lock()
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
@@ -140,11 +173,11 @@ class MetaClient:
     def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
         return self.rpc.call("create_relation", rel)
 
-    def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
-        return self.rpc.call("create_schema", database_id, name)
+    def create_schema(self, database_id: int, name: str, owner: int = DEFAULT_SUPER_USER_ID) -> SchemaCatalog:
+        return self.rpc.call("create_schema", database_id, name, owner)
 
-    def create_database(self, name: str, resource_group: str) -> DatabaseCatalog:
-        return self.rpc.call("create_database", name, resource_group)
+    def create_database(self, name: str, resource_group: str, owner: int = DEFAULT_SUPER_USER_ID) -> DatabaseCatalog:
+        return self.rpc.call("create_database", name, resource_group, owner)
 
     def drop_database(self, database_id: int) -> None:
         self.rpc.call("drop_database", database_id)

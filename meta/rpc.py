@@ -18,6 +18,7 @@ from meta.catalog import CatalogSnapshot
 from meta.cluster import ClusterManager, WorkerNode
 from meta.compaction.picker import CompactionTask
 from meta.service import MetaService
+from meta.users import GrantTarget
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatalog
 from risingspark.errors import QueryCanceled
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
@@ -51,6 +52,9 @@ class MetaRpc:
             "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
+            "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
+            "users_alter": m.users.alter_user, "users_drop": m.users.drop_user, "users_grant": m.users.grant,
+            "users_revoke": self.revoke, "users_alter_owner": m.users.alter_owner,
             "compaction_config": lambda: m.compaction.config,
             "compute_nodes": self.compute_nodes,
             "compaction_next_task": self.compaction_next_task, "compaction_report": self.compaction_report,
@@ -85,6 +89,11 @@ class MetaRpc:
 
     def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
         return self.meta.create_relation(rel)
+
+    def revoke(self, actor_id: int, grantees: list[int], targets: list[GrantTarget], grant_option_only: bool,
+               cascade: bool) -> list[str]:
+        return self.meta.users.revoke(actor_id, grantees, targets, grant_option_only=grant_option_only,
+                                      cascade=cascade)
 
     def drop_relation(self, rel_id: int, cascade: bool) -> list[RelationCatalog]:
         return self.meta.drop_relation(rel_id, cascade=cascade)

@@ -52,6 +52,7 @@ from meta.snapshot_backfill import SnapshotBackfills
 from meta.store.schema import backfill_progress, dml_batches, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
+from meta.users import UserManager
 from risingspark.backfill_order import BACKFILL_ORDER, normalize
 from risingspark.barrier import AddJobs, DmlReceipt, DropJobs, EpochResult, Mutation, Throttle
 from risingspark.catalog import (
@@ -85,6 +86,7 @@ from risingspark.snapshot_splits import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT
 from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
 from risingspark.stream_plan import StreamHashAgg, find, node_from_json, scans
+from risingspark.users import DEFAULT_SUPER_USER_ID
 from risingspark.vnode import VNODE_COUNT
 
 logger = logging.getLogger(__name__)
@@ -119,6 +121,7 @@ class MetaService:
         self._compute = compute
         self.params = SystemParams(store)
         self.catalog = CatalogManager(store)
+        self.users = UserManager(store, self.catalog)  # users, privileges, ownership (`meta.users`)
         self.hummock = HummockManager(store, objects)
         self.snapshots = SnapshotBackfills(store)
         self.barriers = BarrierManager(store, self.catalog, self.hummock, objects, compute, self.snapshots,
@@ -262,15 +265,16 @@ class MetaService:
                                      hint=f"Start one with: risingspark compute --resource-group {group} "
                                           "--meta-address <this meta>")
 
-    def create_database(self, name: str, resource_group: str = DEFAULT_RESOURCE_GROUP) -> DatabaseCatalog:
-        """Create a database (42P04 if it exists) with its ``public`` schema; its streaming jobs run
-        in `resource_group`."""
+    def create_database(self, name: str, resource_group: str = DEFAULT_RESOURCE_GROUP,
+                        owner: int = DEFAULT_SUPER_USER_ID) -> DatabaseCatalog:
+        """Create a database (42P04 if it exists) with its ``public`` schema, both owned by `owner`;
+        its streaming jobs run in `resource_group`."""
         if self.catalog.snapshot.database(name) is not None:
             raise DuplicateDatabase(f'database "{name}" already exists')
         with self.store.transaction() as tx:
             first = self.catalog.allocate_ids(tx, 2)
-            db = DatabaseCatalog(first, name, resource_group or DEFAULT_RESOURCE_GROUP)
-            self.catalog.create_database(tx, db, SchemaCatalog(first + 1, first, DEFAULT_SCHEMA))
+            db = DatabaseCatalog(first, name, resource_group or DEFAULT_RESOURCE_GROUP, owner)
+            self.catalog.create_database(tx, db, SchemaCatalog(first + 1, first, DEFAULT_SCHEMA, owner))
         logger.info("created database %s (id %d, resource group %s)", name, db.id, db.resource_group)
         return db
 
@@ -289,12 +293,12 @@ class MetaService:
             self.catalog.drop_database(tx, database_id)
         logger.info("dropped database %s (id %d)", db.name, database_id)
 
-    def create_schema(self, database_id: int, name: str) -> SchemaCatalog:
-        """Create a schema in a database (42P06 if it exists)."""
+    def create_schema(self, database_id: int, name: str, owner: int = DEFAULT_SUPER_USER_ID) -> SchemaCatalog:
+        """Create a schema in a database (42P06 if it exists), owned by `owner`."""
         with self.store.transaction() as tx:
             if self.catalog.snapshot.schema(database_id, name) is not None:
                 raise DuplicateSchema(f'schema "{name}" already exists')
-            schema = SchemaCatalog(self.catalog.allocate_ids(tx, 1), database_id, name)
+            schema = SchemaCatalog(self.catalog.allocate_ids(tx, 1), database_id, name, owner)
             self.catalog.create_schema(tx, schema)
         logger.info("created schema %s (id %d)", name, schema.id)
         return schema

@@ -14,10 +14,11 @@ from typing import Any
 from risingspark.storage.desc import StateTableDesc
 from risingspark.table_kind import APPEND_ONLY, ON_CONFLICT, ConflictBehavior
 from risingspark.types import Field
+from risingspark.users import DEFAULT_SUPER_USER, DEFAULT_SUPER_USER_ID
 
 DEFAULT_DATABASE = "dev"
 DEFAULT_SCHEMA = "public"
-DEFAULT_USER = "root"
+DEFAULT_USER = DEFAULT_SUPER_USER
 DEFAULT_RESOURCE_GROUP = "default"
 VIEW_DEPENDENCIES = "view_dependencies"  # `RelationCatalog.extra` key: ids of the views a job's query names
 # `RelationCatalog.extra` key of a job that asked for serverless backfill: its state (`meta.serverless`)
@@ -65,6 +66,7 @@ class DatabaseCatalog:
     id: int
     name: str
     resource_group: str = DEFAULT_RESOURCE_GROUP
+    owner: int = DEFAULT_SUPER_USER_ID
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class SchemaCatalog:
     id: int
     database_id: int
     name: str
+    owner: int = DEFAULT_SUPER_USER_ID
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class RelationCatalog:
         state_tables: descriptors of every state table of the job; the first is the relation's own
             data (its `table_id` equals `id`).
         dependencies: ids of the relations the job reads.
+        owner: the id of the user owning it (`risingspark.users`).
     """
 
     id: int
@@ -110,6 +114,7 @@ class RelationCatalog:
     initialized_at_epoch: int | None = None
     resource_group: str = DEFAULT_RESOURCE_GROUP
     extra: dict[str, Any] = field(default_factory=dict)
+    owner: int = DEFAULT_SUPER_USER_ID  # the user who created it (an index: its table's owner)
 
     @property
     def table_desc(self) -> StateTableDesc:

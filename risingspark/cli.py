@@ -59,7 +59,7 @@ class Playground:
         from compute.batch_query import SparkBatchRunner
         from compute.node import CacheBudgets, ComputeNode
         from compute.spark import SparkSettings, create_spark_session
-        from frontend.pgwire.auth import PasswordAuth
+        from frontend.authentication import setup_auth
         from frontend.pgwire.server import PgServer
         from frontend.session import Frontend
         from meta.api import create_app
@@ -104,9 +104,8 @@ class Playground:
                                    f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         enable_serverless_compaction(meta, ServerlessCompactionConfig.of(cfg), cluster, store.url,
                                      f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
-        auth = PasswordAuth.from_spec(cfg.auth_users, cfg.auth_method) if cfg.auth_users else None
-        frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20,
-                            users=tuple(auth.users) if auth else (),
+        auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
+        frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                             distributed=SparkBatchRunner(spark, store.url))
         http.start()  # before meta: backfillers resumed at its start register over HTTP
         cluster.start()

@@ -168,6 +168,21 @@ class InsufficientPrivilege(RisingSparkError):
     sqlstate = "42501"
 
 
+class ReservedName(RisingSparkError):
+    sqlstate = "42939"
+
+
+class InvalidGrantOperation(RisingSparkError):
+    sqlstate = "0LP01"
+
+
+class InvalidAuthorizationSpecification(RisingSparkError):
+    """A connection for a user that does not exist or may not log in."""
+
+    sqlstate = "28000"
+    severity = "FATAL"
+
+
 class InvalidPassword(RisingSparkError):
     sqlstate = "28P01"
     severity = "FATAL"

@@ -46,6 +46,27 @@ class AggCall:
 
 
 @dataclass(frozen=True)
+class WindowCall:
+    """One window function of a StreamOverWindow (`compute.executor.over_window`): ``kind`` is
+    row_number, rank, dense_rank, lag, lead, first_value, last_value, sum, count, count_star, avg,
+    min or max; ``arg`` an input column index; lag / lead's ``offset`` and constant ``default``; the
+    frame as ``frame_mode`` ROWS or RANGE and two bounds, each an offset (None: UNBOUNDED) and a side
+    (PRECEDING, CURRENT, FOLLOWING)."""
+
+    kind: str
+    arg: int | None
+    return_type: DataType
+    display: str = ""
+    offset: int = 1
+    default: Any = None
+    frame_mode: str = "RANGE"
+    frame_start: int | None = None
+    frame_start_side: str = "PRECEDING"
+    frame_end: int | None = 0
+    frame_end_side: str = "CURRENT"
+
+
+@dataclass(frozen=True)
 class StreamNode:
     fields: tuple[Field, ...]
     stream_key: tuple[int, ...]
@@ -166,6 +187,20 @@ class StreamTopN(StreamNode):
 
 
 @dataclass(frozen=True)
+class StreamOverWindow(StreamNode):
+    """Window functions over partitions, as RisingWave's ``StreamOverWindow``: every input row with
+    one column per call appended (`compute.executor.over_window`). It follows an exchange by the
+    partition key; its state (`state_table`) holds every input row keyed by ``(partition key, order
+    columns, stream key)``. Output: the input's columns, then the calls'; the input's stream key."""
+
+    input: StreamNode | None = None
+    partition_key: tuple[int, ...] = ()
+    order: tuple[tuple[int, bool, bool], ...] = ()
+    calls: tuple[WindowCall, ...] = ()
+    state_table: StateTableDesc | None = None
+
+
+@dataclass(frozen=True)
 class StreamTemporalFilter(StreamNode):
     """A temporal filter: the input's rows where ``column op now() + offset_us``, now() being the
     epoch's physical time, so rows leave (``>``, ``>=``) or enter (``<``, ``<=``) as time passes
@@ -256,8 +291,8 @@ class StreamMaterialize(StreamNode):
 _NODES: dict[str, type[StreamNode]] = {
     c.__name__: c
     for c in (StreamDml, StreamTableScan, StreamFilter, StreamProject, StreamExchange, StreamHashAgg,
-              StreamHashJoin, StreamTopN, StreamTemporalFilter, StreamDynamicFilter, StreamUnion, StreamChangeLog,
-              StreamMaterialize)
+              StreamHashJoin, StreamTopN, StreamOverWindow, StreamTemporalFilter, StreamDynamicFilter, StreamUnion,
+              StreamChangeLog, StreamMaterialize)
 }
 
 
@@ -279,6 +314,8 @@ def _value_to_json(v: Any) -> Any:
         return {"kind": v.kind, "arg": v.arg, "return_type": v.return_type.to_json(), "display": v.display,
                 "distinct": v.distinct, "order": [list(o) for o in v.order], "delimiter": v.delimiter,
                 "delimiter_in_order": v.delimiter_in_order}
+    if isinstance(v, WindowCall):
+        return {**{f.name: getattr(v, f.name) for f in dataclasses.fields(v)}, "return_type": v.return_type.to_json()}
     if isinstance(v, tuple):
         return [_value_to_json(x) for x in v]
     return v
@@ -310,6 +347,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
                       for a in v)
         elif f.name == "order":
             v = tuple(tuple(o) for o in v)
+        elif f.name == "calls":
+            v = tuple(WindowCall(**{**c, "return_type": DataType.from_json(c["return_type"])}) for c in v)
         elif f.name == "conflict":
             v = ConflictBehavior(v)
         elif f.name == "input_states":
@@ -401,6 +440,13 @@ def _describe(n: StreamNode) -> str:
         return f"StreamTopN {{ order: [{order}], limit: {limit}, offset: {n.offset} }}"
     if isinstance(n, StreamTemporalFilter):
         return f"StreamTemporalFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
+    if isinstance(n, StreamOverWindow):
+        assert n.input is not None
+        in_names = n.input.names
+        pk = ", ".join(in_names[i] for i in n.partition_key)
+        order = ", ".join(f"{in_names[i]} {'DESC' if desc else 'ASC'}" for i, desc, _ in n.order)
+        calls = ", ".join(c.display or c.kind for c in n.calls)
+        return f"StreamOverWindow {{ window_functions: [{calls}], partition_by: [{pk}], order_by: [{order}] }}"
     if isinstance(n, StreamDynamicFilter):
         return f"StreamDynamicFilter {{ predicate: {n.display}, output: [{', '.join(names)}] }}"
     if isinstance(n, StreamChangeLog):

@@ -33,8 +33,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import filter_by_keys
-from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
+from compute.executor.materialize import (
+    apply_pairs,
+    diff_outputs,
+    emit,
+    pairs_from_changes,
+    with_before_images,
+)
 from risingspark.chunk import OP, VNODE, Op, is_insert_op
 from risingspark.storage.desc import StateTableDesc
 
@@ -99,26 +104,13 @@ def dynamic_filter_epoch(spec: DynamicFilterSpec, rows: pa.Table, in_range: pa.T
     pairs = pairs_from_changes(spec.state, rows)
     state_rows = emit(spec.state, pairs, epoch).sst_rows
     shape = pa.schema([pa.field(VNODE, pa.int16()), *spec.state.value_schema()])
-    old = _with_before_images(in_range.select([VNODE, *names]).cast(shape), pairs, spec.state)
+    old = with_before_images(in_range.select([VNODE, *names]).cast(shape), pairs, spec.state)
     new = apply_pairs(old, pairs, spec.state)
     before = old.filter(passes(spec, old, old_bound))
     after = new.filter(passes(spec, new, bound))
     changes = diff_outputs(names, spec.output_key, before.drop_columns([VNODE]), after.drop_columns([VNODE]))
     bound_rows = _bound_rows(spec, bound, epoch) if bound_changed else _empty_bound_rows(spec, epoch)
     return DynamicFilterOutput(state_rows, bound_rows, changes)
-
-
-def _with_before_images(in_range: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
-    """The state rows of the range and of the keys the epoch changed (their before-images), each
-    key once, as they were before the epoch."""
-    t = pairs.table
-    if t.num_rows == 0:
-        return in_range
-    keys = [VNODE, *desc.pk_names]
-    in_range = filter_by_keys(in_range, t.select(keys), keys, keep=False)
-    had = t.filter(t.column(f"__present{BEFORE}"))
-    images = pa.table({VNODE: had.column(VNODE), **{n: had.column(f"{n}{BEFORE}") for n in desc.names}})
-    return pa.concat_tables([in_range, images.cast(in_range.schema)])
 
 
 def _bound_rows(spec: DynamicFilterSpec, bound: Any, epoch: int) -> pa.Table:

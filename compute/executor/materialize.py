@@ -172,3 +172,17 @@ def diff_outputs(names: list[str], key: tuple[str, ...] | list[str], old: pa.Tab
     t = left_join(distinct_keys([old, new], keys), old, keys, right_suffix=BEFORE)
     t = left_join(t, new, keys, right_suffix=AFTER)
     return changes_of(names, Pairs(t))
+
+
+def with_before_images(rows: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
+    """State `rows` read for an epoch (``_vnode`` + `desc`'s columns) completed with the before-images
+    of the keys the epoch changed (which the change stream carries), each key once, as they were
+    before the epoch."""
+    t = pairs.table
+    if t.num_rows == 0:
+        return rows
+    keys = [VNODE, *desc.pk_names]
+    rows = filter_by_keys(rows, t.select(keys), keys, keep=False)
+    had = t.filter(t.column(f"__present{BEFORE}"))
+    images = pa.table({VNODE: had.column(VNODE), **{n: had.column(f"{n}{BEFORE}") for n in desc.names}})
+    return pa.concat_tables([rows, images.cast(rows.schema)])

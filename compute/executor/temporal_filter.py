@@ -32,8 +32,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compute.executor.keyed import filter_by_keys
-from compute.executor.materialize import BEFORE, Pairs, apply_pairs, diff_outputs, emit, pairs_from_changes
+from compute.executor.materialize import (
+    apply_pairs,
+    diff_outputs,
+    emit,
+    pairs_from_changes,
+    with_before_images,
+)
 from risingspark.chunk import OP, VNODE, Op
 from risingspark.epoch import Epoch
 from risingspark.storage.desc import StateTableDesc
@@ -90,25 +95,12 @@ def temporal_filter_epoch(spec: TemporalFilterSpec, rows: pa.Table, in_range: pa
     pairs = pairs_from_changes(spec.state, rows)
     state_rows = emit(spec.state, pairs, epoch).sst_rows
     shape = pa.schema([pa.field(VNODE, pa.int16()), *spec.state.value_schema()])
-    old = _with_before_images(in_range.select([VNODE, *names]).cast(shape), pairs, spec.state)
+    old = with_before_images(in_range.select([VNODE, *names]).cast(shape), pairs, spec.state)
     new = apply_pairs(old, pairs, spec.state)
     before = old.filter(passes(spec, old, old_bound)) if old_bound is not None else old.slice(0, 0)
     after = new.filter(passes(spec, new, new_bound))
     changes = diff_outputs(names, spec.output_key, before.drop_columns([VNODE]), after.drop_columns([VNODE]))
     return TemporalFilterOutput(state_rows, bound_rows(spec, new_bound, epoch), changes)
-
-
-def _with_before_images(in_range: pa.Table, pairs: Pairs, desc: StateTableDesc) -> pa.Table:
-    """The state rows of the range and of the keys the epoch changed (their before-images, which
-    the change stream carries) as they were before the epoch, each key once."""
-    t = pairs.table
-    if t.num_rows == 0:
-        return in_range
-    keys = [VNODE, *desc.pk_names]
-    in_range = filter_by_keys(in_range, t.select(keys), keys, keep=False)
-    had = t.filter(t.column(f"__present{BEFORE}"))
-    images = pa.table({VNODE: had.column(VNODE), **{n: had.column(f"{n}{BEFORE}") for n in desc.names}})
-    return pa.concat_tables([in_range, images.cast(in_range.schema)])
 
 
 def bound_rows(spec: TemporalFilterSpec, bound: int, epoch: int) -> pa.Table:

@@ -79,6 +79,19 @@ def _of_groups(state: pa.Table, groups: pa.Table) -> pa.Table:
 
 def rank(spec: TopNSpec, rows: pa.Table) -> pa.Table:
     """The selected rows of each group (output columns, no ``_vnode``), with their row numbers."""
+    ordered, _, position = sort_groups(spec, rows)
+    keep = position >= spec.offset
+    if spec.limit is not None:
+        keep &= position < spec.offset + spec.limit
+    selected = ordered.filter(pa.array(keep, pa.bool_()))
+    if spec.rank_column:
+        selected = selected.append_column(spec.rank_column, pa.array(position[keep] + 1, pa.int64()))
+    return selected
+
+
+def sort_groups(spec: TopNSpec, rows: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """`rows` (without ``_vnode``) sorted by group, order columns and stream key; each row's group
+    number and its position in the group."""
     rows = rows.drop_columns([VNODE]) if VNODE in rows.column_names else rows
     n = rows.num_rows
     keys: list[tuple[str, str]] = []
@@ -107,13 +120,7 @@ def rank(spec: TopNSpec, rows: pa.Table) -> pa.Table:
         start[:1] = True
     group = np.cumsum(start) - 1
     position = np.arange(n) - np.flatnonzero(start)[group] if n else np.zeros(0, dtype=np.int64)
-    keep = position >= spec.offset
-    if spec.limit is not None:
-        keep &= position < spec.offset + spec.limit
-    selected = ordered.filter(pa.array(keep, pa.bool_()))
-    if spec.rank_column:
-        selected = selected.append_column(spec.rank_column, pa.array(position[keep] + 1, pa.int64()))
-    return selected
+    return ordered, group, position
 
 
 def _null_first(rows: pa.Table, col: str, helpers: dict[str, pa.Array], *, nulls_first: bool) -> list[tuple[str, str]]:

@@ -30,6 +30,7 @@ from compute.executor.dynamic_filter import SIDE as DYNAMIC_SIDE
 from compute.executor.dynamic_filter import DynamicFilterSpec
 from compute.executor.hash_agg import SPARK_SIGN, AggCallSpec, HashAggSpec, spark_partials
 from compute.executor.hash_join import SIDE, JoinSpec
+from compute.executor.over_window import OverWindowSpec
 from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
 from compute.metrics import JOB_DURATION, SPARK_JOBS
@@ -41,6 +42,7 @@ from compute.stream.tasks import (
     hash_join_task,
     manifest_dir,
     materialize_task,
+    over_window_task,
     temporal_filter_task,
     top_n_task,
 )
@@ -60,6 +62,7 @@ from risingspark.stream_plan import (
     StreamHashJoin,
     StreamMaterialize,
     StreamNode,
+    StreamOverWindow,
     StreamProject,
     StreamTableScan,
     StreamTemporalFilter,
@@ -117,7 +120,7 @@ class Dataflow:
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
         self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter
-                                                          | StreamDynamicFilter)
+                                                          | StreamDynamicFilter | StreamOverWindow)
                                        for n in walk(plan))
 
     def run(self) -> bool:
@@ -210,6 +213,8 @@ class Dataflow:
             return self._hash_join(node)
         if isinstance(node, StreamTopN):
             return self._top_n(node)
+        if isinstance(node, StreamOverWindow):
+            return self._over_window(node)
         if isinstance(node, StreamTemporalFilter):
             return self._temporal_filter(node)
         if isinstance(node, StreamDynamicFilter):
@@ -284,6 +289,24 @@ class Dataflow:
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
         ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
         task = top_n_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
+
+    def _over_window(self, node: StreamOverWindow) -> DataFrame | None:
+        exchange = node.input
+        if not isinstance(exchange, StreamExchange) or exchange.input is None or node.state_table is None:
+            raise FeatureNotSupported("an over window must follow an exchange")
+        df = self.build(exchange)
+        if df is None:
+            return None
+        names = exchange.input.names
+        outputs = tuple(f.name for f in node.fields[len(names):])
+        spec = OverWindowSpec(node.state_table, tuple(names[i] for i in node.partition_key),
+                              tuple((names[i], desc, nf) for i, desc, nf in node.order), node.calls,
+                              tuple(names[c.arg] if c.arg is not None else None for c in node.calls), outputs,
+                              tuple(names[i] for i in node.stream_key))
+        df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
+        ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
+        task = over_window_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _temporal_filter(self, node: StreamTemporalFilter) -> DataFrame:

@@ -13,9 +13,10 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.compute as pc
 
 from compute.cache.extreme_cache import ExtremeCache
 from compute.cache.state_cache import DEFAULT_STATE_CACHE_BYTES, TableCache, cache_manager
@@ -28,7 +29,9 @@ from compute.executor.dynamic_filter import last_bound as last_dynamic_bound
 from compute.executor.dynamic_filter import range_to_read as dynamic_range
 from compute.executor.hash_agg import HashAggSpec, fold
 from compute.executor.hash_join import JoinSpec, join_epoch, keys_to_read
+from compute.executor.keyed import distinct_keys
 from compute.executor.materialize import changes_of, emit, pairs_from_changes
+from compute.executor.over_window import OverWindowSpec, over_window_epoch
 from compute.executor.pk_conflict import resolve_dml
 from compute.executor.temporal_filter import (
     TemporalFilterSpec,
@@ -37,7 +40,7 @@ from compute.executor.temporal_filter import (
     range_to_read,
     temporal_filter_epoch,
 )
-from compute.executor.top_n import TopNSpec, top_n_epoch, touched_groups
+from compute.executor.top_n import TopNSpec, top_n_epoch
 from risingspark.aggregate import keyed_by_row
 from risingspark.barrier import VnodeProgress
 from risingspark.chunk import VNODE
@@ -328,23 +331,39 @@ def hash_join_task(env: TaskEnv, spec: JoinSpec, left_ssts: tuple[SstableInfo, .
     return run
 
 
+def over_window_task(env: TaskEnv, spec: OverWindowSpec, ssts: tuple[SstableInfo, ...], job_id: int,
+                     op_id: int) -> Task:
+    """StreamOverWindow over a partition holding every change of its window partitions (see
+    `_grouped_task`)."""
+    return _grouped_task(env, spec.state, spec.partition, ssts, job_id, op_id, "over_window",
+                         lambda rows, state: over_window_epoch(spec, rows, state, env.epoch))
+
+
 def top_n_task(env: TaskEnv, spec: TopNSpec, ssts: tuple[SstableInfo, ...], job_id: int, op_id: int) -> Task:
-    """StreamTopN over a partition holding every change of its groups: reads the touched groups'
-    rows from the state, writes the state (reported by manifest) and yields the TopN's changes."""
+    """StreamTopN over a partition holding every change of its groups (see `_grouped_task`)."""
+    return _grouped_task(env, spec.state, spec.group_key, ssts, job_id, op_id, "top_n",
+                         lambda rows, state: top_n_epoch(spec, rows, state, env.epoch))
+
+
+def _grouped_task(env: TaskEnv, desc: StateTableDesc, group_key: tuple[str, ...], ssts: tuple[SstableInfo, ...],
+                  job_id: int, op_id: int, name: str, epoch_fn: Callable[[pa.Table, pa.Table], Any]) -> Task:
+    """An operator whose state holds every input row keyed by a group prefix (TopN, over window):
+    reads the touched groups' rows (the state cache holds groups whole), runs the epoch, writes the
+    state (reported by manifest) and yields the operator's changes."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = _collect(batches)
         if rows is None:
             return
-        groups = touched_groups(spec, rows)
+        groups = distinct_keys([rows.select([VNODE, *group_key])], [VNODE, *group_key])
         reader = env.reader()
-        cache = env.cache(reader, spec.state, ssts, prefix=len(spec.group_key))  # groups held whole
+        cache = env.cache(reader, desc, ssts, prefix=len(group_key))
         state = cache.lookup(reader, ssts, env.prev_epoch, groups)
-        out = top_n_epoch(spec, rows, state, env.epoch)
+        out = epoch_fn(rows, state)
         items: list[tuple[str, dict]] = []
-        _write_outputs(env, spec.state, out.state_rows, None, items)
+        _write_outputs(env, desc, out.state_rows, None, items)
         cache.write(out.state_rows, env.epoch)
-        items.append(_cache_report("top_n", cache))
+        items.append(_cache_report(name, cache))
         if items:
             _write_manifest(env, job_id, op_id, items)
         yield from out.changes.to_batches(max_chunksize=65536)
@@ -393,8 +412,8 @@ def dynamic_filter_task(env: TaskEnv, spec: DynamicFilterSpec, ssts: tuple[Sstab
         if rows is None:
             return
         side = rows.column(DYNAMIC_SIDE)
-        left = rows.filter(pa.compute.equal(side, 0))
-        right = rows.filter(pa.compute.equal(side, 1))
+        left = rows.filter(pc.equal(side, 0))
+        right = rows.filter(pc.equal(side, 1))
         reader = env.reader()
         old = last_dynamic_bound(reader.read(spec.bound_table, bound_ssts, env.prev_epoch))
         bound, changed = new_bound(spec, right, old)

@@ -5,6 +5,7 @@ ORDER BY ... LIMIT, set operations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -25,6 +26,9 @@ from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     Field,
 )
+
+if TYPE_CHECKING:
+    from frontend.binder.window import OverWindow
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ class BoundStreamSelect:
     hidden: int = 0  # trailing items that are not output columns
     row_number: RowNumber | None = None
     temporal: tuple[TemporalCond, ...] = ()  # temporal filters of WHERE, applied after `where`
+    over_window: OverWindow | None = None  # window functions (their items are placeholders)
 
     @property
     def relation(self) -> RelationCatalog:

@@ -35,7 +35,13 @@ from frontend.binder.grouping_sets import (
 from frontend.binder.normalize import factor_or
 from frontend.binder.relation import CatalogReader, ident
 from frontend.binder.set_operation import rewrite_set_operation
-from frontend.binder.subquery import having_subqueries, scalar_subqueries, unnest_scalars
+from frontend.binder.subquery import (
+    having_subqueries,
+    scalar_subqueries,
+    singleton_dynamic_filter,
+    unnest_scalars,
+)
+from frontend.binder.window import OverWindow, WindowItem, bind_window_call, window_spec
 from frontend.expr import (
     BinaryOp,
     BoundExpr,
@@ -413,6 +419,13 @@ class QueryBinder:
 
         items: list[SelectItem] = []
         row_number: RowNumber | None = None
+        windows = [e.this if isinstance(e, exp.Alias) else e for e in query.expressions]
+        windows = [w for w in windows if isinstance(w, exp.Window)]
+        # a lone ROW_NUMBER() is a group TopN; other window functions an over window
+        lone_row_number = len(windows) == 1 and isinstance(windows[0].this, exp.RowNumber) \
+            and windows[0].args.get("spec") is None
+        spec = window_spec(windows[0], scope) if windows and not lone_row_number else None
+        calls: list[WindowItem] = []
         for e in query.expressions:
             if isinstance(e, exp.Star):
                 items += scope.star(None)
@@ -423,14 +436,22 @@ class QueryBinder:
             node = e.this if isinstance(e, exp.Alias) else e
             name = ident(e.args["alias"]) if isinstance(e, exp.Alias) else output_name(node)
             if isinstance(node, exp.Window):
-                if row_number is not None:
-                    raise FeatureNotSupported("more than one window function in a materialized view query block "
-                                              "is not supported yet")
-                row_number = self._row_number(node, len(items), scope)
-                items.append(SelectItem(Literal(None, INT8), "row_number" if name == "window" else name))
+                if lone_row_number:
+                    row_number = self._row_number(node, len(items), scope)
+                    items.append(SelectItem(Literal(None, INT8), "row_number" if name == "window" else name))
+                    continue
+                if window_spec(node, scope) != spec:
+                    raise FeatureNotSupported("window functions over different windows (PARTITION BY / ORDER BY) "
+                                              "in one query block of a materialized view are not supported yet; "
+                                              "use a subquery")
+                assert spec is not None
+                call = bind_window_call(node, len(items), scope, bool(spec[1]))
+                calls.append(call)
+                items.append(SelectItem(Literal(None, call.type), call.kind if name == "window" else name))
                 continue
             bound = bind_expr(node, scope, allow_agg=True)
             items.append(SelectItem(bound, name))
+        over_window = OverWindow(spec[0], spec[1], tuple(calls)) if spec is not None else None
 
         group = query.args.get("group")
         group_by: tuple[BoundExpr, ...] | None = None
@@ -453,9 +474,9 @@ class QueryBinder:
             having = coerce(bind_expr(query.args["having"].this, scope, allow_agg=True), BOOL, "HAVING")
         if group_by is None and (having is not None or any(contains_agg(i.expr) for i in items)):
             group_by = ()  # a global aggregate: one group
-        if row_number is not None and (group_by is not None or distinct is not None):
-            raise FeatureNotSupported("ROW_NUMBER() together with GROUP BY, aggregates or DISTINCT in one query "
-                                      "block of a materialized view is not supported yet; use a subquery")
+        if (row_number is not None or over_window is not None) and (group_by is not None or distinct is not None):
+            raise FeatureNotSupported("window functions together with GROUP BY, aggregates or DISTINCT in one query "
+                                      "block of a materialized view are not supported yet; use a subquery")
         if group_by is not None:
             for e, what in [(it.expr, it.name) for it in items] + ([(having, "HAVING")] if having is not None else []):
                 check_grouped(e, group_by, what)
@@ -481,15 +502,23 @@ class QueryBinder:
         offset = _count(query.args.get("offset"), "OFFSET") or 0
         if limit is None and offset:
             raise FeatureNotSupported("OFFSET without LIMIT in a materialized view is not supported")
-        if limit is not None and row_number is not None:
-            raise FeatureNotSupported("ROW_NUMBER() together with ORDER BY ... LIMIT in one query block of a "
-                                      "materialized view is not supported yet; use a subquery")
+        if limit is not None and (row_number is not None or over_window is not None):
+            raise FeatureNotSupported("window functions together with ORDER BY ... LIMIT in one query block of a "
+                                      "materialized view are not supported yet; use a subquery")
         if limit is None:
             # An MV has no order: ORDER BY without LIMIT changes nothing (as RisingWave).
             items = items[:len(items) - hidden]
             order_by, hidden = [], 0
+        used = [it.expr for it in items] + [e for e in (where, having) if e is not None] + list(group_by or ()) \
+            + [c.column for c in temporal]
+        if over_window is not None:
+            used += [*over_window.partition_by, *(e for e, _, _ in over_window.order_by),
+                     *(c.arg for c in over_window.calls if c.arg is not None)]
+        if row_number is not None:
+            used += [*row_number.partition_by, *(e for e, _, _ in row_number.order_by)]
+        source = singleton_dynamic_filter(source, used)
         return BoundStreamSelect(source, tuple(items), where, group_by, having, distinct is not None,
-                                 tuple(order_by), limit, offset, hidden, row_number, temporal)
+                                 tuple(order_by), limit, offset, hidden, row_number, temporal, over_window)
 
     def _having_wrapped(self, query: exp.Select, outer: Scope | None, inner: exp.Select,
                         conditions: list[exp.Expression]) -> BoundStreamSelect:
@@ -553,7 +582,7 @@ def _rename(q: BoundQuery, fields: tuple[Field, ...]) -> BoundQuery:
         return BoundSetOp(q.left, q.right, q.all, fields)
     items = tuple(SelectItem(it.expr, fields[i].name) if i < len(fields) else it for i, it in enumerate(q.items))
     return BoundStreamSelect(q.source, items, q.where, q.group_by, q.having, q.distinct, q.order_by, q.limit,
-                             q.offset, q.hidden, q.row_number, q.temporal)
+                             q.offset, q.hidden, q.row_number, q.temporal, q.over_window)
 
 
 MAX_HOP_WINDOWS = 16

@@ -33,7 +33,7 @@ from sqlglot import exp
 from frontend.binder.bound import BoundFrom, BoundJoin, BoundStreamSelect, BoundSubquery, Scope
 from frontend.binder.coercion import coerce, common_type
 from frontend.binder.expression import bind_expr, strip_cast
-from frontend.expr import AggCallExpr, BinaryOp, InputRef, walk
+from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, InputRef, walk
 from risingspark.errors import FeatureNotSupported, SyntaxError_, UndefinedColumn, UndefinedTable
 from risingspark.types import BOOL
 
@@ -247,3 +247,49 @@ def having_subqueries(query: exp.Select) -> tuple[exp.Select, list[exp.Expressio
         (cond.left if plain[0] is p.left else cond.right).replace(exp.column(name))
         conditions.append(cond)
     return inner, conditions
+
+
+def singleton_dynamic_filter(src: BoundFrom, used: list[BoundExpr]) -> BoundFrom:
+    """``FROM t, (SELECT max(x) AS m FROM s) q WHERE t.v > q.m``: a cross join with a one-row side
+    whose column only a range comparison reads (`used`: every expression of the block outside the
+    FROM) is the dynamic filter RisingWave plans for it. Only the last join of the FROM qualifies (a
+    dynamic filter outputs its left side's columns: a later item's columns would move)."""
+    if not isinstance(src, BoundJoin) or src.kind != "INNER" or src.left_keys or src.residual is None \
+            or not isinstance(src.right, BoundSubquery):
+        return src
+    q = src.right.query
+    if not isinstance(q, BoundStreamSelect) or len(q.fields) != 1 or q.group_by != () or q.having is not None \
+            or q.limit is not None:
+        return src
+    width = len(src.left.fields)
+    value = InputRef(width, src.right.fields[0].name, src.right.fields[0].type)
+
+    def reads_value(e: BoundExpr) -> bool:
+        return any(isinstance(x, InputRef) and x.index >= width for x in walk(e))
+
+    if any(reads_value(e) for e in used):
+        return src
+    parts = _conjuncts_of(src.residual)
+    ranges = [p for p in parts if isinstance(p, BinaryOp) and p.op in _RANGE_FLIP and reads_value(p)]
+    if len(ranges) != 1 or any(reads_value(p) for p in parts if p is not ranges[0]):
+        return src
+    cmp = ranges[0]
+    assert isinstance(cmp, BinaryOp)
+    if strip_cast(cmp.right) == value and not reads_value(cmp.left):
+        condition = cmp
+    elif strip_cast(cmp.left) == value and not reads_value(cmp.right):
+        condition = BinaryOp(_RANGE_FLIP[cmp.op], cmp.right, cmp.left, BOOL)
+    else:
+        return src
+    if len(parts) > 1:  # (other conditions at this join: the cross join stays)
+        return src
+    return BoundJoin(src.left, src.right, "DYNAMIC", (), (), condition)
+
+
+_RANGE_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _conjuncts_of(e: BoundExpr) -> list[BoundExpr]:
+    if isinstance(e, BinaryOp) and e.op == "AND":
+        return _conjuncts_of(e.left) + _conjuncts_of(e.right)
+    return [e]

@@ -130,7 +130,7 @@ def _userbyid(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression
     unknown = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("unknown (OID="),
                                        expression=exp.cast(args[0].copy(), "VARCHAR")),
                         expression=exp.Literal.string(")"))
-    return _case(args[0], {r.oid: r.name for r in ctx.sys.roles}, unknown)
+    return _case(args[0], {r.id: r.name for r in ctx.sys.roles}, unknown)
 
 
 def _table_is_visible(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
@@ -263,7 +263,7 @@ BUILDERS: dict[str, Builder] = {
     "to_regnamespace": _to_regnamespace,
     "to_regproc": _NULL_TEXT,
     "to_regprocedure": _NULL_TEXT,
-    "to_regrole": lambda args, ctx: _case(args[0], {r.name: r.oid for r in ctx.sys.roles}),
+    "to_regrole": lambda args, ctx: _case(args[0], {r.name: r.id for r in ctx.sys.roles}),
     "pg_relation_is_publishable": _const(False),
     "pg_relation_size": _const(0),
     "pg_total_relation_size": _const(0),
@@ -272,7 +272,7 @@ BUILDERS: dict[str, Builder] = {
     **{name: _const(True) for name in (
         "pg_type_is_visible", "pg_function_is_visible", "pg_collation_is_visible", "pg_opclass_is_visible",
         "pg_operator_is_visible", "pg_conversion_is_visible", "pg_opfamily_is_visible", "pg_has_role",
-        "has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege",
+        "has_column_privilege",
         "has_any_column_privilege", "has_function_privilege", "has_sequence_privilege",
         "has_tablespace_privilege", "has_type_privilege")},
     **{name: _NULL_TEXT for name in (
@@ -288,3 +288,9 @@ def rewrite_call(name: str, args: list[exp.Expression], ctx: RewriteContext | No
     if builder is None:
         return None
     return builder(args, ctx)  # type: ignore[arg-type]
+
+
+# has_table_privilege and its kin answer from the user catalog; they build on the helpers above
+from frontend.catalog.privilege_functions import PRIVILEGE_BUILDERS  # noqa: E402
+
+BUILDERS.update(PRIVILEGE_BUILDERS)

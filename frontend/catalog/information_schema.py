@@ -1,8 +1,10 @@
-"""`information_schema`: schemata, tables, columns, views and the primary keys of tables, over user
+"""`information_schema`: schemata, tables, columns, views, the primary keys of tables and the
+privileges on them (`table_privileges`, and `role_table_grants`, the same rows here), over user
 relations (materialized views have table_type ``MATERIALIZED VIEW``, as in RisingWave)."""
 
 from __future__ import annotations
 
+from frontend.catalog.acl import table_privileges
 from frontend.catalog.oids import INFORMATION_SCHEMA_OID, PG_CATALOG_OID, RW_CATALOG_OID
 from frontend.catalog.pg_relations import has_pk
 from frontend.catalog.relations import table_type, user_relations, view_query
@@ -15,8 +17,8 @@ _SYSTEM_SCHEMAS = {"pg_catalog": PG_CATALOG_OID, "information_schema": INFORMATI
 
 
 def _schemata(ctx: SystemContext) -> list[tuple]:
-    names = list(_SYSTEM_SCHEMAS) + [s.name for s in ctx.schemas()]
-    return [(ctx.database, n, "root", None, None, None, None) for n in names]
+    rows = [(n, "root") for n in _SYSTEM_SCHEMAS] + [(s.name, ctx.user_name(s.owner)) for s in ctx.schemas()]
+    return [(ctx.database, n, owner, None, None, None, None) for n, owner in rows]
 
 
 def _tables(ctx: SystemContext) -> list[tuple]:
@@ -74,6 +76,9 @@ def _key_column_usage(ctx: SystemContext) -> list[tuple]:
     return out
 
 
+_TABLE_PRIVILEGES = ("grantor name, grantee name, table_catalog name, table_schema name, table_name name, "
+                     "privilege_type text, is_grantable text, with_hierarchy text")
+
 TABLES = [
     SystemTable("information_schema", "schemata", 300,
                 "catalog_name name, schema_name name, schema_owner name, default_character_set_catalog name, "
@@ -103,4 +108,6 @@ TABLES = [
                 "constraint_catalog name, constraint_schema name, constraint_name name, table_catalog name, "
                 "table_schema name, table_name name, column_name name, ordinal_position int4, "
                 "position_in_unique_constraint int4", _key_column_usage),
+    SystemTable("information_schema", "table_privileges", 306, _TABLE_PRIVILEGES, table_privileges, cached=False),
+    SystemTable("information_schema", "role_table_grants", 307, _TABLE_PRIVILEGES, table_privileges, cached=False),
 ]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from risingspark.catalog import DEFAULT_USER
 from risingspark.types import DataType, TypeName
+from risingspark.users import DEFAULT_SUPER_USER_ID
 
 # Namespaces of the system schemas (user schemas use their catalog ids).
 PG_CATALOG_OID = 11
@@ -45,29 +45,7 @@ DEFAULT_TABLESPACE_OID = 1663
 UTF8_ENCODING = 6
 
 
-@dataclass(frozen=True)
-class Role:
-    """A user: `pg_roles`, `pg_user`, owners of catalog objects."""
-
-    oid: int
-    name: str
-    superuser: bool = True
-
-
-ROOT_OID = 1
-# As RisingWave: "root" and "postgres" are the default superusers.
-DEFAULT_ROLES = (Role(ROOT_OID, DEFAULT_USER), Role(2, "postgres"))
-
-
-def roles_with(users: list[str] | tuple[str, ...]) -> tuple[Role, ...]:
-    """The default roles plus configured users, each with a stable OID (3, 4, ... in order)."""
-    out = list(DEFAULT_ROLES)
-    known = {r.name for r in out}
-    for name in users:
-        if name not in known:
-            out.append(Role(len(out) + 1, name))
-            known.add(name)
-    return tuple(out)
+ROOT_OID = DEFAULT_SUPER_USER_ID  # the owner of the system catalogs
 
 
 @dataclass(frozen=True)

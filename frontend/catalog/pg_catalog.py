@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from frontend.catalog.acl import acl
 from frontend.catalog.oids import (
     C_COLLATION_OID,
     DEFAULT_COLLATION_OID,
@@ -25,11 +26,12 @@ from frontend.catalog.oids import (
 )
 from frontend.catalog.table import SystemContext, SystemTable
 from frontend.session_vars import MS_VARS, duration_ms
+from risingspark.users import ObjectType
 
 
 def _pg_namespace(ctx: SystemContext) -> list[tuple]:
     rows = [(oid, name, ROOT_OID, None) for name, oid in SYSTEM_NAMESPACES.items()]
-    return rows + [(s.id, s.name, ROOT_OID, None) for s in ctx.schemas()]
+    return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA)) for s in ctx.schemas()]
 
 
 def _pg_type(ctx: SystemContext) -> list[tuple]:
@@ -45,17 +47,27 @@ def _pg_type(ctx: SystemContext) -> list[tuple]:
 
 
 def _pg_database(ctx: SystemContext) -> list[tuple]:
-    return [(d.id, d.name, ROOT_OID, UTF8_ENCODING, "c", False, True, -1, 0, 0, DEFAULT_TABLESPACE_OID, "C", "C",
-             None, None, None) for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]
+    return [(d.id, d.name, d.owner, UTF8_ENCODING, "c", False, True, -1, 0, 0, DEFAULT_TABLESPACE_OID, "C", "C",
+             None, None, acl(ctx, d.id, d.owner, ObjectType.DATABASE))
+            for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]
 
 
 def _pg_roles(ctx: SystemContext) -> list[tuple]:
-    return [(r.name, r.superuser, True, r.superuser, r.superuser, True, False, -1, "********", None, False, None,
-             r.oid) for r in ctx.roles]
+    return [(r.name, r.is_super, True, r.can_create_user, r.can_create_db, r.can_login, False, -1, "********", None,
+             False, None, r.id) for r in ctx.roles]
+
+
+def _pg_authid(ctx: SystemContext) -> list[tuple]:
+    """As `pg_roles`, with the stored passwords, which only superusers see (PostgreSQL lets no one
+    else read ``pg_authid`` at all)."""
+    return [(r.id, r.name, r.is_super, True, r.can_create_user, r.can_create_db, r.can_login, False, False, -1,
+             r.password if ctx.is_superuser else None, None) for r in ctx.roles]
 
 
 def _pg_user(ctx: SystemContext) -> list[tuple]:
-    return [(r.name, r.oid, r.superuser, r.superuser, False, False, "********", None, None) for r in ctx.roles]
+    """As PostgreSQL's, the users that may log in."""
+    return [(r.name, r.id, r.can_create_db, r.is_super, False, False, "********", None, None)
+            for r in ctx.roles if r.can_login]
 
 
 def _pg_settings(ctx: SystemContext) -> list[tuple]:
@@ -77,7 +89,7 @@ def _timestamp(seconds: float | None) -> dt.datetime | None:
 
 
 def _pg_stat_activity(ctx: SystemContext) -> list[tuple]:
-    users = {r.name: r.oid for r in ctx.roles}
+    users = {r.name: r.id for r in ctx.roles}
     db = ctx.snapshot.database(ctx.database)
     out = []
     for s in ctx.sessions():
@@ -148,10 +160,14 @@ TABLES = [
     SystemTable("pg_catalog", "pg_roles", 123,
                 "rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool, "
                 "rolcanlogin bool, rolreplication bool, rolconnlimit int4, rolpassword text, "
-                "rolvaliduntil timestamptz, rolbypassrls bool, rolconfig text[], oid oid", _pg_roles, cached=False),
+                "rolvaliduntil timestamptz, rolbypassrls bool, rolconfig text[], oid oid", _pg_roles),
+    SystemTable("pg_catalog", "pg_authid", 156,
+                "oid oid, rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool, "
+                "rolcanlogin bool, rolreplication bool, rolbypassrls bool, rolconnlimit int4, rolpassword text, "
+                "rolvaliduntil timestamptz", _pg_authid, cached=False),
     SystemTable("pg_catalog", "pg_user", 124,
                 "usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool, usebypassrls bool, "
-                "passwd text, valuntil timestamptz, useconfig text[]", _pg_user, cached=False),
+                "passwd text, valuntil timestamptz, useconfig text[]", _pg_user),
     SystemTable("pg_catalog", "pg_settings", 126,
                 "name text, setting text, unit text, category text, short_desc text, extra_desc text, "
                 "context text, vartype text, source text, min_val text, max_val text, enumvals text[], "

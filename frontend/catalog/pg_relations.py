@@ -11,6 +11,7 @@ a constraint (``contype = 'p'``) backed by an index entry in `pg_index` whose OI
 
 from __future__ import annotations
 
+from frontend.catalog.acl import relation_acl
 from frontend.catalog.oids import BTREE_AM_OID, PG_CLASS_OID, PK_INDEX_OID_BASE
 from frontend.catalog.relations import (
     CatalogRelation,
@@ -22,8 +23,8 @@ from frontend.catalog.table import SystemContext, SystemTable
 from risingspark.catalog import RelationCatalog, RelationKind
 
 
-def _owner(ctx: SystemContext, oid: int) -> str:
-    return next((r.name for r in ctx.roles if r.oid == oid), "root")
+def _owner(ctx: SystemContext, oid: int) -> str | None:
+    return ctx.user_name(oid)
 
 
 def has_pk(rel: RelationCatalog) -> bool:
@@ -72,7 +73,7 @@ def _pg_class(ctx: SystemContext) -> list[tuple]:
         am = BTREE_AM_OID if r.kind == "index" else 0
         out.append((r.oid, r.name, r.namespace, 0, 0, r.owner, am, r.oid, 0, 0, -1.0, 0, 0, pk, False, "p",
                     r.relkind, len(r.columns), 0, False, False, False, False, False, True, "d", False, 0, 0, 0,
-                    None, None, None))
+                    relation_acl(ctx, r.user) if r.user is not None else None, None, None))
     return out
 
 

@@ -102,7 +102,7 @@ def user_relation(ctx: SystemContext, rel: RelationCatalog) -> CatalogRelation:
                                is_table and (f.name in pk or f.name in not_null), comments.get(f.name))
                  for f in rel.fields if not f.hidden)
     return CatalogRelation(rel.id, rel.name, ctx.schema_name(rel), rel.schema_id, rel.kind.value, cols,
-                           definition=rel.definition, comment=rel.extra.get("comment"), user=rel)
+                           owner=rel.owner, definition=rel.definition, comment=rel.extra.get("comment"), user=rel)
 
 
 def system_relation(table: SystemTable) -> CatalogRelation:

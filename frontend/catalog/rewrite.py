@@ -343,7 +343,7 @@ def _reg_cast(kind: str, arg: exp.Expression, as_oid: bool, ctx: RewriteContext)
             if oid is None:
                 raise InvalidSchemaName(f'schema "{value}" does not exist')
         elif kind == "regrole":
-            oid = next((r.oid for r in ctx.sys.roles if r.name == _unquote(value)), None)
+            oid = next((r.id for r in ctx.sys.roles if r.name == _unquote(value)), None)
             if oid is None:
                 raise UndefinedObject(f'role "{value}" does not exist')
         else:
@@ -362,7 +362,7 @@ def _reg_cast(kind: str, arg: exp.Expression, as_oid: bool, ctx: RewriteContext)
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=arg.copy(), expression=exp.Literal.number(o)),
                                     true=exp.Literal.string(n)) for o, n in names.items()])
     if kind == "regrole":
-        return exp.Case(ifs=[exp.If(this=exp.EQ(this=arg.copy(), expression=exp.Literal.number(r.oid)),
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=arg.copy(), expression=exp.Literal.number(r.id)),
                                     true=exp.Literal.string(r.name)) for r in ctx.sys.roles])
     return exp.cast(arg, "VARCHAR")
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from frontend.catalog.acl import OBJECT_TYPES, acl
 from frontend.catalog.oids import PG_CLASS_OID, PG_TYPES_BY_OID, ROOT_OID, SYSTEM_NAMESPACES
 from frontend.catalog.relations import relation_type, system_relation, user_relations
 from frontend.catalog.table import SystemContext, SystemTable
 from risingspark.catalog import SERVERLESS_BACKFILL, RelationCatalog, RelationKind
 from risingspark.epoch import epoch_to_datetime
+from risingspark.users import ObjectType
 from risingspark.vnode import VNODE_COUNT
 
-_RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text"
+_RELATION = "id int4, name text, schema_id int4, owner int4, definition text, acl text[]"
 _JOB = (f"{_RELATION}, initialized_at timestamptz, created_at timestamptz, initialized_at_cluster_version text, "
         "created_at_cluster_version text")
 CLUSTER_VERSION = "0.1.0"
@@ -69,29 +71,30 @@ def _fragment_backfill_progress(ctx: SystemContext) -> list[tuple]:
 
 def _jobs_of(kind: RelationKind):
     def rows(ctx: SystemContext) -> list[tuple]:
-        return [(r.id, r.name, r.schema_id, ROOT_OID, r.definition, "", _epoch(r.initialized_at_epoch),
+        return [(r.id, r.name, r.schema_id, r.owner, r.definition, _acl(ctx, r), _epoch(r.initialized_at_epoch),
                  _epoch(r.created_at_epoch), CLUSTER_VERSION, CLUSTER_VERSION)
                 for r in ctx.relations() if r.kind is kind]
     return rows
 
 
 def _views(ctx: SystemContext) -> list[tuple]:
-    return [(r.oid, r.name, r.namespace, ROOT_OID, r.definition, "") for r in user_relations(ctx) if r.relkind == "v"]
+    return [(r.oid, r.name, r.namespace, r.owner, r.definition, _acl(ctx, r.user)) for r in user_relations(ctx)
+            if r.relkind == "v" and r.user is not None]
 
 
 def _indexes(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.pg_relations import index_attnums, user_indexes
 
-    return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, ROOT_OID, i.definition,
-             "", _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
+    return [(i.id, i.name, base.id, [n - 1 for n in index_attnums(i, base)], i.schema_id, i.owner, i.definition,
+             [], _epoch(i.initialized_at_epoch), _epoch(i.created_at_epoch)) for i, base in user_indexes(ctx)]
 
 
 def _relations(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.system import SYSTEM_TABLES
 
-    out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, ROOT_OID, r.definition, "")
+    out = [(r.id, r.name, relation_type(r.kind.value), r.schema_id, r.owner, r.definition, _acl(ctx, r))
            for r in ctx.relations()]
-    out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "")
+    out += [(t.oid, t.name, "system table", SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", [])
             for t in SYSTEM_TABLES.values()]
     return out
 
@@ -99,12 +102,24 @@ def _relations(ctx: SystemContext) -> list[tuple]:
 def _system_tables(ctx: SystemContext) -> list[tuple]:
     from frontend.catalog.system import SYSTEM_TABLES
 
-    return [(t.oid, t.name, SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", "") for t in SYSTEM_TABLES.values()]
+    return [(t.oid, t.name, SYSTEM_NAMESPACES[t.schema], ROOT_OID, "", []) for t in SYSTEM_TABLES.values()]
 
 
 def _schemas(ctx: SystemContext) -> list[tuple]:
     rows: list[tuple] = [(oid, name, ROOT_OID, []) for name, oid in SYSTEM_NAMESPACES.items()]
-    return rows + [(s.id, s.name, ROOT_OID, []) for s in ctx.schemas()]
+    return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA, always=True))
+                   for s in ctx.schemas()]
+
+
+def _acl(ctx: SystemContext, rel: RelationCatalog | None) -> list[str]:
+    """An ``acl`` column, as RisingWave's (``varchar[]``): the owner's privileges, then the grants
+    (``grantee=letters/grantor``)."""
+    if rel is None:
+        return []
+    kind = OBJECT_TYPES.get(rel.kind)
+    if kind is None:  # an index: its table's privileges apply
+        return []
+    return acl(ctx, rel.id, rel.owner, kind, always=True) or []
 
 
 def _columns(ctx: SystemContext) -> list[tuple]:
@@ -213,7 +228,7 @@ TABLES = [
     SystemTable("rw_catalog", "rw_tables", 502, _JOB, _jobs_of(RelationKind.TABLE)),
     SystemTable("rw_catalog", "rw_materialized_views", 503, _JOB, _jobs_of(RelationKind.MATERIALIZED_VIEW)),
     SystemTable("rw_catalog", "rw_relations", 504, "id int4, name text, relation_type text, schema_id int4, "
-                "owner int4, definition text, acl text", _relations),
+                "owner int4, definition text, acl text[]", _relations),
     SystemTable("rw_catalog", "rw_schemas", 505, "id int4, name text, owner int4, acl text[]", _schemas),
     SystemTable("rw_catalog", "rw_columns", 506,
                 "relation_id int4, name text, position int2, is_hidden bool, is_primary_key bool, "
@@ -222,10 +237,10 @@ TABLES = [
     SystemTable("rw_catalog", "rw_views", 507, _RELATION, _views),
     SystemTable("rw_catalog", "rw_indexes", 508,
                 "id int4, name text, primary_table_id int4, indkey int2[], schema_id int4, owner int4, "
-                "definition text, acl text, initialized_at timestamptz, created_at timestamptz", _indexes),
+                "definition text, acl text[], initialized_at timestamptz, created_at timestamptz", _indexes),
     SystemTable("rw_catalog", "rw_functions", 509,
                 "id int4, name text, schema_id int4, owner int4, type text, arg_type_ids int4[], "
-                "return_type_id int4, language text, link text, acl text"),
+                "return_type_id int4, language text, link text, acl text[]"),
     SystemTable("rw_catalog", "rw_depend", 510, "objid int4, refobjid int4", _depend),
     SystemTable("rw_catalog", "rw_fragments", 511,
                 "fragment_id int4, table_id int4, distribution_type text, state_table_ids int4[], "
@@ -236,13 +251,14 @@ TABLES = [
     SystemTable("rw_catalog", "rw_streaming_jobs", 513,
                 "job_id int4, name text, status text, parallelism text, max_parallelism int4, "
                 "resource_group text, database_id int4, schema_id int4", _streaming_jobs),
-    SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text, resource_group text",
-                lambda ctx: [(d.id, d.name, ROOT_OID, "", d.resource_group)
+    SystemTable("rw_catalog", "rw_databases", 514, "id int4, name text, owner int4, acl text[], resource_group text",
+                lambda ctx: [(d.id, d.name, d.owner, acl(ctx, d.id, d.owner, ObjectType.DATABASE, always=True),
+                              d.resource_group)
                              for d in sorted(ctx.snapshot.databases.values(), key=lambda d: d.id)]),
     SystemTable("rw_catalog", "rw_users", 515,
                 "id int4, name text, is_super bool, create_db bool, create_user bool, can_login bool",
-                lambda ctx: [(r.oid, r.name, r.superuser, r.superuser, r.superuser, True) for r in ctx.roles],
-                cached=False),
+                lambda ctx: [(r.id, r.name, r.is_super, r.can_create_db, r.can_create_user, r.can_login)
+                             for r in ctx.roles]),
     SystemTable("rw_catalog", "rw_system_tables", 516, _RELATION, _system_tables),
     SystemTable("rw_catalog", "rw_sources", 517, f"{_RELATION}, connector text"),
     SystemTable("rw_catalog", "rw_sinks", 518, f"{_RELATION}, connector text"),

@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from frontend.catalog.oids import DEFAULT_ROLES, Role
 from risingspark.catalog import DEFAULT_SCHEMA, RelationCatalog
+from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog
 
 _ARROW: dict[str, pa.DataType] = {
     "oid": pa.int64(), "int2": pa.int16(), "int4": pa.int32(), "int8": pa.int64(), "bool": pa.bool_(),
@@ -62,11 +62,25 @@ class SystemContext:
     user: str = "root"
     search_path: tuple[str, ...] = (DEFAULT_SCHEMA,)
     settings: tuple[tuple[str, str, str], ...] = ()  # (name, value, description) of session variables
-    roles: tuple[Role, ...] = DEFAULT_ROLES
     sessions: Callable[[], list[SessionInfo]] = field(default=lambda: [])
     row_count: Callable[[int], int] = field(default=lambda table_id: 0)
     version: Any = None  # the storage version the statement pinned (risingspark.storage.desc.HummockVersion)
     write_stalls: Callable[[], list] = field(default=lambda: [])  # meta.compaction.write_stall.WriteStall rows
+    user_id: int = DEFAULT_SUPER_USER_ID  # the session's user
+
+    @property
+    def roles(self) -> list[UserCatalog]:
+        """Every user, by id (`pg_roles`, `pg_user`, owners)."""
+        return sorted(self.snapshot.users.values(), key=lambda u: u.id)
+
+    def user_name(self, user_id: int) -> str | None:
+        user = self.snapshot.users.get(user_id)
+        return user.name if user is not None else None
+
+    @property
+    def is_superuser(self) -> bool:
+        user = self.snapshot.users.get(self.user_id)
+        return user is not None and user.is_super
 
     def relations(self) -> list[RelationCatalog]:
         """The database's relations, by id."""

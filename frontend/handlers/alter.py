@@ -38,6 +38,7 @@ def rename(session: Session, stmt: RenameStmt) -> StatementResult:
     # As Postgres, ALTER TABLE renames any relation; the other forms must match its kind.
     if want is not RelationKind.TABLE and rel.kind is not want:
         raise WrongObjectType(f'"{rel.name}" is not a {want.display}')
+    session.privileges().check_owner(rel.id)
     snap = session.frontend.meta.catalog_snapshot()
     extras = {}
     for other in snap.relations.values():

@@ -37,6 +37,7 @@ from risingspark.errors import (
     WrongObjectType,
 )
 from risingspark.types import BOOL, INT8, VARCHAR
+from risingspark.users import Action
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -134,6 +135,7 @@ def cancel_jobs(session: Session, stmt: CancelJobsStmt) -> StatementResult:
         rel = meta.catalog_snapshot().relations.get(job_id)
         if rel is None or not rel.is_creating:
             continue
+        session.privileges().check_owner(rel.id)
         meta.drop_relation(job_id, cascade=True)
         cancelled.append((job_id,))
     return StatementResult(f"CANCEL_JOBS {len(cancelled)}", [ColumnDesc("Id", INT8.oid, 8)], cancelled)
@@ -143,6 +145,7 @@ def alter_rate_limit(session: Session, stmt: AlterRateLimitStmt) -> StatementRes
     ref = session.catalog_reader().lookup(stmt.name)
     if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
         raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+    session.privileges().check_owner(ref.relation.id)
     session.frontend.meta.set_backfill_rate_limit(ref.relation.id, stmt.rate)
     return StatementResult("ALTER_MATERIALIZED_VIEW")
 
@@ -151,11 +154,13 @@ def alter_parallelism(session: Session, stmt: AlterParallelismStmt) -> Statement
     ref = session.catalog_reader().lookup(stmt.name)
     if ref is None or ref.relation is None or ref.relation.kind is not RelationKind.MATERIALIZED_VIEW:
         raise UndefinedTable(f'materialized view "{stmt.name}" does not exist')
+    session.privileges().check_owner(ref.relation.id)
     session.frontend.meta.set_parallelism(ref.relation.id, stmt.parallelism)
     return StatementResult("ALTER_MATERIALIZED_VIEW")
 
 
 def alter_system(session: Session, stmt: AlterSystemStmt) -> StatementResult:
+    session.privileges().check_superuser(f'permission denied to set parameter "{stmt.name}"')
     value = None
     if stmt.value is not None:
         try:
@@ -181,6 +186,9 @@ def kill(session: Session, stmt: KillStmt) -> StatementResult:
     target = session.frontend.sessions.get(stmt.process_id)
     if target is None:
         raise UndefinedObject(f"no session with process id {stmt.process_id}")
+    if target.user_id != session.user_id:  # as PostgreSQL's pg_cancel_backend
+        session.privileges().check_superuser("must be a member of the role whose query is being canceled or "
+                                             "member of pg_signal_backend")
     logger.info("session %d: KILL of session %d", session.pid, stmt.process_id)
     target.cancel()
     return StatementResult("KILL")
@@ -193,7 +201,8 @@ def create_schema(session: Session, ast: exp.Create) -> StatementResult:
     reader = session.catalog_reader()
     if ast.args.get("exists") and session.frontend.meta.catalog_snapshot().schema(reader.database.id, name):
         return StatementResult("CREATE_SCHEMA", notices=[f'schema "{name}" already exists, skipping'])
-    session.frontend.meta.create_schema(reader.database.id, name)
+    session.privileges().check_database(reader.database, Action.CREATE)
+    session.frontend.meta.create_schema(reader.database.id, name, session.user_id)
     return StatementResult("CREATE_SCHEMA")
 
 
@@ -214,7 +223,8 @@ def create_database(session: Session, ast: exp.Create) -> StatementResult:
     meta = session.frontend.meta
     if ast.args.get("exists") and meta.catalog_snapshot().database(name) is not None:
         return StatementResult("CREATE_DATABASE", notices=[f'database "{name}" already exists, skipping'])
-    meta.create_database(name, group)
+    session.privileges().check_create_database()
+    meta.create_database(name, group, session.user_id)
     return StatementResult("CREATE_DATABASE")
 
 
@@ -232,6 +242,7 @@ def drop_database(session: Session, ast: exp.Drop) -> StatementResult:
             raise InvalidCatalogName(f'database "{name}" does not exist')
         if name == session.database:
             raise ObjectInUse("cannot drop the currently open database")
+        session.privileges().check_owner(db.id)
         meta.drop_database(db.id)
     return StatementResult("DROP_DATABASE", notices=notices)
 
@@ -251,6 +262,7 @@ def drop_schema(session: Session, ast: exp.Drop) -> StatementResult:
                 notices.append(f'schema "{name}" does not exist, skipping')
                 continue
             raise InvalidSchemaName(f'schema "{name}" does not exist')
+        session.privileges().check_owner(schema.id)
         if ast.args.get("cascade"):
             for rel in sorted(meta.catalog_snapshot().relations.values(), key=lambda r: r.id):
                 if rel.schema_id == schema.id and rel.id in meta.catalog_snapshot().relations:
@@ -278,5 +290,6 @@ def comment_on(session: Session, stmt: CommentStmt) -> StatementResult:
         raise WrongObjectType(f'"{rel.name}" is not a {wanted.display}')
     if column is not None and not any(f.name == column and not f.hidden for f in rel.fields):
         raise UndefinedColumn(f'column "{column}" of relation "{rel.name}" does not exist')
+    session.privileges().check_owner(rel.id)
     session.frontend.meta.set_comment(rel.id, column, stmt.text)
     return StatementResult("COMMENT")

@@ -159,6 +159,8 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
         fields.append(Field(ROW_ID, INT8, hidden=True))
         row_id_index = len(fields) - 1
         pk = (row_id_index,)
+    target_schema = schema_id(session, table)
+    session.privileges().check_create_in(target_schema)
     rel_id = session.frontend.meta.allocate_ids(1)
     ftuple = tuple(fields)
     desc = StateTableDesc(rel_id, ftuple, pk, pk)
@@ -166,11 +168,12 @@ def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names:
     plan = StreamMaterialize(fields=ftuple, stream_key=pk, input=StreamExchange(
         fields=ftuple, stream_key=pk, input=dml, dist_key=pk), table=desc, conflict=conflict, append_only=append_only)
     rel = RelationCatalog(
-        id=rel_id, database_id=session.catalog_reader().database.id, schema_id=schema_id(session, table),
+        id=rel_id, database_id=session.catalog_reader().database.id, schema_id=target_schema,
         name=ident(table.this), kind=RelationKind.TABLE, fields=ftuple, pk=pk, dist_key=pk, definition=text,
         status=JobStatus.CREATED, plan=node_to_json(plan), state_tables=(desc,), row_id_index=row_id_index,
         parallelism=session.vars.job_parallelism("table"),
-        extra={"not_null": not_null, ON_CONFLICT: conflict.value, **({APPEND_ONLY: True} if append_only else {})})
+        extra={"not_null": not_null, ON_CONFLICT: conflict.value, **({APPEND_ONLY: True} if append_only else {})},
+        owner=session.user_id)
     return session.frontend.meta.create_relation(rel)
 
 
@@ -274,6 +277,10 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
     if (done := exists_result(session, table, bool(ast.args.get("exists")), "CREATE_MATERIALIZED_VIEW")) is not None:
         return done
     meta = session.frontend.meta
+    privileges = session.privileges()
+    privileges.check_create_in(schema_id(session, table))
+    if ast.expression is not None:
+        privileges.check_query(ast.expression, session.catalog_reader())
     # Bind and plan before taking ids, so an invalid query allocates nothing.
     bound, draft = _plan(session, ast, text, 0, itertools.repeat(0))
     order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), draft.plan)
@@ -293,7 +300,8 @@ def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:
                **({APPEND_ONLY: True} if planned.plan.append_only else {}),
                **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {}),
                **({BACKFILL_ORDER: [list(edge) for edge in order.order]} if order.order else {}),
-               **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})})
+               **({VIEW_DEPENDENCIES: views_named} if (views_named := views.views_in(session, ast.expression)) else {})},
+        owner=session.user_id)
     meta.create_relation(rel)
     if not background:
         wait_foreground(session, rel)
@@ -319,6 +327,8 @@ def wait_foreground(session: Session, rel: RelationCatalog) -> None:
 def explain_create(session: Session, ast: exp.Create, text: str) -> StatementResult:
     if not (ast.args.get("kind", "").upper() == "VIEW" and _is_materialized(ast)):
         raise FeatureNotSupported("EXPLAIN supports CREATE MATERIALIZED VIEW only, for now")
+    if ast.expression is not None:
+        session.privileges().check_query(ast.expression, session.catalog_reader())
     _, planned = _plan(session, ast, text, 0, itertools.count(1))
     order = plan_backfill_order(session, job_options(ast).get(BACKFILL_ORDER_OPTION), planned.plan)
     names = {s.upstream_id: s.upstream_name for s in scans(planned.plan)}
@@ -367,6 +377,9 @@ def drop(session: Session, ast: exp.Drop) -> StatementResult:
             hint = f"Use DROP {rel.kind.display.upper()} to remove a {rel.kind.display}."
             raise WrongObjectType(f'"{rel.name}" is not a {want.display}', hint=hint)
         targets.append(rel)
+    privileges = session.privileges()
+    for rel in targets:
+        privileges.check_drop(rel)
     meta = session.frontend.meta
     for rel in targets:
         if rel.id in meta.catalog_snapshot().relations:

@@ -37,6 +37,7 @@ from risingspark.errors import (
     WrongObjectType,
 )
 from risingspark.sequence import IdGenerator
+from risingspark.users import Action
 
 if TYPE_CHECKING:
     from frontend.session import Session
@@ -46,11 +47,23 @@ ROW_IDS = IdGenerator()
 SEQUENCE = IdGenerator()
 
 
+_VERBS = {"insert into": Action.INSERT, "copy into": Action.INSERT, "update": Action.UPDATE,
+          "delete from": Action.DELETE}
+
+
 def _target(session: Session, table: exp.Table, verb: str) -> RelationCatalog:
+    """The table a DML statement writes, which the session's user may write (`frontend.privileges`)."""
     rel = session.catalog_reader().resolve_user(table)
     if rel.kind is not RelationKind.TABLE:
         raise WrongObjectType(f'cannot {verb} {rel.kind.display} "{rel.name}"')
+    session.privileges().check_relation(rel, _VERBS[verb])
     return rel
+
+
+def _check_reads(session: Session, ast: exp.Expression, target: exp.Expression | None) -> None:
+    """SELECT on every relation a DML statement reads besides its target (INSERT's query, the
+    subqueries of SET and WHERE)."""
+    session.privileges().check_query(ast, session.catalog_reader(), skip=target)
 
 
 def _columns(rel: RelationCatalog, names: tuple[str, ...] | None) -> list[int]:
@@ -94,6 +107,7 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     rel = _target(session, target, "insert into")
     targets = _columns(rel, names)
     source = ast.expression
+    _check_reads(session, source, None)
     width = _source_width(source)
     if width is not None and width > len(targets):
         raise SyntaxError_("INSERT has more expressions than target columns")
@@ -210,6 +224,7 @@ def update(session: Session, ast: exp.Update) -> StatementResult:
     if ast.args.get("from") or ast.args.get("from_") or ast.args.get("returning"):
         raise FeatureNotSupported("UPDATE ... FROM / RETURNING is not supported")
     rel = _changeable(_target(session, ast.this, "update"))
+    _check_reads(session, ast, ast.this)
     by_name = {f.name: i for i, f in enumerate(rel.fields)}
     sets: dict[int, exp.Expression] = {}
     for eq in ast.expressions:
@@ -249,6 +264,7 @@ def delete(session: Session, ast: exp.Delete) -> StatementResult:
     if ast.args.get("using") or ast.args.get("returning"):
         raise FeatureNotSupported("DELETE ... USING / RETURNING is not supported")
     rel = _changeable(_target(session, ast.this, "delete from"))
+    _check_reads(session, ast, ast.this)
     select = exp.select(*[exp.column(f.name, quoted=True) for f in rel.fields]).from_(ast.this.copy())
     if ast.args.get("where"):
         select = select.where(ast.args["where"].this)

@@ -46,6 +46,7 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         raise WrongObjectType(f'cannot create an index on system table "{ref.schema}.{ref.name}"')
     if base.kind not in (RelationKind.TABLE, RelationKind.MATERIALIZED_VIEW):
         raise WrongObjectType(f'"{base.name}" is not a table or materialized view')
+    session.privileges().check_owner(base.id)  # as PostgreSQL: the index belongs to the table's owner
     meta = session.frontend.meta
     existing = meta.catalog_snapshot().relation(base.schema_id, stmt.name)
     if existing is not None:
@@ -89,7 +90,8 @@ def create_index(session: Session, stmt: CreateIndexStmt) -> StatementResult:
         backfill_type=backfill, plan=node_to_json(plan), state_tables=(table, *planned.state_tables[1:]),
         dependencies=(base.id,), parallelism=session.vars.job_parallelism("index"),
         extra={INDEX_COLUMNS: keys, INCLUDED: columns, **session.vars.backfill_rate_extra(),
-               **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {})})
+               **({SERVERLESS_BACKFILL: new_serverless_state()} if serverless else {})},
+        owner=base.owner)
     meta.create_relation(rel)
     if not background:
         from frontend.handlers.ddl import wait_foreground

@@ -109,14 +109,18 @@ def create_view(session: Session, ast: exp.Create, text: str) -> StatementResult
     if not isinstance(query, exp.Query):
         raise SyntaxError_("CREATE VIEW needs AS <query>")
     reader = session.catalog_reader()
+    target_schema = schema_id(session, target)
+    # As PostgreSQL: CREATE on the schema; the relations the view reads are checked as its owner's when
+    # it is read (`frontend.privileges`).
+    session.privileges().check_create_in(target_schema)
     qualified, deps = qualify_relations(cast(exp.Expression, query), reader)
     fields = _query_fields(session, qualified, names)
     meta = session.frontend.meta
     rel = RelationCatalog(
-        id=meta.allocate_ids(1), database_id=reader.database.id, schema_id=schema_id(session, target),
+        id=meta.allocate_ids(1), database_id=reader.database.id, schema_id=target_schema,
         name=ident(target.this), kind=RelationKind.VIEW, fields=tuple(fields), pk=(), dist_key=(),
         definition=text, status=JobStatus.CREATED, dependencies=deps,
-        extra={QUERY: qualified.sql(dialect="postgres")})
+        extra={QUERY: qualified.sql(dialect="postgres")}, owner=session.user_id)
     meta.create_relation(rel)
     return StatementResult("CREATE_VIEW")
 
@@ -126,7 +130,7 @@ def create_table_as(session: Session, ast: exp.Create, text: str) -> StatementRe
     the query's columns, holding its rows (visible once the insert's checkpoint commits, as any
     insert in RisingWave)."""
     from frontend.handlers import dml
-    from frontend.handlers.ddl import exists_result, new_table
+    from frontend.handlers.ddl import exists_result, new_table, schema_id
 
     target = ast.this
     names = None
@@ -137,6 +141,9 @@ def create_table_as(session: Session, ast: exp.Create, text: str) -> StatementRe
         return done
     query = ast.expression
     assert isinstance(query, exp.Query)
+    privileges = session.privileges()
+    privileges.check_create_in(schema_id(session, target))
+    privileges.check_query(cast(exp.Expression, query), session.catalog_reader())
     fields = _query_fields(session, cast(exp.Expression, query), names)
     for f in fields:
         if f.type.element is not None:

@@ -37,6 +37,7 @@ from frontend.binder import (
     SelectItem,
     numeric_result,
 )
+from frontend.binder.window import OverWindow
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
 from frontend.temporal_filter import TemporalCond
@@ -61,11 +62,13 @@ from risingspark.stream_plan import (
     StreamHashJoin,
     StreamMaterialize,
     StreamNode,
+    StreamOverWindow,
     StreamProject,
     StreamTableScan,
     StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
+    WindowCall,
     is_append_only,
 )
 from risingspark.types import INT2, INT4, INT8, DataType, Field, TypeName
@@ -159,6 +162,8 @@ class _StreamPlanner:
             distinct = False
         if b.row_number is not None:
             block = self._row_number(b, b.row_number, node)
+        elif b.over_window is not None:
+            block = self._over_window(b, b.over_window, node)
         elif group_by is None:
             block = self._project(b, node)
         else:
@@ -215,6 +220,50 @@ class _StreamPlanner:
         project = StreamProject(fields=tuple(fields), stream_key=tuple(key), input=top,
                                 exprs=tuple(f"`{top.fields[c].name}`" for c in cols),
                                 displays=tuple(top.fields[c].name for c in cols))
+        return Block(project, len(b.items) - b.hidden)
+
+    def _over_window(self, b: BoundStreamSelect, ow: OverWindow, node: StreamNode) -> Block:
+        """A block with window functions: the other items, the partition, order and argument
+        expressions projected, an exchange by the partition key, a StreamOverWindow appending one
+        column per call, then the items in their order."""
+        at = {c.index: c for c in ow.calls}
+        items = [it for i, it in enumerate(b.items) if i not in at]
+        extra = [SelectItem(e, f"_rw_partition_{i}") for i, e in enumerate(ow.partition_by)]
+        extra += [SelectItem(e, f"_rw_order_{i}") for i, (e, _, _) in enumerate(ow.order_by)]
+        args: dict[int, int] = {}  # call index -> its argument's position
+        for c in ow.calls:
+            if c.arg is not None:
+                args[c.index] = len(items) + len(extra)
+                extra.append(SelectItem(c.arg, f"_rw_arg_{c.index}"))
+        pre = self._project(BoundStreamSelect(b.source, tuple(items + extra), None, None, hidden=len(extra)), node)
+        inner = pre.node
+        first = len(items)
+        group = tuple(range(first, first + len(ow.partition_by)))
+        start = first + len(ow.partition_by)
+        order = tuple((start + i, desc, nf) for i, (_, desc, nf) in enumerate(ow.order_by))
+        exchange = StreamExchange(fields=inner.fields, stream_key=inner.stream_key, input=inner, dist_key=group)
+        state = self.state_table(inner.fields, _dedup(group + tuple(i for i, _, _ in order) + inner.stream_key), group)
+        calls = tuple(WindowCall(c.kind, args.get(c.index), c.type, c.display, c.offset, c.default, *c.frame)
+                      for c in ow.calls)
+        outputs = [Field(_hidden_name(f"_rw_window_{c.index}", list(inner.fields)), c.type) for c in ow.calls]
+        window = StreamOverWindow(fields=inner.fields + tuple(outputs), stream_key=inner.stream_key, input=exchange,
+                                  partition_key=group, order=order, calls=calls, state_table=state)
+        # the items in their order, each call's column in its place; then the stream key columns
+        cols: list[int] = []
+        plain = iter(range(len(items)))
+        for i in range(len(b.items)):
+            cols.append(len(inner.fields) + ow.calls.index(at[i]) if i in at else next(plain))
+        fields = [Field(b.items[i].name, window.fields[c].type) for i, c in enumerate(cols)]
+        key: list[int] = []
+        for k in window.stream_key:
+            if k not in cols:
+                cols.append(k)
+                fields.append(Field(window.fields[k].name, window.fields[k].type, hidden=True))
+            key.append(cols.index(k))
+        _check_names([f.name for f in fields])
+        project = StreamProject(fields=tuple(fields), stream_key=tuple(key), input=window,
+                                exprs=tuple(f"`{window.fields[c].name}`" for c in cols),
+                                displays=tuple(window.fields[c].name for c in cols))
         return Block(project, len(b.items) - b.hidden)
 
     def set_op(self, s: BoundSetOp) -> Block:

@@ -39,6 +39,7 @@ databases = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("name", String(255), nullable=False, unique=True),
     Column("resource_group", String(255), nullable=False),
+    Column("owner", Integer, nullable=False, server_default=text("1")),
 )
 
 schemas = Table(
@@ -46,6 +47,7 @@ schemas = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("database_id", Integer, nullable=False),
     Column("name", String(255), nullable=False),
+    Column("owner", Integer, nullable=False, server_default=text("1")),
     UniqueConstraint("database_id", "name", name="uq_schemas_database_name"),
 )
 
@@ -72,7 +74,32 @@ relations = Table(
     Column("initialized_at_epoch", BigInteger, nullable=True),
     Column("resource_group", String(255), nullable=False),
     Column("extra", Text, nullable=False),
+    Column("owner", Integer, nullable=False, server_default=text("1")),
     UniqueConstraint("schema_id", "name", name="uq_relations_schema_name"),
+)
+
+# Users and their privileges (`meta.users`); owners above are user ids (1: root).
+users = Table(
+    "users", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("is_super", Boolean, nullable=False),
+    Column("can_create_db", Boolean, nullable=False),
+    Column("can_create_user", Boolean, nullable=False),
+    Column("can_login", Boolean, nullable=False),
+    Column("password", Text, nullable=True),  # PostgreSQL's rolpassword: an md5 or SCRAM-SHA-256 secret
+)
+
+user_privileges = Table(
+    "user_privileges", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("user_id", Integer, nullable=False, index=True),
+    Column("object_id", Integer, nullable=False, index=True),
+    Column("action", String(32), nullable=False),
+    Column("granted_by", Integer, nullable=False),
+    Column("with_grant_option", Boolean, nullable=False),
+    Column("dependent_id", Integer, nullable=True),
+    UniqueConstraint("user_id", "object_id", "action", "granted_by", name="uq_user_privileges_grant"),
 )
 
 hummock_version = Table(

@@ -92,6 +92,29 @@ def test_a_frontend_runs_distributed_queries_on_the_compute_node(cluster: LocalC
         assert conn.execute("SELECT count(*) FROM dq_items").fetchone() == (3000,)
 
 
+def test_users_and_grants_reach_every_frontend(cluster: LocalCluster) -> None:
+    """Users and privileges changed through one frontend (meta's user calls over RPC) apply on the
+    other (its catalog snapshot over RPC), which trusts the user a client names if it exists."""
+    fe1, fe2 = _frontends(cluster)
+    with cluster.connect(fe1) as root:
+        root.execute("CREATE TABLE grants_t (id INT PRIMARY KEY)")
+        root.execute("INSERT INTO grants_t VALUES (1), (2)")
+        root.execute("FLUSH")
+        root.execute("CREATE USER svc_reader")
+        with psycopg.connect(cluster.dsn(fe2).replace("user=root", "user=svc_reader"), autocommit=True) as reader:
+            assert reader.execute("SELECT current_user").fetchone() == ("svc_reader",)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table grants_t"):
+                reader.execute("SELECT count(*) FROM grants_t")
+            root.execute("GRANT SELECT ON grants_t TO svc_reader")
+            assert reader.execute("SELECT count(*) FROM grants_t").fetchone() == (2,)
+            root.execute("REVOKE SELECT ON grants_t FROM svc_reader")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                reader.execute("SELECT count(*) FROM grants_t")
+        root.execute("DROP USER svc_reader")
+    with pytest.raises(psycopg.OperationalError, match='role "svc_reader" does not exist'):
+        psycopg.connect(cluster.dsn(fe2).replace("user=root", "user=svc_reader"))
+
+
 def test_errors_keep_their_sqlstate_across_services(cluster: LocalCluster) -> None:
     fe1, _ = _frontends(cluster)
     with cluster.connect(fe1) as conn:

@@ -71,10 +71,10 @@ class FakeMeta:
         return 0
 
 
-def make_session(relations: list[RelationCatalog] | None = None, users: tuple[str, ...] = ()) -> Session:
+def make_session(relations: list[RelationCatalog] | None = None) -> Session:
     rels = relations if relations is not None else [ORDERS, EVENTS, SUMMARY, HIDDEN]
     store = ObjectStore(tempfile.mkdtemp(prefix="catalog-test-"))
-    frontend = Frontend(FakeMeta(rels), store, cache_bytes=1 << 20, workers=2, users=users)
+    frontend = Frontend(FakeMeta(rels), store, cache_bytes=1 << 20, workers=2)
     session = frontend.new_session()
     session.pid = 42
     return session

@@ -23,7 +23,7 @@ from .fakes import RawClient, ServerThread
 
 @pytest.fixture(params=["scram-sha-256", "md5"])
 def server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
-    with ServerThread(PasswordAuth({"root": "s3cret", "ann": "pä ss"}, request.param)) as srv:
+    with ServerThread(PasswordAuth.with_passwords({"root": "s3cret", "ann": "pä ss"}, request.param)) as srv:
         yield srv
 
 

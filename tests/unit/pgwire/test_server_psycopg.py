@@ -293,7 +293,7 @@ def test_connections_still_authenticating_take_their_slots() -> None:
 
     from frontend.pgwire.auth import PasswordAuth
 
-    with ServerThread(PasswordAuth({"root": "pw"}, "md5"), max_connections=2) as server:
+    with ServerThread(PasswordAuth.with_passwords({"root": "pw"}, "md5"), max_connections=2) as server:
         waiting = []
         for _ in range(2):
             sock = socket.create_connection(("127.0.0.1", server.server.port), timeout=10)

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT id, customer_id, avg(amount) OVER (PARTITION BY customer_id ORDER BY created_at ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS a, rank() OVER (PARTITION BY customer_id ORDER BY created_at) AS r FROM orders
