@@ -31,7 +31,6 @@ from support.workloads import (
     create_views,
     empty_answers,
     insert_rows,
-    unsupported,
 )
 
 pytestmark = pytest.mark.e2e
@@ -247,10 +246,8 @@ ORACLE = {
 assert all(ORACLE[name] != QUERIES[name] for name in ORACLE), "an oracle rewrite did not apply"
 ORACLE = {name: ORACLE.get(name, query) for name, query in QUERIES.items()}
 
-# What RisingSpark does with each query today (see the module docstring).
-EXPECTATIONS: dict[str, Expectation] = {name: SUPPORTED for name in QUERIES} | {
-    "q6_group_top1": unsupported("window function avg() in a materialized view is not supported yet"),
-}
+# What RisingSpark does with each query today (see the module docstring): every one is supported.
+EXPECTATIONS: dict[str, Expectation] = {name: SUPPORTED for name in QUERIES}
 
 
 def test_nexmark_matches_postgres(playground: PlaygroundProcess, oracle_dsn: str) -> None:
