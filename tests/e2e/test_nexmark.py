@@ -9,6 +9,7 @@ tests/unit/core/test_window_sql.py). q14 is left out: it needs a JavaScript UDF 
 
 Each query has an expectation: SUPPORTED (the MV equals PostgreSQL) or UNSUPPORTED (CREATE fails
 cleanly with SQLSTATE 0A000 and a message naming the feature, and nothing is created).
+``RISINGSPARK_NEXMARK_SEED`` replays the workload with other data and writes.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ running the same SELECT at two committed epochs.
 
 Each query has an expectation: SUPPORTED (the MV equals PostgreSQL) or UNSUPPORTED (CREATE fails
 cleanly with SQLSTATE 0A000 and a message naming the feature, and nothing is created).
+``RISINGSPARK_TPCH_SEED`` replays the workload with other data and writes.
 """
 
 from __future__ import annotations
