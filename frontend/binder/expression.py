@@ -131,7 +131,7 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
     if isinstance(node, exp.Not):
         inner = node.this
         if isinstance(inner, exp.Is):
-            return bind_is(inner, rec, negated=True)
+            return bind_is(inner, rec, negated=not inner.args.get("negate"))
         return UnaryOp("NOT", coerce(rec(inner), BOOL, "NOT"), BOOL)
     if isinstance(node, exp.Neg):
         x = rec(node.this)
@@ -141,7 +141,7 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             return Literal("-" + x.value, x.type)
         return datetime.unary_minus(x) or UnaryOp("NEG", x, x.type)
     if isinstance(node, exp.Is):
-        return bind_is(node, rec, negated=False)
+        return bind_is(node, rec, negated=bool(node.args.get("negate")))
     if isinstance(node, exp.Between):
         x, lo, hi = rec(node.this), rec(node.args["low"]), rec(node.args["high"])
         return BinaryOp("AND", datetime.compare(">=", x, lo), datetime.compare("<=", x, hi), BOOL)
@@ -157,8 +157,9 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             raise FeatureNotSupported("IN over intervals in a materialized view is not supported yet; use = ... OR")
         return InList(x, items, False)
     if isinstance(node, exp.Like | exp.ILike):
-        return Like(coerce(rec(node.this), VARCHAR), coerce(rec(node.expression), VARCHAR), False,
-                    isinstance(node, exp.ILike))
+        # (``x NOT LIKE p`` parses as a Like marked `negate`; ``NOT x LIKE p`` as a Not over one)
+        return Like(coerce(rec(node.this), VARCHAR), coerce(rec(node.expression), VARCHAR),
+                    bool(node.args.get("negate")), isinstance(node, exp.ILike))
     if isinstance(node, exp.Case):
         if node.this is not None:
             raise FeatureNotSupported("CASE <expr> WHEN ... in a materialized view is not supported yet")

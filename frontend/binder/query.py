@@ -168,7 +168,11 @@ class QueryBinder:
             if (log := _changelog_source(cte.this)) is not None:
                 # a changelog CTE reads as the change log itself, its hidden columns selectable
                 return self._changelog(log, log.this, offset, qualified, alias)
-            return self._subquery(self.query(cte.this), alias, offset, qualified, node.args.get("alias"))
+            q = self.query(cte.this)
+            cte_alias = cte.args.get("alias")
+            if cte_alias is not None and cte_alias.args.get("columns"):  # WITH w (x, y) AS (...)
+                q = self._subquery(q, name, 0, False, cte_alias).query
+            return self._subquery(q, alias, offset, qualified, node.args.get("alias"))
         rel = self.catalog.resolve_user(node)
         alias = ident(node.args["alias"].this) if node.args.get("alias") else rel.name
         if rel.kind is RelationKind.INDEX:
@@ -249,7 +253,8 @@ class QueryBinder:
             q = branches[0]
             for b in branches[1:]:
                 q = BoundSetOp(q, b, True, q.fields)
-        alias = ident(node.args["alias"].this) if node.args.get("alias") else kind
+        # unaliased, the window's columns are named by its table, as RisingWave (``bid.auction``)
+        alias = ident(node.args["alias"].this) if node.args.get("alias") else ident(args[0].this)
         return self._subquery(q, alias, offset, qualified, node.args.get("alias"))
 
     def _subquery(self, q: BoundQuery, alias: str, offset: int, qualified: bool,

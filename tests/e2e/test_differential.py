@@ -36,6 +36,7 @@ CORPUS = {
     "strings": "SELECT id, upper(note) AS u, length(note) AS l FROM {o} WHERE note LIKE 'n1%'",
     "math": "SELECT id, abs(amount - 50) AS d, round(amount / 3.0, 2) AS r, -amount / 7 AS q, amount % 7 AS m "
             "FROM {o}",
+    "not_like": "SELECT id, note FROM {o} WHERE note NOT LIKE 'n1%' AND note NOT ILIKE 'N2%'",
     "nulls": "SELECT id, note IS NULL AS no_note, coalesce(cid, -1) AS c2 FROM {o} WHERE cid IS NULL OR cid > 5",
     "between_in": "SELECT id FROM {o} WHERE amount BETWEEN 10 AND 40 AND region IN (0, 2)",
     # aggregates

@@ -149,3 +149,19 @@ def test_numeric_nan_is_refused_with_0a000() -> None:
         err = special_numeric_error(text)
         assert err is not None and err.sqlstate == "0A000" and "NaN or Infinity" in err.message
     assert special_numeric_error("1e5") is None and special_numeric_error("nano") is None
+
+
+@pytest.mark.parametrize("dialect", [DIALECT, "postgres"])
+def test_negated_predicates_keep_their_negation(dialect: str) -> None:
+    """``x NOT LIKE p`` parses as a Like marked negate, and (in the postgres dialect, which a view's
+    stored query is read with) ``x IS NOT NULL`` as an Is marked negate: both must bind negated."""
+    def bound(expr: str) -> str:
+        query = sqlglot.parse_one(f"SELECT {expr} AS x FROM t", read=dialect)
+        return bind_stream_select(catalog(), query).items[0].expr.to_spark()  # type: ignore[union-attr]
+
+    assert bound("s NOT LIKE 'a%'") == "(NOT `s` LIKE 'a%')"
+    assert bound("s LIKE 'a%'") == "(`s` LIKE 'a%')"
+    assert "NOT" in bound("s NOT ILIKE 'a%'")
+    assert bound("s IS NOT NULL") == "(`s` IS NOT NULL)"
+    assert bound("NOT (s IS NOT NULL)") == "(NOT (`s` IS NOT NULL))"
+    assert bound("s IS NULL") == "(`s` IS NULL)"
