@@ -14,6 +14,7 @@ import pytest
 
 from conftest import PlaygroundProcess, unique_name
 from support.oracle import assert_same, copy_table, use_strategy
+from support.workloads import backfills_at_once
 
 pytestmark = pytest.mark.e2e
 
@@ -105,12 +106,13 @@ def test_join_conditions_match_postgres(playground: PlaygroundProcess, oracle_ds
         conn.execute(f"INSERT INTO {r} VALUES (0, 'zero'), (1, 'one'), (1, 'uno'), (NULL, 'none')")
         conn.execute(f"INSERT INTO {k} VALUES (0, 'bronze'), (1, 'silver'), (2, 'gold')")
         conn.execute("FLUSH")
-        conn.execute("SET background_ddl = true")
-        for i, (name, q) in enumerate(QUERIES.items()):
-            use_strategy(conn, STRATEGIES[i % len(STRATEGIES)])
-            conn.execute(f"CREATE MATERIALIZED VIEW {o}_{name} AS {q.format(**names)}")
-            _dml(conn, rng, o, c, k)  # changes while the views backfill
-        conn.execute("WAIT")
+        with backfills_at_once(conn):  # each view backfills under the writes after its CREATE
+            conn.execute("SET background_ddl = true")
+            for i, (name, q) in enumerate(QUERIES.items()):
+                use_strategy(conn, STRATEGIES[i % len(STRATEGIES)])
+                conn.execute(f"CREATE MATERIALIZED VIEW {o}_{name} AS {q.format(**names)}")
+                _dml(conn, rng, o, c, k)  # changes while the views backfill
+            conn.execute("WAIT")
         for _ in range(2):
             _dml(conn, rng, o, c, k)
             conn.execute("FLUSH")

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import PlaygroundProcess, unique_name
 from support.oracle import assert_same, copy_table
+from support.workloads import backfills_at_once
 
 pytestmark = pytest.mark.e2e
 
@@ -65,11 +66,12 @@ def test_set_operations_match_postgres(playground: PlaygroundProcess, oracle_dsn
         conn.execute(f"INSERT INTO {b} SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE i % 3 END, i % 2 "
                      f"FROM generate_series(1, 40) AS s(i)")
         conn.execute("FLUSH")
-        conn.execute("SET background_ddl = true")
-        for name, (q, _) in QUERIES.items():
-            conn.execute(f"CREATE MATERIALIZED VIEW {a}_{name} AS {q.format(a=a, b=b)}")
-            _dml(conn, rng, a, b)
-        conn.execute("WAIT")
+        with backfills_at_once(conn):  # each view backfills under the writes after its CREATE
+            conn.execute("SET background_ddl = true")
+            for name, (q, _) in QUERIES.items():
+                conn.execute(f"CREATE MATERIALIZED VIEW {a}_{name} AS {q.format(a=a, b=b)}")
+                _dml(conn, rng, a, b)
+            conn.execute("WAIT")
         for _ in range(2):
             _dml(conn, rng, a, b)
             conn.execute("FLUSH")
