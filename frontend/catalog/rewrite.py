@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from frontend.catalog.composite import jsonb_operators
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.table import SystemContext
@@ -416,7 +417,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (group_by_output_names, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
+RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
                            functions)
 
 
