@@ -93,7 +93,9 @@ def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
     if t.name is TypeName.JSONB:
         return jsonb.op_in(arr)  # 22P02 for a text that is no JSON, as PostgreSQL
     if t.name is TypeName.STRUCT:
-        raise struct_text_error(t)
+        if any(v is not None for v in values):
+            raise struct_text_error(t)
+        return pa.nulls(len(values), t.to_arrow())
     try:
         if t.name is TypeName.NUMERIC:
             p, s = t.effective_precision_scale

@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-from duckdb import func
 import pyarrow as pa
+from duckdb import func
 from sqlglot import exp
 
 from risingspark import jsonb
@@ -162,6 +162,9 @@ def _composite_kind(e: exp.Expression, columns: dict[str, TypeName]) -> TypeName
         return TypeName.STRUCT
     return None
 
+
+# jsonb operators that are functions to sqlglot: PostgreSQL names their output column "?column?"
+OPERATOR_NODES = (*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy)
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 
