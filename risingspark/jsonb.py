@@ -27,7 +27,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from risingspark.errors import DataException, InvalidParameterValue, InvalidTextRepresentation
+from risingspark.errors import (
+    DataException,
+    InvalidParameterValue,
+    InvalidTextRepresentation,
+    RisingSparkError,
+)
 
 
 class UntranslatableCharacter(DataException):
@@ -350,7 +355,7 @@ def _map(fn: Callable[..., Any], out_type: pa.DataType, *arrays: pa.Array | pa.C
             continue
         try:
             out.append(fn(*row))
-        except DataException:
+        except RisingSparkError:
             if strict:
                 raise
             out.append(None)

@@ -120,10 +120,13 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
 def _check_key_types(desc: StateTableDesc) -> None:
     """Intervals are stored as (months, days, microseconds), which equal intervals need not share
     ('1 mon' = '30 days'): a state table keyed by one (GROUP BY, DISTINCT, a join key, a TopN order)
-    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer."""
+    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer. Structs and jsonb have
+    no memcomparable encoding (`risingspark.storage.memcmp`), and jsonb's text is not its equality
+    (``1.0`` = ``1``)."""
     for i in desc.pk:
-        if desc.fields[i].type.name is TypeName.INTERVAL:
-            raise FeatureNotSupported(f'interval column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
+        kind = desc.fields[i].type.name
+        if kind in (TypeName.INTERVAL, TypeName.STRUCT, TypeName.JSONB):
+            raise FeatureNotSupported(f'{kind.value} column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
                                       f"join, ORDER BY ... LIMIT, UNION) in a materialized view is not supported yet")
 
 
