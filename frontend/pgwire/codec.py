@@ -192,7 +192,7 @@ def format_record(fields: Sequence[str | None]) -> str:
 
 def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
     """One non-null value in text format."""
-    if isinstance(value, dict):  # a struct's fields, in order
+    if isinstance(value, dict) and oid != INTERVAL:  # a struct's fields, in order
         return format_record([None if v is None else text_value(v, 0).decode() for v in value.values()]).encode()
     if isinstance(value, list | tuple) and oid in VECTOR_ELEMENTS:
         return " ".join(str(v) for v in value).encode()
