@@ -56,6 +56,18 @@ def bind_field(node: exp.Dot, rec) -> BoundExpr:
     return field_of(rec(node.this), name)
 
 
+def struct_is_null(e: BoundExpr, negated: bool) -> BoundExpr:
+    """PostgreSQL's row tests: ``s IS NULL`` holds for a NULL struct and for one whose fields are
+    all NULL, ``s IS NOT NULL`` only when no field is NULL (a nested struct of NULL fields is a
+    value, not NULL)."""
+    fields = [f"({{0}}).`{n.replace('`', '``')}`" for n, _ in e.type.fields]
+    if negated:
+        template = "{0} IS NOT NULL AND " + " AND ".join(f"{f} IS NOT NULL" for f in fields)
+    else:
+        template = "{0} IS NULL OR (" + " AND ".join(f"{f} IS NULL" for f in fields) + ")"
+    return SparkCall("IS NOT NULL" if negated else "IS NULL", (e,), BOOL, template)
+
+
 def is_row(node: Any) -> bool:
     return (isinstance(node, exp.Anonymous) and str(node.this).lower() == "row") or \
         (isinstance(node, exp.Tuple) and len(node.expressions) > 1)

@@ -215,6 +215,8 @@ def bind_is(node: exp.Is, rec, *, negated: bool) -> BoundExpr:
     x = rec(node.this)
     target = node.expression
     if isinstance(target, exp.Null):
+        if x.type.name is TypeName.STRUCT:
+            return composite.struct_is_null(x, negated)
         return UnaryOp("IS NOT NULL" if negated else "IS NULL", x, BOOL)
     if isinstance(target, exp.Boolean):
         e = UnaryOp("IS TRUE" if target.this else "IS FALSE", coerce(x, BOOL, "IS"), BOOL)

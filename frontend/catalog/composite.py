@@ -190,11 +190,45 @@ def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> 
                 check(e.this if isinstance(e, exp.Alias) else e, "DISTINCT")
 
 
+def _struct_null_tests(query: exp.Expression, ctx: RewriteContext | None) -> None:
+    """``s IS NULL`` / ``s IS NOT NULL`` of a struct column with PostgreSQL's row semantics (see
+    `frontend.binder.composite.struct_is_null`); DuckDB tests only the struct itself."""
+    if ctx is None:
+        return
+    names = {t.name for t in query.find_all(exp.Table)}
+    structs: dict[str, list[str]] = {}
+    for rel in ctx.sys.relations():
+        if rel.name in names:
+            for f in rel.fields:
+                if f.type.name is TypeName.STRUCT:
+                    structs[f.name] = [n for n, _ in f.type.fields]
+    if not structs:
+        return
+    for node in list(query.find_all(exp.Is)):
+        col = node.this
+        if not (isinstance(col, exp.Column) and col.name in structs and isinstance(node.expression, exp.Null)):
+            continue
+        parent = node.parent
+        negated = isinstance(parent, exp.Not)
+        fields = [exp.Dot(this=exp.Paren(this=col.copy()), expression=exp.to_identifier(n, quoted=True))
+                  for n in structs[col.name]]
+        test: Any
+        if negated and parent is not None:
+            test = exp.and_(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())),
+                                             *[exp.Not(this=exp.Is(this=f, expression=exp.Null())) for f in fields])
+            parent.replace(exp.Paren(this=test))
+        else:
+            test = exp.or_(exp.Is(this=col.copy(), expression=exp.Null()),
+                           exp.Paren(this=exp.and_(*[exp.Is(this=f, expression=exp.Null()) for f in fields])))
+            node.replace(exp.Paren(this=test))
+
+
 def jsonb_operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """PostgreSQL's jsonb operators and casts as UDF calls; comparisons of jsonb and structs
     refused (see the module doc)."""
     columns = _composite_columns(query, ctx)
     _refuse_comparisons(query, columns)
+    _struct_null_tests(query, ctx)
     nodes: list[exp.Expression] = list(query.find_all(*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Cast, exp.TryCast,
                                 exp.Anonymous))
     for node in reversed(nodes):  # innermost first
