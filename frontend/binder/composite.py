@@ -183,6 +183,17 @@ _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JS
 JSONB_FUNCTIONS = ("jsonb_typeof", "jsonb_array_length")
 
 
+def unlambda(node: exp.Lambda) -> exp.Expression:
+    """sqlglot reads ``f(j -> 'a')`` as a lambda of parameter ``j``; PostgreSQL has no lambdas,
+    so it is the jsonb operator ``j -> 'a'``."""
+    params = node.expressions
+    if len(params) != 1:
+        raise FeatureNotSupported(f"{node.sql('postgres')} is not supported")
+    target = params[0]
+    column = exp.Column(this=target.copy()) if isinstance(target, exp.Identifier) else target.copy()
+    return exp.JSONExtract(this=column, expression=node.this.copy())
+
+
 def is_jsonb_node(node: Any) -> bool:
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in JSONB_FUNCTIONS

@@ -115,6 +115,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return composite.bind_row(node, rec)
     if composite.is_jsonb_node(node):
         return composite.bind_jsonb(node, rec)
+    if isinstance(node, exp.Lambda):
+        return composite.bind_jsonb(composite.unlambda(node), rec)
     if isinstance(node, exp.Cast | exp.TryCast):
         target = DataType.parse(node.to.sql(dialect="postgres"))
         if target.element is not None:

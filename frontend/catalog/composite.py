@@ -30,9 +30,10 @@ import pyarrow as pa
 from duckdb import func
 from sqlglot import exp
 
+from frontend.binder.composite import unlambda
 from risingspark import jsonb
 from risingspark.errors import FeatureNotSupported, RisingSparkError
-from risingspark.types import TypeName
+from risingspark.types import DataType, TypeName
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
@@ -190,35 +191,46 @@ def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> 
                 check(e.this if isinstance(e, exp.Alias) else e, "DISTINCT")
 
 
+def _struct_type(e: exp.Expression, structs: dict[str, DataType]) -> DataType | None:
+    """The struct type of a struct column or of a field of one (``(s).c``), else None."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
+        return structs.get(e.name)
+    if isinstance(e, exp.Dot) and isinstance(e.expression, exp.Identifier):
+        outer = _struct_type(e.this, structs)
+        name = e.expression.name if e.expression.quoted else e.expression.name.lower()
+        inner = dict(outer.fields).get(name) if outer is not None else None
+        return inner if inner is not None and inner.name is TypeName.STRUCT else None
+    return None
+
+
 def _struct_null_tests(query: exp.Expression, ctx: RewriteContext | None) -> None:
-    """``s IS NULL`` / ``s IS NOT NULL`` of a struct column with PostgreSQL's row semantics (see
-    `frontend.binder.composite.struct_is_null`); DuckDB tests only the struct itself."""
+    """``s IS NULL`` / ``s IS NOT NULL`` of a struct column (or struct field) with PostgreSQL's row
+    semantics (see `frontend.binder.composite.struct_is_null`); DuckDB tests only the struct."""
     if ctx is None:
         return
     names = {t.name for t in query.find_all(exp.Table)}
-    structs: dict[str, list[str]] = {}
-    for rel in ctx.sys.relations():
-        if rel.name in names:
-            for f in rel.fields:
-                if f.type.name is TypeName.STRUCT:
-                    structs[f.name] = [n for n, _ in f.type.fields]
+    structs = {f.name: f.type for rel in ctx.sys.relations() if rel.name in names for f in rel.fields
+               if f.type.name is TypeName.STRUCT}
     if not structs:
         return
     for node in list(query.find_all(exp.Is)):
-        col = node.this
-        if not (isinstance(col, exp.Column) and col.name in structs and isinstance(node.expression, exp.Null)):
+        t = _struct_type(node.this, structs)
+        if t is None or not isinstance(node.expression, exp.Null):
             continue
+        target = node.this
         parent = node.parent
         negated = isinstance(parent, exp.Not)
-        fields = [exp.Dot(this=exp.Paren(this=col.copy()), expression=exp.to_identifier(n, quoted=True))
-                  for n in structs[col.name]]
+        fields = [exp.Dot(this=exp.Paren(this=target.copy()), expression=exp.to_identifier(n, quoted=True))
+                  for n, _ in t.fields]
         test: Any
         if negated and parent is not None:
-            test = exp.and_(exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null())),
-                                             *[exp.Not(this=exp.Is(this=f, expression=exp.Null())) for f in fields])
+            test = exp.and_(exp.Not(this=exp.Is(this=target.copy(), expression=exp.Null())),
+                            *[exp.Not(this=exp.Is(this=f, expression=exp.Null())) for f in fields])
             parent.replace(exp.Paren(this=test))
         else:
-            test = exp.or_(exp.Is(this=col.copy(), expression=exp.Null()),
+            test = exp.or_(exp.Is(this=target.copy(), expression=exp.Null()),
                            exp.Paren(this=exp.and_(*[exp.Is(this=f, expression=exp.Null()) for f in fields])))
             node.replace(exp.Paren(this=test))
 
@@ -226,6 +238,8 @@ def _struct_null_tests(query: exp.Expression, ctx: RewriteContext | None) -> Non
 def jsonb_operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """PostgreSQL's jsonb operators and casts as UDF calls; comparisons of jsonb and structs
     refused (see the module doc)."""
+    for lam in list(query.find_all(exp.Lambda)):
+        lam.replace(unlambda(lam))
     columns = _composite_columns(query, ctx)
     _refuse_comparisons(query, columns)
     _struct_null_tests(query, ctx)
