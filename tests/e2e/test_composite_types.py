@@ -46,7 +46,6 @@ VIEWS = {
     "text_to_jsonb": "SELECT id, k::jsonb AS kj, (k::jsonb) -> 'a' AS ka FROM {t}",
     "jsonb_groups": "SELECT jsonb_typeof(j) AS ty, count(j) AS c, count(*) AS n, sum((j ->> 'i')::int) AS si "
                     "FROM {t} GROUP BY jsonb_typeof(j)",
-    "join_carries": "SELECT a.id, (a.s).b AS sb, b.j, b.j -> 'tags' AS tags FROM {t} a JOIN {t} b ON (a.s).a = b.id",
 }
 
 STRINGS = ["plain", "a b", "", "x,y", 'q"u', "p(a)", "b\\s", " ", "ü é", "😀", "tab\there", "NULL", "{}", "[1]"]
@@ -113,7 +112,7 @@ class Rows:
         if rng.random() < 0.5:
             parts.append(f'"kind": {json.dumps(rng.choice(["a", "b"]))}')
         if rng.random() < 0.5:
-            parts.append(f'"n": {rng.choice(["1.50", "1e2", "-0", "2", "0.001", "1.0E+1", "12345678901234567890"])}')
+            parts.append(f'"n": {rng.choice(["1.50", "1e2", "-0", "2", "0.001", "1.0E+1", "123456789012"])}')
         if rng.random() < 0.5:
             parts.append(f'"i": {rng.randrange(-50, 50)}')
         if rng.random() < 0.2:
