@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from frontend.batch_errors import translate_duckdb_error
 from frontend.binder import CatalogReader, ident
+from frontend.catalog.composite import register_udfs
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.index_lookup import index_scan
@@ -42,7 +43,7 @@ from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.reader import StateTableReader
-from risingspark.types import DataType, TypeName
+from risingspark.types import DataType, Field, TypeName
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class BatchEngine:
         self._watcher = _CancelWatcher()
         for macro in MACROS:
             self._db.execute(macro)
+        register_udfs(self._db)
 
     def read_relation(self, rel: RelationCatalog, version: HummockVersion, *, hidden: bool = False) -> pa.Table:
         """Every row of a table or MV at the version's committed epoch (value columns only)."""
@@ -107,12 +109,14 @@ class BatchEngine:
             try:
                 if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
                     raise QueryCanceled("canceling statement due to user request")
-                result = con.sql(sql).to_arrow_table() if sql.strip() else pa.table({})
+                rel = con.sql(sql) if sql.strip() else None
+                result = rel.to_arrow_table() if rel is not None else pa.table({})
+                json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"} if rel is not None else set()
             finally:
                 fired = self._watcher.unwatch(watch)
             if fired:
                 raise QueryCanceled("canceling statement due to user request")
-            return normalize(result)
+            return normalize(result, json_columns)
         except duckdb.Error as e:
             if cancel is not None and cancel.is_set():
                 raise QueryCanceled("canceling statement due to user request") from None
@@ -214,7 +218,11 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
                 data = point if point is not None else engine.read_relation(ref.relation, ctx.version, hidden=full)
             else:
                 data = ctx.system_rows(ref.schema, ref.name)
-            con.register(reg, duckdb_ready(data) if isinstance(data, pa.Table) else data)
+            if isinstance(data, pa.Table):
+                data = duckdb_ready(data)
+                if ref.relation is not None:
+                    data = jsonb_as_json(data, ref.relation.fields)
+            con.register(reg, data)
             registered[key] = reg
         alias = table.args.get("alias")
         table.set("this", exp.to_identifier(registered[key]))
@@ -250,11 +258,29 @@ def _wire_type(t: pa.DataType) -> pa.DataType | None:
     return dt.to_arrow()
 
 
-def normalize(table: pa.Table) -> pa.Table:
+def jsonb_as_json(table: pa.Table, fields: tuple[Field, ...]) -> pa.Table:
+    """A relation's jsonb columns as Arrow's JSON extension type, which DuckDB reads as ``JSON``."""
+    types = {f.name: f.type for f in fields}
+    for i, f in enumerate(table.schema):
+        t = types.get(f.name)
+        if t is not None and t.name is TypeName.JSONB and pa.types.is_string(f.type):
+            col = table.column(i)
+            table = table.set_column(i, pa.field(f.name, pa.json_()), pa.chunked_array(
+                [pa.ExtensionArray.from_storage(pa.json_(), c) for c in col.chunks], pa.json_()))
+    return table
+
+
+def normalize(table: pa.Table, json_columns: set[int] | frozenset[int] = frozenset()) -> pa.Table:
     """Arrow types of a result as the wire knows them (e.g. string views to strings, HUGEINT to
-    numeric, lists of those)."""
+    numeric, lists of those); `json_columns` (DuckDB's ``JSON``, jsonb values) become Arrow's JSON
+    extension type, jsonb on the wire."""
     cols, fields = [], []
-    for f, col in zip(table.schema, table.columns, strict=True):
+    for k, (f, col) in enumerate(zip(table.schema, table.columns, strict=True)):
+        if k in json_columns and pa.types.is_string(f.type):
+            cols.append(pa.chunked_array([pa.ExtensionArray.from_storage(pa.json_(), c) for c in col.chunks],
+                                         pa.json_()))
+            fields.append(pa.field(f.name, pa.json_()))
+            continue
         target = _wire_type(f.type)
         if target is None:
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())

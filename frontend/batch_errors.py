@@ -9,9 +9,11 @@ import re
 
 import duckdb
 
+from frontend.catalog.composite import udf_error
 from frontend.values import special_numeric_error
 from risingspark.errors import (
     DataException,
+    DatatypeMismatch,
     DivisionByZero,
     FeatureNotSupported,
     InvalidDatetimeFormat,
@@ -43,6 +45,10 @@ _DATETIMES = {"DATE", "TIMESTAMP", "INTERVAL", "TIME"}  # 22007, as PostgreSQL's
 
 def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
     msg = str(e).split("\n")[0]
+    if (udf := udf_error(msg)) is not None:  # a jsonb operator's own error
+        return udf
+    if "Cannot cast STRUCTs of different size" in msg:
+        return DatatypeMismatch("cannot cast type record to a struct of another number of fields")
     body = msg.split(": ", 1)[1] if ": " in msg else msg
     if isinstance(e, duckdb.ParserException):
         return SyntaxError_(f"syntax error: {body}")

@@ -17,6 +17,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from risingspark import jsonb
 from risingspark.errors import FeatureNotSupported
 from risingspark.types import DataType, TypeName
 
@@ -89,6 +90,12 @@ def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
     """Arrow's cast of literal texts to a column type, rounding numerics as Postgres does; None
     when a value does not convert (the general path then reports the error)."""
     arr = pa.array(values, pa.string())
+    if t.name is TypeName.JSONB:
+        return jsonb.op_in(arr)  # 22P02 for a text that is no JSON, as PostgreSQL
+    if t.name is TypeName.STRUCT:
+        if any(v is not None for v in values):
+            raise struct_text_error(t)
+        return pa.nulls(len(values), t.to_arrow())
     try:
         if t.name is TypeName.NUMERIC:
             p, s = t.effective_precision_scale
@@ -100,6 +107,45 @@ def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
         return pc.cast(arr, t.to_arrow())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def struct_text_error(t: DataType) -> FeatureNotSupported:
+    """PostgreSQL reads a composite value from its record text (``'(1,x)'``); RisingWave has no text
+    input for structs, and neither has RisingSpark: ``ROW(...)`` builds them."""
+    return FeatureNotSupported(f"text input of struct values ({t.display()}) is not supported; use ROW(...)")
+
+
+def dml_duckdb_type(t: DataType) -> str:
+    """The DuckDB type a DML statement casts a value to before it is stored: the column's, with
+    jsonb as text (`canonical_jsonb` then checks and canonicalizes it; DuckDB's JSON cast does not)."""
+    if t.name is TypeName.JSONB:
+        return "VARCHAR"
+    if t.name is TypeName.STRUCT:
+        return "STRUCT(" + ", ".join(f'"{n.replace(chr(34), chr(34) * 2)}" {dml_duckdb_type(ft)}'
+                                     for n, ft in t.fields) + ")"
+    return t.to_duckdb()
+
+
+def canonical_jsonb(arr: pa.Array | pa.ChunkedArray, t: DataType) -> pa.Array | pa.ChunkedArray:
+    """A column about to be stored with its jsonb values (struct fields too) as canonical jsonb text;
+    22P02 for a text that is no JSON."""
+    if t.name is TypeName.JSONB:
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if isinstance(arr, pa.ExtensionArray):
+            arr = arr.storage
+        return jsonb.op_in(arr.cast(pa.string()))
+    if t.name is TypeName.STRUCT and _has_jsonb(t):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        children = [canonical_jsonb(c, ft) for c, (_, ft) in zip(arr.flatten(), t.fields, strict=True)]
+        return pa.StructArray.from_arrays(children, fields=list(t.to_arrow()),
+                                          mask=arr.is_null() if arr.null_count else None)
+    return arr
+
+
+def _has_jsonb(t: DataType) -> bool:
+    return t.name is TypeName.JSONB or any(_has_jsonb(ft) for _, ft in t.fields)
 
 
 _SPECIAL = re.compile(r"\s*[+-]?(?:nan|inf|infinity)\s*", re.IGNORECASE)

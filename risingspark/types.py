@@ -39,7 +39,9 @@ class TypeName(enum.Enum):
     TIMESTAMP = "timestamp without time zone"
     TIMESTAMPTZ = "timestamp with time zone"
     INTERVAL = "interval"  # months, days, microseconds: `risingspark.interval`
+    JSONB = "jsonb"  # stored as its canonical text: `risingspark.jsonb`
     ARRAY = "array"  # a one-dimensional array of `DataType.element`
+    STRUCT = "struct"  # RisingWave's STRUCT<name type, ...>: `DataType.fields`
 
 
 # oid, typlen (bytes, -1 variable), typname as in pg_type
@@ -56,11 +58,13 @@ _PG: dict[TypeName, tuple[int, int, str]] = {
     TypeName.TIMESTAMP: (1114, 8, "timestamp"),
     TypeName.TIMESTAMPTZ: (1184, 8, "timestamptz"),
     TypeName.INTERVAL: (1186, 16, "interval"),
+    TypeName.JSONB: (3802, -1, "jsonb"),
+    TypeName.STRUCT: (2249, -1, "record"),  # as RisingWave: a struct is sent as an anonymous record
 }
 
 # element type OID -> array type OID, as in pg_type
 _ARRAY_OIDS = {16: 1000, 21: 1005, 23: 1007, 20: 1016, 700: 1021, 701: 1022, 1700: 1231, 1043: 1015, 1082: 1182,
-               1114: 1115, 1184: 1185, 1186: 1187}
+               1114: 1115, 1184: 1185, 1186: 1187, 3802: 3807, 2249: 2287}
 
 _SPARK: dict[TypeName, str] = {
     TypeName.SMALLINT: "SMALLINT",
@@ -74,6 +78,7 @@ _SPARK: dict[TypeName, str] = {
     TypeName.TIMESTAMP: "TIMESTAMP_NTZ",
     TypeName.TIMESTAMPTZ: "TIMESTAMP",
     TypeName.INTERVAL: "STRUCT<months: INT, days: INT, usecs: BIGINT>",
+    TypeName.JSONB: "STRING",
 }
 
 _DUCKDB: dict[TypeName, str] = {
@@ -88,6 +93,7 @@ _DUCKDB: dict[TypeName, str] = {
     TypeName.TIMESTAMP: "TIMESTAMP",
     TypeName.TIMESTAMPTZ: "TIMESTAMPTZ",
     TypeName.INTERVAL: "STRUCT(months INTEGER, days INTEGER, usecs BIGINT)",
+    TypeName.JSONB: "JSON",
 }
 
 _ALIASES: dict[str, TypeName] = {
@@ -118,6 +124,7 @@ _ALIASES: dict[str, TypeName] = {
     "timestamptz": TypeName.TIMESTAMPTZ,
     "timestamp with time zone": TypeName.TIMESTAMPTZ,
     "interval": TypeName.INTERVAL,
+    "jsonb": TypeName.JSONB,
 }
 
 _INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
@@ -126,12 +133,14 @@ _INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
 @dataclass(frozen=True)
 class DataType:
     """A column type. `precision`/`scale` are set only for NUMERIC(p, s), `element` only for an
-    ARRAY (``integer[]``: the output of array_agg)."""
+    ARRAY (``integer[]``: the output of array_agg), `fields` only for a STRUCT (its named fields
+    in order; ``ROW(...)`` builds an anonymous one, fields named f1, f2, ... as PostgreSQL's)."""
 
     name: TypeName
     precision: int | None = None
     scale: int | None = None
     element: DataType | None = field(default=None, repr=False)
+    fields: tuple[tuple[str, DataType], ...] = field(default=(), repr=False)
 
     @classmethod
     def array_of(cls, element: DataType) -> DataType:
@@ -139,13 +148,35 @@ class DataType:
             raise FeatureNotSupported("multidimensional arrays are not supported")
         return cls(TypeName.ARRAY, element=element)
 
+    @classmethod
+    def struct_of(cls, fields: tuple[tuple[str, DataType], ...]) -> DataType:
+        if not fields:
+            raise FeatureNotSupported("structs without fields are not supported")
+        names = [n for n, _ in fields]
+        if len(set(names)) != len(names):
+            raise InvalidParameterValue("struct field names must be unique")
+        t = cls(TypeName.STRUCT, fields=tuple(fields))
+        if interval.is_interval_struct(t.to_arrow()):
+            # stored like an interval (`risingspark.interval`): the two would be told apart by nothing
+            raise FeatureNotSupported("STRUCT<months INT, days INT, usecs BIGINT> is not supported (it is how "
+                                      "intervals are stored); rename a field")
+        return t
+
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> DataType:
-        """Parse a SQL type name such as ``NUMERIC(12,2)``, ``varchar(20)`` or ``int8``."""
-        s = " ".join(text.strip().lower().split())
-        if s.endswith("[]"):
-            return cls.array_of(cls.parse(s[:-2]))
+        """Parse a SQL type name such as ``NUMERIC(12,2)``, ``varchar(20)``, ``int8`` or
+        ``STRUCT<a INT, b STRUCT<c VARCHAR>>``."""
+        stripped = text.strip()
+        if stripped.endswith("[]"):
+            return cls.array_of(cls.parse(stripped[:-2]))
+        if re.match(r"(?i)struct\s*<", stripped):
+            if not stripped.endswith(">"):
+                raise InvalidParameterValue(f'type "{text}" does not exist')
+            return cls.struct_of(tuple(_struct_field(f) for f in _split_top(stripped[stripped.index("<") + 1:-1])))
+        s = " ".join(stripped.lower().split())
+        if s in ("json", "jsonpath"):
+            raise FeatureNotSupported(f"type {s} is not supported, use jsonb")
         m = re.fullmatch(r"([a-z0-9_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?", s)
         if not m:
             raise InvalidParameterValue(f'type "{text}" does not exist')
@@ -192,8 +223,13 @@ class DataType:
             return TIMESTAMPTZ if t.tz else TIMESTAMP
         if pa.types.is_null(t):
             return VARCHAR
+        if isinstance(t, pa.JsonType):
+            return JSONB
         if interval.is_interval_struct(t) or pa.types.is_interval(t):
             return INTERVAL
+        if pa.types.is_struct(t):
+            return cls.struct_of(tuple((t.field(i).name or f"f{i + 1}", cls.from_arrow(t.field(i).type))
+                                       for i in range(t.num_fields)))
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             return cls.array_of(cls.from_arrow(t.value_type))
         raise FeatureNotSupported(f"values of type {t} are not supported")
@@ -240,14 +276,19 @@ class DataType:
             return f"NUMERIC({self.precision},{self.scale})"
         if self.element is not None:
             return self.element.sql() + "[]"
+        if self.name is TypeName.STRUCT:
+            return "STRUCT<" + ", ".join(f"{_quote_field(n)} {t.sql()}" for n, t in self.fields) + ">"
         return self.name.value.upper()
 
     def display(self) -> str:
-        """Postgres' `format_type` text, e.g. ``numeric(12,2)`` or ``character varying``."""
+        """Postgres' `format_type` text, e.g. ``numeric(12,2)`` or ``character varying``; a struct
+        as RisingWave shows it, ``struct<a integer, b character varying>``."""
         if self.name is TypeName.NUMERIC and self.precision is not None:
             return f"numeric({self.precision},{self.scale})"
         if self.element is not None:
             return self.element.display() + "[]"
+        if self.name is TypeName.STRUCT:
+            return "struct<" + ", ".join(f"{_quote_field(n)} {t.display()}" for n, t in self.fields) + ">"
         return self.name.value
 
     def to_arrow(self) -> pa.DataType:
@@ -277,6 +318,10 @@ class DataType:
             return pa.timestamp("us", tz="UTC")
         if n is TypeName.INTERVAL:
             return interval.ARROW_TYPE
+        if n is TypeName.JSONB:
+            return pa.string()
+        if n is TypeName.STRUCT:
+            return pa.struct([pa.field(name, t.to_arrow()) for name, t in self.fields])
         if self.element is not None:
             return pa.list_(self.element.to_arrow())
         raise AssertionError(n)
@@ -288,6 +333,8 @@ class DataType:
             return f"DECIMAL({p},{s})"
         if self.element is not None:
             return f"ARRAY<{self.element.to_spark()}>"
+        if self.name is TypeName.STRUCT:
+            return "STRUCT<" + ", ".join(f"`{n.replace('`', '``')}`: {t.to_spark()}" for n, t in self.fields) + ">"
         return _SPARK[self.name]
 
     def to_duckdb(self) -> str:
@@ -296,6 +343,9 @@ class DataType:
             return f"DECIMAL({p},{s})"
         if self.element is not None:
             return self.element.to_duckdb() + "[]"
+        if self.name is TypeName.STRUCT:
+            return "STRUCT(" + ", ".join(f'"{n.replace(chr(34), chr(34) * 2)}" {t.to_duckdb()}'
+                                         for n, t in self.fields) + ")"
         return _DUCKDB[self.name]
 
     def to_json(self) -> str:
@@ -321,6 +371,40 @@ DATE = DataType(TypeName.DATE)
 TIMESTAMP = DataType(TypeName.TIMESTAMP)
 TIMESTAMPTZ = DataType(TypeName.TIMESTAMPTZ)
 INTERVAL = DataType(TypeName.INTERVAL)
+JSONB = DataType(TypeName.JSONB)
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and quotes."""
+    parts, depth, start, quoted = [], 0, 0, False
+    for i, c in enumerate(text):
+        if c == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in (p.strip() for p in parts) if p] if any(p.strip() for p in parts) else []
+
+
+def _struct_field(text: str) -> tuple[str, DataType]:
+    """``name type`` of a STRUCT<...> declaration (a quoted name keeps its case, as PostgreSQL's
+    identifiers; an unquoted one is folded to lower case)."""
+    m = re.fullmatch(r'\s*(?:"((?:[^"]|"")*)"|([A-Za-z_][A-Za-z0-9_$]*))\s+(.+)', text, re.DOTALL)
+    if not m:
+        raise InvalidParameterValue(f'invalid struct field "{text}"')
+    name = m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2).lower()
+    return name, DataType.parse(m.group(3))
+
+
+def _quote_field(name: str) -> str:
+    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,10 @@ def bind_agg(node: Any, scope: Scope, filter_: BoundExpr | None = None) -> AggCa
     if is_unknown_literal(arg):
         arg = coerce(arg, {"count": VARCHAR, "string_agg": VARCHAR, "array_agg": VARCHAR, "bool_and": BOOL,
                            "bool_or": BOOL, "min": VARCHAR, "max": VARCHAR}.get(kind, NUMERIC))
+    if arg.type.name in (TypeName.STRUCT, TypeName.JSONB) and (kind != "count" or distinct):
+        # min/max/DISTINCT compare values; array_agg and string_agg of them are not supported either
+        raise FeatureNotSupported(f"{kind}({'DISTINCT ' if distinct else ''}{arg.type.name.value}) in a materialized "
+                                  f"view is not supported yet")
     if arg.type.name is TypeName.INTERVAL and (kind != "count" or distinct):
         # a stored interval is not comparable as stored ('1 mon' = '30 days'), and sum/avg need
         # interval arithmetic the stream engine lacks

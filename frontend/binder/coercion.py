@@ -11,7 +11,7 @@ from frontend.expr import (
     Cast,
     Literal,
 )
-from risingspark import interval
+from risingspark import interval, jsonb
 from risingspark.errors import (
     DatatypeMismatch,
     FeatureNotSupported,
@@ -56,8 +56,17 @@ def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
         return e
     if target.name is TypeName.INTERVAL and isinstance(e, Literal) and (e.value is None or is_unknown_literal(e)):
         return Literal(None if e.value is None else interval.parse(str(e.value)), target)
+    if isinstance(e, Literal) and e.value is None and target.name in (TypeName.STRUCT, TypeName.JSONB):
+        return Literal(None, target)
+    if target.name is TypeName.JSONB and is_unknown_literal(e):
+        return Literal(jsonb.canonical(str(e.value)), target)  # type: ignore[attr-defined]
+    if target.name is TypeName.STRUCT and is_unknown_literal(e):
+        raise FeatureNotSupported("text input of struct values is not supported; use ROW(...)")
     if is_unknown_literal(e) or (isinstance(e, Literal) and e.value is None):
         return Cast(e, target)
+    if e.type.name in (TypeName.STRUCT, TypeName.JSONB) or target.name in (TypeName.STRUCT, TypeName.JSONB):
+        raise FeatureNotSupported(f"{e.type.display()} where {target.display()} is expected is not supported in a "
+                                  f"materialized view")
     if TypeName.INTERVAL in (e.type.name, target.name):
         raise FeatureNotSupported(f"converting {e.type.display()} to {target.display()} in a materialized view is "
                                   f"not supported yet")
@@ -88,6 +97,11 @@ def numeric_result(a: DataType, b: DataType) -> DataType:
 
 def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, BoundExpr, DataType]:
     """Coerce two operands to a common type, as Postgres resolves operator arguments."""
+    for e in (a, b):
+        if e.type.name in (TypeName.STRUCT, TypeName.JSONB):
+            # jsonb's text is not its equality (1.0 = 1); Spark compares structs' NULL fields otherwise
+            raise FeatureNotSupported(f"{what} of {e.type.name.value} values in a materialized view is not "
+                                      f"supported")
     if is_unknown_literal(a) and not is_unknown_literal(b):
         return coerce(a, b.type), b, b.type
     if is_unknown_literal(b) and not is_unknown_literal(a):

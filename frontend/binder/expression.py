@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from frontend.binder import datetime
+from frontend.binder import composite, datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
 from frontend.binder.coercion import coerce, common_of, common_type, literal
@@ -61,6 +61,14 @@ def output_name(node: exp.Expression) -> str:
     """The column name Postgres gives an unaliased select item."""
     if isinstance(node, exp.Column):
         return ident(node.this)
+    if isinstance(node, exp.Paren):
+        return output_name(node.this)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # (s).a
+        return ident(node.expression)
+    if composite.is_jsonb_node(node) and not isinstance(node, exp.Anonymous):  # an operator
+        return "?column?"
+    if isinstance(node, exp.Tuple):
+        return "row"
     if isinstance(node, exp.Cast):
         return output_name(node.this) if isinstance(node.this, exp.Column) else node.to.sql(dialect="postgres").lower()
     if isinstance(node, exp.Count):
@@ -101,11 +109,21 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return Literal(bool(node.this), BOOL)
     if isinstance(node, exp.Null):
         return Literal(None, VARCHAR)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        return composite.bind_field(node, rec)
+    if composite.is_row(node):
+        return composite.bind_row(node, rec)
+    if composite.is_jsonb_node(node):
+        return composite.bind_jsonb(node, rec)
+    if isinstance(node, exp.Lambda):
+        return composite.bind_jsonb(composite.unlambda(node), rec)
     if isinstance(node, exp.Cast | exp.TryCast):
         target = DataType.parse(node.to.sql(dialect="postgres"))
         if target.element is not None:
             raise FeatureNotSupported(f"casts to {target.display()} in a materialized view are not supported yet")
         inner = rec(node.this)
+        if {target.name, inner.type.name} & {TypeName.STRUCT, TypeName.JSONB}:
+            return composite.cast_value(inner, target)
         if TypeName.INTERVAL in (target.name, inner.type.name):
             return datetime.cast_interval(inner, target)
         return Cast(inner, target) if inner.type != target else inner
@@ -200,6 +218,8 @@ def bind_is(node: exp.Is, rec, *, negated: bool) -> BoundExpr:
     x = rec(node.this)
     target = node.expression
     if isinstance(target, exp.Null):
+        if x.type.name is TypeName.STRUCT:
+            return composite.struct_is_null(x, negated)
         return UnaryOp("IS NOT NULL" if negated else "IS NULL", x, BOOL)
     if isinstance(target, exp.Boolean):
         e = UnaryOp("IS TRUE" if target.this else "IS FALSE", coerce(x, BOOL, "IS"), BOOL)

@@ -73,6 +73,8 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
         return FuncCall("length", (coerce(args[0], VARCHAR),), INT4, "char_length")
     if name in ("coalesce", "greatest", "least", "nullif"):
         t = common_of(args)
+        if name != "coalesce" and t.name in (TypeName.STRUCT, TypeName.JSONB):
+            raise FeatureNotSupported(f"{name}() of {t.name.value} values in a materialized view is not supported")
         return FuncCall(name, tuple(coerce(a, t) for a in args), t, _FUNCS[name])
     if name in ("abs", "ceil", "floor"):
         t = args[0].type

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.table import SystemContext
@@ -111,6 +112,10 @@ def output_name(node: Any) -> str:
         return output_name(node.this)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
         return output_name(node.expression)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # (s).a: a struct's field
+        return node.expression.name if node.expression.quoted else node.expression.name.lower()
+    if isinstance(node, OPERATOR_NODES):
+        return "?column?"
     if isinstance(node, exp.Cast | exp.TryCast):
         inner = output_name(node.this)
         return inner if inner != "?column?" else _type_name(node.to)
@@ -416,7 +421,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (group_by_output_names, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
+RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
                            functions)
 
 

@@ -109,12 +109,7 @@ def create_table(session: Session, ast: exp.Create, text: str, clauses: TableCla
             if item.args.get("kind") is None:
                 raise FeatureNotSupported(f'column "{name}" needs a type')
             dtype = DataType.parse(item.args["kind"].sql(dialect="postgres"))
-            if dtype.element is not None:
-                raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
-                                          f"(arrays come from array_agg)")
-            if dtype.name is TypeName.INTERVAL:
-                raise FeatureNotSupported(f'column "{name}": interval columns in tables are not supported yet '
-                                          f"(a materialized view can compute and store intervals)")
+            _check_column_type(name, dtype)
             for c in item.args.get("constraints") or []:
                 k = c.args.get("kind")
                 if isinstance(k, exp.PrimaryKeyColumnConstraint):
@@ -137,12 +132,29 @@ def create_table(session: Session, ast: exp.Create, text: str, clauses: TableCla
     for n in pk_names:
         if n not in names:
             raise UndefinedColumn(f'column "{n}" named in key does not exist')
+        kind = fields[names.index(n)].type.name
+        if kind in (TypeName.STRUCT, TypeName.JSONB):
+            # keys are stored memcomparable and compared as PostgreSQL compares them; neither has
+            # an encoding here (jsonb's equality is not its text's: 1.0 = 1)
+            raise FeatureNotSupported(f'column "{n}" of type {kind.value} in a primary key is not supported')
     if clauses.version_column is not None:
         raise FeatureNotSupported("ON CONFLICT ... WITH VERSION COLUMN is not supported yet")
     conflict = conflict_behavior(append_only=clauses.append_only, has_pk=bool(pk_names),
                                  on_conflict=clauses.on_conflict)
     new_table(session, table, fields, pk_names, not_null, text, conflict, clauses.append_only)
     return StatementResult("CREATE_TABLE")
+
+
+def _check_column_type(name: str, dtype: DataType) -> None:
+    """Types a table column may have: a struct's fields too (nested structs, jsonb)."""
+    if dtype.element is not None:
+        raise FeatureNotSupported(f'column "{name}": array columns in tables are not supported yet '
+                                  f"(arrays come from array_agg)")
+    if dtype.name is TypeName.INTERVAL:
+        raise FeatureNotSupported(f'column "{name}": interval columns in tables are not supported yet '
+                                  f"(a materialized view can compute and store intervals)")
+    for _, t in dtype.fields:
+        _check_column_type(name, t)
 
 
 def new_table(session: Session, table: exp.Table, fields: list[Field], pk_names: list[str], not_null: list[str],

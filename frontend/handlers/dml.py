@@ -25,7 +25,7 @@ from sqlglot import exp
 from frontend.binder import ident
 from frontend.parser import FastInsert
 from frontend.pgwire.api import StatementResult
-from frontend.values import cast_column, read_values
+from frontend.values import canonical_jsonb, cast_column, dml_duckdb_type, read_values, struct_text_error
 from meta.compaction.write_stall import MAX_WAIT_S
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import OP, SEQ, Op
@@ -37,6 +37,7 @@ from risingspark.errors import (
     WrongObjectType,
 )
 from risingspark.sequence import IdGenerator
+from risingspark.types import TypeName
 from risingspark.users import Action
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def insert(session: Session, ast: exp.Insert) -> StatementResult:
     else:
         wrapped = exp.Subquery(this=source.copy(), alias=alias)
     select = exp.select(*[
-        exp.Cast(this=exp.column(c, table="__src"), to=exp.DataType.build(rel.fields[i].type.to_duckdb(),
+        exp.Cast(this=exp.column(c, table="__src"), to=exp.DataType.build(dml_duckdb_type(rel.fields[i].type),
                                                                            dialect="duckdb")).as_(c)
         for c, i in zip(cols, targets, strict=False)]).from_(wrapped)
     rows = session.run_batch(select)
@@ -138,7 +139,10 @@ def _typed_values(values: exp.Values, types: list) -> exp.Values:
         items = row.expressions if isinstance(row, exp.Tuple) else [row]
         for k, item in enumerate(items):
             if k < len(types) and isinstance(item, exp.Literal) and item.is_string:
-                item.replace(exp.Cast(this=item.copy(), to=exp.DataType.build(types[k].to_duckdb(), dialect="duckdb")))
+                if types[k].name is TypeName.STRUCT:
+                    raise struct_text_error(types[k])
+                item.replace(exp.Cast(this=item.copy(), to=exp.DataType.build(dml_duckdb_type(types[k]),
+                                                                              dialect="duckdb")))
     return out
 
 
@@ -160,7 +164,7 @@ def _write_inserts(session: Session, rel: RelationCatalog, arrays: dict[int, pa.
         if i == rel.row_id_index:
             columns.append(pa.array(ROW_IDS.next_block(n), pa.int64()))
         elif i in arrays:
-            columns.append(arrays[i])
+            columns.append(canonical_jsonb(arrays[i], f.type))
         else:
             columns.append(pa.nulls(n, f.type.to_arrow()))
     table = pa.Table.from_arrays(columns, schema=pa.schema([(f.name, f.type.to_arrow()) for f in rel.fields]))
@@ -233,7 +237,7 @@ def update(session: Session, ast: exp.Update) -> StatementResult:
             raise UndefinedColumn(f'column "{name}" of relation "{rel.name}" does not exist')
         sets[by_name[name]] = eq.expression
     old_cols = [exp.column(f.name, quoted=True).as_(f"o{i}") for i, f in enumerate(rel.fields)]
-    new_cols = [exp.Cast(this=e, to=exp.DataType.build(rel.fields[i].type.to_duckdb(), dialect="duckdb"))
+    new_cols = [exp.Cast(this=e, to=exp.DataType.build(dml_duckdb_type(rel.fields[i].type), dialect="duckdb"))
                 .as_(f"n{i}") for i, e in sets.items()]
     select = exp.select(*old_cols, *new_cols).from_(ast.this.copy())
     if ast.args.get("where"):
@@ -241,8 +245,8 @@ def update(session: Session, ast: exp.Update) -> StatementResult:
     rows = session.run_batch(select, full_relations=True)
     n = rows.num_rows
     old = pa.Table.from_arrays([rows.column(f"o{i}") for i in range(len(rel.fields))], names=[f.name for f in rel.fields])
-    new_arrays = [pc.cast(rows.column(f"n{i}"), rel.fields[i].type.to_arrow()) if i in sets else old.column(i)
-                  for i in range(len(rel.fields))]
+    new_arrays = [pc.cast(canonical_jsonb(rows.column(f"n{i}"), rel.fields[i].type), rel.fields[i].type.to_arrow())
+                  if i in sets else old.column(i) for i in range(len(rel.fields))]
     new = pa.Table.from_arrays(new_arrays, names=old.column_names).cast(old.schema)
     for i in rel.pk:
         if i in sets and new.column(i).null_count:

@@ -35,12 +35,15 @@ from risingspark.interval import Interval
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR, VARCHAR = 114, 700, 701, 705, 1042, 1043
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, INTERVAL = 1082, 1114, 1184, 1700, 1186
+RECORD, JSONB = 2249, 3802
 
 TEXT_LIKE = frozenset({0, TEXT, VARCHAR, NAME, CHAR, BPCHAR, UNKNOWN, JSON})
+JSONB_VERSION = b"\x01"  # the first byte of jsonb's binary format
 # array type OID -> element type OID
 ARRAY_ELEMENTS = {1000: BOOL, 1001: BYTEA, 1002: CHAR, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT,
                   1014: BPCHAR, 1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1028: OID, 1182: DATE,
-                  1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1231: NUMERIC, 1187: INTERVAL}
+                  1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1231: NUMERIC, 1187: INTERVAL, 3807: JSONB,
+                  2287: RECORD}
 VECTOR_ELEMENTS = {22: INT2, 30: OID}  # int2vector and oidvector: "1 2" in text, arrays in binary
 _INT_RANGES = {INT2: (16, "smallint"), INT4: (32, "integer"), INT8: (64, "bigint"), OID: (33, "oid")}
 _TYPE_NAMES = {BOOL: "boolean", FLOAT4: "real", FLOAT8: "double precision", NUMERIC: "numeric",
@@ -164,8 +167,33 @@ def format_array(values: list, elem_oid: int) -> str:
     return "{" + ",".join(_array_item(v, elem_oid) for v in values) + "}"
 
 
+def record_field(text: str | None) -> str:
+    """One field of PostgreSQL's record text (``record_out``): nothing for NULL; quoted when empty
+    or holding a quote, backslash, parenthesis, comma or white space, with quotes and backslashes
+    doubled.
+
+    >>> [record_field(v) for v in ("1", None, "", "a b", 'q"u', "x,y")]
+    ['1', '', '""', '"a b"', '"q""u"', '"x,y"']
+    """
+    if text is None:
+        return ""
+    if text == "" or any(c in _RECORD_SPECIAL for c in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '""') + '"'
+    return text
+
+
+_RECORD_SPECIAL = frozenset('"\\(),' + " \t\n\r\v\f")
+
+
+def format_record(fields: Sequence[str | None]) -> str:
+    """A record's text from its fields' texts: ``(1,"a b",)``."""
+    return "(" + ",".join(record_field(f) for f in fields) + ")"
+
+
 def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
     """One non-null value in text format."""
+    if isinstance(value, dict) and oid != INTERVAL:  # a struct's fields, in order
+        return format_record([None if v is None else text_value(v, 0).decode() for v in value.values()]).encode()
     if isinstance(value, list | tuple) and oid in VECTOR_ELEMENTS:
         return " ".join(str(v) for v in value).encode()
     if isinstance(value, list | tuple):
@@ -293,6 +321,8 @@ def binary_value(value: Any, oid: int, typmod: int = -1) -> bytes:
         return bytes(value)
     if oid == INTERVAL:
         return Interval.from_value(value).to_binary()
+    if oid == JSONB:
+        return JSONB_VERSION + text_value(value, oid, typmod)
     return text_value(value, oid, typmod)
 
 

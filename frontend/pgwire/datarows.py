@@ -9,12 +9,16 @@ fixed-notation range, tiny decimals) are formatted one by one with `frontend.pgw
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from risingspark.interval import is_interval_struct
+from risingspark.types import DataType
 
 from . import codec
 from .api import ColumnDesc
@@ -139,7 +143,11 @@ def _replace(texts: pa.Array, fix: np.ndarray, values: list[str]) -> pa.Array:
 # ---- text ---------------------------------------------------------------------------------------
 def _text_array(arr: pa.Array, col: ColumnDesc) -> pa.Array:
     """The text format of every value of `arr` (NULLs stay null)."""
+    if isinstance(arr, pa.ExtensionArray):  # jsonb results (arrow.json): their text
+        arr = arr.storage
     t = arr.type
+    if pa.types.is_struct(t) and not is_interval_struct(t):
+        return _record_text(arr)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return arr
     if pa.types.is_boolean(t):
@@ -160,6 +168,32 @@ def _text_array(arr: pa.Array, col: ColumnDesc) -> pa.Array:
         return pa.nulls(len(arr), pa.string())
     return pa.array([None if v is None else codec.text_value(v, col.type_oid, col.type_mod)
                      for v in arr.to_pylist()], pa.large_binary())
+
+
+def _record_text(arr: pa.StructArray) -> pa.Array:
+    """PostgreSQL's record text of every struct of `arr`: each field's text (a column of its own
+    type, nested structs included), quoted as ``record_out`` does."""
+    fields = arr.flatten()
+    texts = []
+    for f, child in zip(arr.type, fields, strict=True):
+        t = DataType.from_arrow(f.type)
+        texts.append(_text_array(child, ColumnDesc(f.name, t.oid, t.typlen, t.typmod)).to_pylist())
+    valid = _valid_mask(arr)
+    out = [codec.format_record([b.decode() if isinstance(b, bytes) else b for b in row]) if ok else None
+           for ok, row in zip(valid, zip(*texts, strict=True), strict=True)]
+    return pa.array(out, pa.string())
+
+
+def _record_binary(arr: pa.StructArray) -> pa.Array:
+    """PostgreSQL's binary record (``record_send``): the field count, then each field's type OID
+    and its cell (length and binary value, -1 for NULL)."""
+    parts = [pa.scalar(struct.pack("!i", arr.type.num_fields), pa.large_binary())]
+    for f, child in zip(arr.type, arr.flatten(), strict=True):
+        t = DataType.from_arrow(f.type)
+        parts.append(pa.scalar(struct.pack("!I", t.oid), pa.large_binary()))
+        parts.append(_binary_cells(child, ColumnDesc(f.name, t.oid, t.typlen, t.typmod)).cast(pa.large_binary()))
+    out = pc.binary_join_element_wise(*parts, _EMPTY) if len(arr) else pa.array([], pa.large_binary())
+    return pc.if_else(arr.is_valid(), out, pa.scalar(None, pa.large_binary())) if arr.null_count else out
 
 
 def _float_text(arr: pa.Array, fmt: Callable[[float], str], low: float, high: float) -> pa.Array:
@@ -221,6 +255,13 @@ def _binary_cells(arr: pa.Array, col: ColumnDesc) -> pa.Array:
         return _fixed_cells((micros.to_numpy(zero_copy_only=False) - codec.POSTGRES_EPOCH_MICROS).astype(">i8"), arr)
     if oid in codec.TEXT_LIKE:
         return _prefixed(_text_array(arr, col))
+    if pa.types.is_struct(t) and not is_interval_struct(t):
+        return _prefixed(_record_binary(arr))
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    if oid == codec.JSONB:
+        return _prefixed(pc.binary_join_element_wise(pa.scalar(codec.JSONB_VERSION, pa.large_binary()),
+                                                     _text_array(arr, col).cast(pa.large_binary()), _EMPTY))
     return _prefixed(pa.array([None if v is None else codec.binary_value(v, oid, col.type_mod)
                                for v in arr.to_pylist()], pa.large_binary()))
 

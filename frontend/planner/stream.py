@@ -117,16 +117,33 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
     mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node))
     for desc in (table, *planner.state_tables):
         _check_key_types(desc)
+    _check_join_payloads(mat)
     return PlannedMv(fields, key, mat, (table, *planner.state_tables))
+
+
+def _check_join_payloads(root: StreamNode) -> None:
+    """A hash join matches rows with Arrow's hash join (`compute.executor.hash_join`), which carries
+    no struct column: 0A000 at CREATE rather than an epoch that fails."""
+    from risingspark.stream_plan import walk
+
+    for node in walk(root):
+        if isinstance(node, StreamHashJoin):
+            for f in node.fields:
+                if f.type.name is TypeName.STRUCT:
+                    raise FeatureNotSupported(f'struct column "{f.name}" through a join in a materialized view is '
+                                              f"not supported yet; join first, then build the struct with ROW(...)")
 
 
 def _check_key_types(desc: StateTableDesc) -> None:
     """Intervals are stored as (months, days, microseconds), which equal intervals need not share
     ('1 mon' = '30 days'): a state table keyed by one (GROUP BY, DISTINCT, a join key, a TopN order)
-    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer."""
+    would hold equal keys apart. 0A000 at CREATE rather than a wrong answer. Structs and jsonb have
+    no memcomparable encoding (`risingspark.storage.memcmp`), and jsonb's text is not its equality
+    (``1.0`` = ``1``)."""
     for i in desc.pk:
-        if desc.fields[i].type.name is TypeName.INTERVAL:
-            raise FeatureNotSupported(f'interval column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
+        kind = desc.fields[i].type.name
+        if kind in (TypeName.INTERVAL, TypeName.STRUCT, TypeName.JSONB):
+            raise FeatureNotSupported(f'{kind.value} column "{desc.fields[i].name}" as a key (GROUP BY, DISTINCT, '
                                       f"join, ORDER BY ... LIMIT, UNION) in a materialized view is not supported yet")
 
 

@@ -1,0 +1,249 @@
+"""Structs and jsonb in materialized views.
+
+Structs are Spark structs: ``(s).a`` is a field access, ``ROW(x, y)`` (or ``(x, y)``) an anonymous
+struct with fields f1, f2... (`named_struct`), ``CAST(ROW(...) AS STRUCT<...>)`` casts field by
+field. jsonb values are their canonical text (`risingspark.jsonb`); every jsonb operator is a
+call of a vectorized Arrow UDF registered in the compute node's Spark session
+(`compute.jsonb_udf`): Spark's own JSON functions (``get_json_object``, ``from_json``) read JSON
+paths and print JSON otherwise than PostgreSQL. A UDF yields NULL where PostgreSQL raises an
+error (``jsonb_array_length`` of an object, a bad text cast to jsonb), as RisingWave's streaming
+expressions do.
+
+Comparing, grouping or ordering by a struct or a jsonb value fails with 0A000 (`check_comparable`,
+and the planner's key check): jsonb's text is not its equality (``1.0`` = ``1``), and Spark's
+struct comparison does not treat NULL fields as PostgreSQL's record comparison does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from frontend.binder.coercion import coerce, is_unknown_literal
+from frontend.expr import BoundExpr, Cast, Literal, SparkCall, spark_string
+from risingspark import jsonb
+from risingspark.errors import DatatypeMismatch, FeatureNotSupported, UndefinedColumn, UndefinedFunction
+from risingspark.types import BOOL, INT4, JSONB, VARCHAR, DataType, TypeName
+
+COMPOSITE = (TypeName.STRUCT, TypeName.JSONB)
+
+
+def check_comparable(a: BoundExpr, b: BoundExpr | None = None, what: str = "comparison") -> None:
+    """0A000 for a comparison (or grouping, ordering) of structs or jsonb values."""
+    for e in (a, b):
+        if e is not None and e.type.name in COMPOSITE:
+            raise FeatureNotSupported(f"{what} of {e.type.name.value} values in a materialized view is not "
+                                      f"supported")
+
+
+# ---- structs ----------------------------------------------------------------------------------------
+
+def field_of(e: BoundExpr, name: str) -> BoundExpr:
+    """``(e).name``."""
+    if e.type.name is not TypeName.STRUCT:
+        raise DatatypeMismatch(f'column notation .{name} applied to type {e.type.display()}, which is not a '
+                               f"composite type")
+    for n, t in e.type.fields:
+        if n == name:
+            return SparkCall(f"field {name}", (e,), t, f"({{0}}).`{n.replace('`', '``')}`")
+    raise UndefinedColumn(f'column "{name}" not found in data type {e.type.display()}')
+
+
+def bind_field(node: exp.Dot, rec) -> BoundExpr:
+    ident = node.expression
+    name = ident.name if ident.quoted else ident.name.lower()
+    return field_of(rec(node.this), name)
+
+
+def struct_is_null(e: BoundExpr, negated: bool) -> BoundExpr:
+    """PostgreSQL's row tests: ``s IS NULL`` holds for a NULL struct and for one whose fields are
+    all NULL, ``s IS NOT NULL`` only when no field is NULL (a nested struct of NULL fields is a
+    value, not NULL)."""
+    fields = [f"({{0}}).`{n.replace('`', '``')}`" for n, _ in e.type.fields]
+    if negated:
+        template = "{0} IS NOT NULL AND " + " AND ".join(f"{f} IS NOT NULL" for f in fields)
+    else:
+        template = "{0} IS NULL OR (" + " AND ".join(f"{f} IS NULL" for f in fields) + ")"
+    return SparkCall("IS NOT NULL" if negated else "IS NULL", (e,), BOOL, template)
+
+
+def is_row(node: Any) -> bool:
+    return (isinstance(node, exp.Anonymous) and str(node.this).lower() == "row") or \
+        (isinstance(node, exp.Tuple) and len(node.expressions) > 1)
+
+
+def row_of(values: list[BoundExpr], names: list[str] | None = None) -> BoundExpr:
+    """A struct of `values`, fields named `names` (f1, f2, ... for ``ROW(...)``)."""
+    names = names or [f"f{i + 1}" for i in range(len(values))]
+    typed = []
+    for v in values:
+        if is_unknown_literal(v):  # ROW('x'): text, as PostgreSQL resolves an unknown field
+            v = Literal(v.value, VARCHAR) if isinstance(v, Literal) else v
+        typed.append(v)
+    t = DataType.struct_of(tuple((n, v.type) for n, v in zip(names, typed, strict=True)))
+    template = "named_struct(" + ", ".join(f"{spark_string(n)}, {{{i}}}" for i, n in enumerate(names)) + ")"
+    return SparkCall("row", tuple(typed), t, template)
+
+
+def bind_row(node: exp.Expression, rec) -> BoundExpr:
+    values = [rec(a) for a in node.expressions]
+    if not values:
+        raise FeatureNotSupported("ROW() without fields is not supported")
+    return row_of(values)
+
+
+def cast_struct(e: BoundExpr, target: DataType) -> BoundExpr:
+    """``CAST(e AS STRUCT<...>)``: field by field, by position, as PostgreSQL casts records."""
+    if isinstance(e, Literal) and e.value is None:
+        return Literal(None, target)
+    if e.type.name is not TypeName.STRUCT:
+        if is_unknown_literal(e) or e.type.name is TypeName.VARCHAR:
+            raise FeatureNotSupported("text input of struct values is not supported; use ROW(...)")
+        raise DatatypeMismatch(f"cannot cast type {e.type.display()} to {target.display()}")
+    if len(e.type.fields) != len(target.fields):
+        raise DatatypeMismatch(f"cannot cast type {e.type.display()} to {target.display()}",
+                               detail=f"Input has too {'many' if len(e.type.fields) > len(target.fields) else 'few'} "
+                                      f"columns.")
+    if isinstance(e, SparkCall) and e.name == "row":
+        values = list(e.args)
+    else:
+        values = [field_of(e, n) for n, _ in e.type.fields]
+    out = []
+    for v, (_, t) in zip(values, target.fields, strict=True):
+        if t.name is TypeName.STRUCT:
+            out.append(cast_struct(v, t))
+        elif v.type == t:
+            out.append(v)
+        else:
+            out.append(cast_value(v, t))
+    built = row_of(out, [n for n, _ in target.fields])
+    if isinstance(e, SparkCall) and e.name == "row":
+        return built
+    # a NULL struct stays NULL (a struct of NULL fields is another value)
+    return SparkCall("cast", (e, built), target, "CASE WHEN {0} IS NULL THEN NULL ELSE {1} END")
+
+
+def cast_value(v: BoundExpr, t: DataType) -> BoundExpr:
+    """An explicit cast of a struct field or any value, the composite types' rules included."""
+    if t.name is TypeName.JSONB or v.type.name is TypeName.JSONB:
+        return cast_jsonb(v, t)
+    if t.name is TypeName.STRUCT:
+        return cast_struct(v, t)
+    if v.type.name is TypeName.STRUCT:
+        raise FeatureNotSupported(f"casting a struct to {t.display()} in a materialized view is not supported")
+    return Cast(v, t)
+
+
+# ---- jsonb ------------------------------------------------------------------------------------------
+
+def _udf(name: str, args: tuple[BoundExpr, ...], t: DataType) -> BoundExpr:
+    placeholders = ", ".join(f"{{{i}}}" for i in range(len(args)))
+    return SparkCall(name, args, t, f"{jsonb.UDF_PREFIX}{name}({placeholders})")
+
+
+def jsonb_literal(text: str) -> Literal:
+    """A constant jsonb: checked and made canonical at CREATE (22P02 as PostgreSQL)."""
+    return Literal(jsonb.canonical(text), JSONB)
+
+
+def to_jsonb(e: BoundExpr) -> BoundExpr:
+    """An operand that must be jsonb: a jsonb value, or an unknown literal read as jsonb."""
+    if e.type.name is TypeName.JSONB:
+        return e
+    if isinstance(e, Literal) and e.value is None:
+        return Literal(None, JSONB)
+    if is_unknown_literal(e):
+        return jsonb_literal(str(e.value))  # type: ignore[attr-defined]
+    raise UndefinedFunction(f"operator does not exist: jsonb and {e.type.display()}",
+                            hint="No operator matches the given name and argument types. You might need to "
+                                 "add explicit type casts.")
+
+
+def cast_jsonb(e: BoundExpr, target: DataType) -> BoundExpr:
+    if target.name is TypeName.JSONB:
+        if e.type.name is TypeName.JSONB:
+            return e
+        if isinstance(e, Literal) and e.value is None:
+            return Literal(None, JSONB)
+        if is_unknown_literal(e):
+            return jsonb_literal(str(e.value))  # type: ignore[attr-defined]
+        if e.type.name is TypeName.VARCHAR:
+            return _udf("jsonb_in", (e,), JSONB)
+        raise DatatypeMismatch(f"cannot cast type {e.type.display()} to jsonb")
+    if target.name is TypeName.VARCHAR:
+        return SparkCall("text", (e,), VARCHAR, "{0}")  # the canonical text is jsonb's text
+    raise FeatureNotSupported(f"casting jsonb to {target.display()} in a materialized view is not supported yet; "
+                              f"cast the text of ->> instead")
+
+
+_JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
+                exp.JSONBContainsTopKey, exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys,
+                exp.ArrayContainsAll, exp.ArrayContainedBy)
+JSONB_FUNCTIONS = ("jsonb_typeof", "jsonb_array_length")
+
+
+def unlambda(node: exp.Lambda) -> exp.Expression:
+    """sqlglot reads ``f(j -> 'a')`` as a lambda of parameter ``j``; PostgreSQL has no lambdas,
+    so it is the jsonb operator ``j -> 'a'``."""
+    params = node.expressions
+    if len(params) != 1:
+        raise FeatureNotSupported(f"{node.sql('postgres')} is not supported")
+    target = params[0]
+    column = exp.Column(this=target.copy()) if isinstance(target, exp.Identifier) else target.copy()
+    return exp.JSONExtract(this=column, expression=node.this.copy())
+
+
+def is_jsonb_node(node: Any) -> bool:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in JSONB_FUNCTIONS
+    return isinstance(node, _JSONB_NODES)
+
+
+def _step(node: exp.Expression, rec) -> tuple[str, BoundExpr]:
+    """``->``'s right operand: ("key", text) or ("index", integer)."""
+    step = node.expression
+    if isinstance(step, exp.JSONPath):
+        parts = [p for p in step.expressions if not isinstance(p, exp.JSONPathRoot)]
+        if len(parts) == 1 and isinstance(parts[0], exp.JSONPathKey):
+            return "key", Literal(str(parts[0].this), VARCHAR)
+        if len(parts) == 1 and isinstance(parts[0], exp.JSONPathSubscript):
+            return "index", Literal(int(parts[0].this), INT4)
+        raise FeatureNotSupported(f"json path {step.sql('postgres')} is not supported")
+    e = rec(step)
+    if e.type.is_integer:
+        return "index", coerce(e, INT4) if e.type.name is not TypeName.BIGINT else Cast(e, INT4)
+    if e.type.name is TypeName.VARCHAR:
+        return "key", e
+    raise UndefinedFunction(f"operator does not exist: jsonb -> {e.type.display()}")
+
+
+def bind_jsonb(node: exp.Expression, rec) -> BoundExpr:
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this).lower()
+        args = [to_jsonb(rec(a)) for a in node.expressions]
+        if len(args) != 1:
+            raise UndefinedFunction(f"function {name} with {len(args)} arguments does not exist")
+        return _udf(name, (args[0],), VARCHAR if name == "jsonb_typeof" else INT4)
+    if isinstance(node, exp.JSONBContainsAnyTopKeys | exp.JSONBContainsAllTopKeys):
+        raise FeatureNotSupported("the jsonb operators ?| and ?& are not supported yet")
+    left = rec(node.this)
+    if isinstance(node, exp.ArrayContainsAll | exp.ArrayContainedBy):
+        right = rec(node.expression)
+        if left.type.name is not TypeName.JSONB and right.type.name is not TypeName.JSONB:
+            raise FeatureNotSupported("array containment (@>, <@) in a materialized view is not supported yet")
+        name = "jsonb_contains" if isinstance(node, exp.ArrayContainsAll) else "jsonb_contained"
+        return _udf(name, (to_jsonb(left), to_jsonb(right)), BOOL)
+    value = to_jsonb(left)
+    if isinstance(node, exp.JSONExtract | exp.JSONExtractScalar):
+        kind, step = _step(node, rec)
+        text = "_text" if isinstance(node, exp.JSONExtractScalar) else ""
+        return _udf(f"jsonb_get_{kind}{text}", (value, step), VARCHAR if text else JSONB)
+    if isinstance(node, exp.JSONBExtract | exp.JSONBExtractScalar):
+        path = coerce(rec(node.expression), VARCHAR)
+        if isinstance(node, exp.JSONBExtract):
+            return _udf("jsonb_path", (value, path), JSONB)
+        return _udf("jsonb_path_text", (value, path), VARCHAR)
+    if isinstance(node, exp.JSONBContainsTopKey):
+        return _udf("jsonb_exists", (value, coerce(rec(node.expression), VARCHAR)), BOOL)
+    raise FeatureNotSupported(f"{node.sql('postgres')} is not supported in a materialized view")

@@ -1,0 +1,298 @@
+"""Batch queries over jsonb and struct values: PostgreSQL's jsonb operators as the UDFs of
+`risingspark.jsonb`, and the comparisons DuckDB would answer otherwise refused.
+
+DuckDB has a JSON type, but its operators are not PostgreSQL's (``->`` takes JSON paths, its
+output text is not jsonb's canonical text, containment differs), so every jsonb operator becomes a
+call of an Arrow UDF registered on the batch engine's database (`register_udfs`): ``j -> 'a'`` is
+``rs_jsonb_get_key(j, 'a')``, ``j @> '{"a": 1}'`` is ``rs_jsonb_contains(j, '{"a": 1}')`` and so
+on; ``'...'::jsonb`` is ``rs_jsonb_in('...')``, which checks and canonicalizes the text. Stored
+jsonb columns are registered as DuckDB ``JSON`` (`frontend.batch`), and the UDFs returning jsonb
+return ``JSON``, so a result column of jsonb is known as such (OID 3802) on the wire.
+
+Comparisons of jsonb values (``=``, ``<``, ``ORDER BY``, ``GROUP BY``, ``DISTINCT``) and of structs
+are refused with 0A000 where this pass sees them (operands that are jsonb or struct columns of the
+relations the query reads, jsonb operators, casts to jsonb, ``ROW(...)``): jsonb's text is not its
+equality (``1.0`` = ``1``) nor its order, and DuckDB compares structs with NULL fields otherwise
+than PostgreSQL (``ROW(1, NULL) = ROW(1, NULL)`` is NULL there, true in DuckDB).
+
+>>> import sqlglot
+>>> q = sqlglot.parse_one("SELECT j -> 'a', j ->> 0, j @> '[1]' FROM t", read="risingwave")
+>>> jsonb_operators(q, None).sql("duckdb")
+"SELECT RS_JSONB_GET_KEY(j, 'a'), RS_JSONB_GET_INDEX_TEXT(j, 0), RS_JSONB_CONTAINS(j, '[1]') FROM t"
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+from duckdb import func
+from sqlglot import exp
+
+from frontend.binder.composite import unlambda
+from risingspark import jsonb
+from risingspark.errors import FeatureNotSupported, RisingSparkError
+from risingspark.types import DataType, TypeName
+
+if TYPE_CHECKING:
+    from frontend.catalog.rewrite import RewriteContext
+
+_ERROR_MARK = "[rs:"  # a UDF's error crosses DuckDB as "[rs:SQLSTATE] message"
+
+
+# ---- UDFs on the batch engine's DuckDB --------------------------------------------------------------
+
+_DUCK_ARG = {"jsonb": "VARCHAR", "text": "VARCHAR", "int": "INTEGER"}
+
+
+def _duck_result(name: str, out: pa.DataType) -> str:
+    if out == pa.bool_():
+        return "BOOLEAN"
+    if out == pa.int32():
+        return "INTEGER"
+    return "JSON" if name in _JSONB_RESULTS else "VARCHAR"
+
+
+_JSONB_RESULTS = {"jsonb_in", "jsonb_get_key", "jsonb_get_index", "jsonb_path"}
+
+
+def _udf(fn: Any, arity: int, json: bool) -> Any:
+    """`fn` as DuckDB calls it (it counts the parameters), its errors marked with their SQLSTATE;
+    a `json` result is of Arrow's JSON extension type, as DuckDB wants for ``JSON``."""
+    def run(*arrays: pa.Array) -> pa.Array:
+        try:
+            out = fn(*arrays, strict=True)
+            return pa.ExtensionArray.from_storage(pa.json_(), out) if json else out
+        except RisingSparkError as e:
+            raise ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}") from None
+
+    if arity == 1:
+        return lambda a: run(a)
+    return lambda a, b: run(a, b)
+
+
+def register_udfs(con: duckdb.DuckDBPyConnection) -> None:
+    """The jsonb operators as vectorized Arrow UDFs (``rs_jsonb_get_key``, ...)."""
+    for name, (fn, kinds, out) in jsonb.OPERATORS.items():
+        con.create_function(jsonb.UDF_PREFIX + name, _udf(fn, len(kinds), name in _JSONB_RESULTS), [duckdb.sqltype(_DUCK_ARG[k]) for k in kinds],
+                            duckdb.sqltype(_duck_result(name, out)), type=func.ARROW,
+                            null_handling=func.SPECIAL, side_effects=False)
+
+
+def udf_error(message: str) -> RisingSparkError | None:
+    """The error a UDF raised, from DuckDB's message about it."""
+    at = message.find(_ERROR_MARK)
+    if at < 0:
+        return None
+    sqlstate, _, text = message[at + len(_ERROR_MARK):].partition("] ")
+    return RisingSparkError.from_json({"sqlstate": sqlstate, "message": text.strip()})
+
+
+# ---- the rewrite ------------------------------------------------------------------------------------
+
+def _call(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=jsonb.UDF_PREFIX + name, expressions=list(args))
+
+
+def _text(e: exp.Expression) -> exp.Expression:
+    return e if isinstance(e, exp.Literal) and e.is_string else exp.cast(e, exp.DataType.build("VARCHAR"))
+
+
+def _step(node: exp.Expression, key_name: str, index_name: str, target: exp.Expression) -> exp.Expression:
+    """``->`` / ``->>``'s right operand: a key (text) or an index (integer)."""
+    step = node.expression
+    if isinstance(step, exp.JSONPath):
+        parts = [p for p in step.expressions if not isinstance(p, exp.JSONPathRoot)]
+        if len(parts) == 1 and isinstance(parts[0], exp.JSONPathKey):
+            return _call(key_name, target, exp.Literal.string(str(parts[0].this)))
+        if len(parts) == 1 and isinstance(parts[0], exp.JSONPathSubscript):
+            return _call(index_name, target, exp.Literal.number(int(parts[0].this)))
+        raise FeatureNotSupported(f"json path {step.sql('postgres')} is not supported")
+    if isinstance(step, exp.Literal):
+        if step.is_string:
+            return _call(key_name, target, step)
+        return _call(index_name, target, step)
+    if isinstance(step, exp.Neg | exp.Add | exp.Sub | exp.Mul):
+        return _call(index_name, target, exp.cast(step, exp.DataType.build("INTEGER")))
+    # a column or an expression of a type this pass does not know: both readings, chosen by its type
+    is_int = exp.In(this=exp.Anonymous(this="typeof", expressions=[step.copy()]),
+                    expressions=[exp.Literal.string(t) for t in ("INTEGER", "SMALLINT", "BIGINT", "TINYINT")])
+    return exp.Case(ifs=[exp.If(this=is_int, true=_call(index_name, target.copy(),
+                                                        exp.TryCast(this=step.copy(), to=exp.DataType.build("INTEGER"))))],
+                    default=_call(key_name, target, exp.cast(step, exp.DataType.build("VARCHAR"))))
+
+
+def _is_jsonb_cast(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.to, exp.DataType) and \
+        node.to.this == exp.DataType.Type.JSONB
+
+
+_JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
+                exp.JSONBContainsTopKey, exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys)
+
+
+def _composite_columns(query: exp.Expression, ctx: RewriteContext | None) -> dict[str, TypeName]:
+    """Names of the jsonb and struct columns of the user relations the query names."""
+    if ctx is None:
+        return {}
+    names = {t.name for t in query.find_all(exp.Table)}
+    out: dict[str, TypeName] = {}
+    for rel in ctx.sys.relations():
+        if rel.name in names:
+            for f in rel.fields:
+                if f.type.name in (TypeName.JSONB, TypeName.STRUCT):
+                    out[f.name] = f.type.name
+    return out
+
+
+def _composite_kind(e: exp.Expression, columns: dict[str, TypeName]) -> TypeName | None:
+    """jsonb or struct when `e` is surely one of them (as far as this pass can tell)."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
+        return columns.get(e.name)
+    if _is_jsonb_cast(e) or isinstance(e, exp.JSONExtract | exp.JSONBExtract):
+        return TypeName.JSONB
+    if isinstance(e, exp.Anonymous) and str(e.this).lower() == "row":
+        return TypeName.STRUCT
+    if isinstance(e, exp.Tuple) and len(e.expressions) > 1:
+        return TypeName.STRUCT
+    if isinstance(e, exp.Cast | exp.TryCast) and isinstance(e.to, exp.DataType) and \
+            e.to.this == exp.DataType.Type.STRUCT:
+        return TypeName.STRUCT
+    return None
+
+
+# jsonb operators that are functions to sqlglot: PostgreSQL names their output column "?column?"
+OPERATOR_NODES = (*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy)
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> None:
+    def check(e: exp.Expression, what: str) -> None:
+        kind = _composite_kind(e, columns)
+        if kind is not None:
+            raise FeatureNotSupported(f"{what} of {kind.value} values is not supported")
+
+    for cmp in query.find_all(*_COMPARISONS, exp.In, exp.Between):
+        for operand in (cmp.this, cmp.args.get("expression"), *cmp.args.get("expressions", [])):
+            if isinstance(operand, exp.Expression):
+                check(operand, "comparison")
+    for ordered in query.find_all(exp.Ordered):
+        check(ordered.this, "ordering")
+    for group in query.find_all(exp.Group):
+        for e in group.expressions:
+            check(e, "grouping")
+    for select in query.find_all(exp.Select):
+        if select.args.get("distinct") is not None:
+            for e in select.expressions:
+                check(e.this if isinstance(e, exp.Alias) else e, "DISTINCT")
+
+
+def _struct_type(e: exp.Expression, structs: dict[str, DataType]) -> DataType | None:
+    """The struct type of a struct column or of a field of one (``(s).c``), else None."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
+        return structs.get(e.name)
+    if isinstance(e, exp.Dot) and isinstance(e.expression, exp.Identifier):
+        outer = _struct_type(e.this, structs)
+        name = e.expression.name if e.expression.quoted else e.expression.name.lower()
+        inner = dict(outer.fields).get(name) if outer is not None else None
+        return inner if inner is not None and inner.name is TypeName.STRUCT else None
+    return None
+
+
+def _struct_null_tests(query: exp.Expression, ctx: RewriteContext | None) -> None:
+    """``s IS NULL`` / ``s IS NOT NULL`` of a struct column (or struct field) with PostgreSQL's row
+    semantics (see `frontend.binder.composite.struct_is_null`); DuckDB tests only the struct."""
+    if ctx is None:
+        return
+    names = {t.name for t in query.find_all(exp.Table)}
+    structs = {f.name: f.type for rel in ctx.sys.relations() if rel.name in names for f in rel.fields
+               if f.type.name is TypeName.STRUCT}
+    if not structs:
+        return
+    for node in list(query.find_all(exp.Is)):
+        t = _struct_type(node.this, structs)
+        if t is None or not isinstance(node.expression, exp.Null):
+            continue
+        target = node.this
+        parent = node.parent
+        negated = isinstance(parent, exp.Not)
+        fields = [exp.Dot(this=exp.Paren(this=target.copy()), expression=exp.to_identifier(n, quoted=True))
+                  for n, _ in t.fields]
+        test: Any
+        if negated and parent is not None:
+            test = exp.and_(exp.Not(this=exp.Is(this=target.copy(), expression=exp.Null())),
+                            *[exp.Not(this=exp.Is(this=f, expression=exp.Null())) for f in fields])
+            parent.replace(exp.Paren(this=test))
+        else:
+            test = exp.or_(exp.Is(this=target.copy(), expression=exp.Null()),
+                           exp.Paren(this=exp.and_(*[exp.Is(this=f, expression=exp.Null()) for f in fields])))
+            node.replace(exp.Paren(this=test))
+
+
+def jsonb_operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """PostgreSQL's jsonb operators and casts as UDF calls; comparisons of jsonb and structs
+    refused (see the module doc)."""
+    for lam in list(query.find_all(exp.Lambda)):
+        lam.replace(unlambda(lam))
+    columns = _composite_columns(query, ctx)
+    _refuse_comparisons(query, columns)
+    _struct_null_tests(query, ctx)
+    nodes: list[exp.Expression] = list(query.find_all(*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Cast, exp.TryCast,
+                                exp.Anonymous))
+    for node in reversed(nodes):  # innermost first
+        out = _rewrite_node(node, columns)
+        if out is not None:
+            node.replace(out)
+    return query
+
+
+def _rewrite_node(node: exp.Expression, columns: dict[str, TypeName]) -> exp.Expression | None:
+    if isinstance(node, exp.JSONExtract):
+        return _step(node, "jsonb_get_key", "jsonb_get_index", node.this)
+    if isinstance(node, exp.JSONExtractScalar):
+        return _step(node, "jsonb_get_key_text", "jsonb_get_index_text", node.this)
+    if isinstance(node, exp.JSONBExtract):
+        return _call("jsonb_path", node.this, _text(node.expression))
+    if isinstance(node, exp.JSONBExtractScalar):
+        return _call("jsonb_path_text", node.this, _text(node.expression))
+    if isinstance(node, exp.JSONBContainsTopKey):
+        return _call("jsonb_exists", node.this, _text(node.expression))
+    if isinstance(node, exp.JSONBContainsAnyTopKeys | exp.JSONBContainsAllTopKeys):
+        raise FeatureNotSupported("the jsonb operators ?| and ?& are not supported yet")
+    if isinstance(node, exp.ArrayContainsAll | exp.ArrayContainedBy):
+        if not any(_looks_jsonb(x) or _composite_kind(x, columns) is TypeName.JSONB
+                   for x in (node.this, node.expression)):
+            return None  # array containment
+        name = "jsonb_contains" if isinstance(node, exp.ArrayContainsAll) else "jsonb_contained"
+        return _call(name, _text(node.this), _text(node.expression))
+    if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.to, exp.DataType):
+        if node.to.this == exp.DataType.Type.JSON:
+            raise FeatureNotSupported("type json is not supported, use jsonb")
+        if node.to.this == exp.DataType.Type.JSONB:
+            return _call("jsonb_in", _text(node.this))
+        if node.to.this == exp.DataType.Type.STRUCT and isinstance(node.this, exp.Literal) and node.this.is_string:
+            raise FeatureNotSupported("text input of struct values is not supported; use ROW(...)")
+        return None
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("jsonb_typeof", "jsonb_array_length"):
+        return _call(str(node.this).lower(), *node.expressions)
+    return None
+
+
+def _looks_jsonb(e: exp.Expression) -> bool:
+    """An operand of ``@>`` / ``<@`` that makes it jsonb's: a jsonb value or a JSON text literal
+    (an array literal ``'{1,2}'`` is no JSON object; ``'{}'`` is read as jsonb's)."""
+    if isinstance(e, exp.Literal) and e.is_string:
+        try:
+            jsonb.parse(e.this)
+            return True
+        except RisingSparkError:
+            return False
+    if isinstance(e, exp.Anonymous) and str(e.this).lower().startswith(jsonb.UDF_PREFIX + "jsonb"):
+        return True
+    return _is_jsonb_cast(e) or isinstance(e, _JSONB_NODES)
