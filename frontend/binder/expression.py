@@ -42,8 +42,29 @@ from risingspark.types import (
 
 
 def strip_cast(e: BoundExpr) -> BoundExpr:
-    return e.operand if isinstance(e, Cast) and isinstance(e.operand, InputRef) and e.operand.type.is_numeric \
-        and e.type.is_numeric else e
+    """A column under a widening numeric cast (the implicit cast to a common type), as the column:
+    equal values stay equal without it. A narrowing cast (``x::int`` of a numeric) is kept."""
+    return e.operand if isinstance(e, Cast) and isinstance(e.operand, InputRef) and widens(e.operand.type, e.type) \
+        else e
+
+
+_RANK = {TypeName.SMALLINT: 0, TypeName.INT: 1, TypeName.BIGINT: 2, TypeName.NUMERIC: 3, TypeName.REAL: 4,
+         TypeName.DOUBLE: 5}
+
+
+def widens(source: DataType, target: DataType) -> bool:
+    """Whether casting `source` to `target` keeps every value (PostgreSQL's implicit numeric casts:
+    up the integer types, to numeric, to float; numeric to a numeric of no lower scale and integer
+    digits)."""
+    if not (source.is_numeric and target.is_numeric) or _RANK[target.name] < _RANK[source.name]:
+        return False
+    if source.name is TypeName.NUMERIC and target.name is TypeName.NUMERIC:
+        sp, ss = source.precision, source.scale
+        tp, ts = target.precision, target.scale
+        if tp is None:
+            return True
+        return sp is not None and ss is not None and ts is not None and ts >= ss and tp - ts >= sp - ss
+    return True
 
 
 def check_grouped(e: BoundExpr, group_by: tuple[BoundExpr, ...], what: str) -> None:

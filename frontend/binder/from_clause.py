@@ -96,6 +96,7 @@ class FromBinder:
         self.start: list[int] = []  # provisional offsets (FROM order)
         self.final: dict[int, int] = {}  # final offsets (join order), item -> offset
         self.merged: dict[str, tuple[int, int] | None] = {}
+        self.using_pairs: dict[int, list[tuple[tuple[int, int], int]]] = {}  # right item -> (left column, right column)
         self.star: list[tuple[int, int]] = []
 
     # ---- items and the provisional scope --------------------------------------------------------
@@ -152,11 +153,16 @@ class FromBinder:
             pools[g].append(c)
         group = _Group([_Unit(frozenset({first}))], pools[0])
         g = 0
+        last_comma = 0  # the item after the latest comma: explicit joins bind tighter than commas
         for (kind, i, j), using in zip(steps, usings, strict=True):
+            if _is_comma(j):
+                last_comma = i
             if kind not in _OUTER:
                 group.units.append(_Unit(frozenset({i})))
                 group.conds += self._on_conds(j, i, using)
                 continue
+            if last_comma:
+                self._check_after_comma(kind, i, j, using, last_comma)
             tree, leftover = self._join_group(group)
             left_in_where += leftover
             tree = self._outer_join(tree, kind, i, j, using)
@@ -214,9 +220,11 @@ class FromBinder:
             return None
         left_star = self.star
         merged_first: list[tuple[int, int]] = []
-        for n in names:
-            left = self._left_column(n, right)
-            rc = self._column_of(right, n)
+        pairs = []
+        for n in names:  # (the left columns before this join merges them)
+            pairs.append((self._left_column(n, right), self._column_of(right, n)))
+        self.using_pairs[right] = pairs
+        for n, (left, rc) in zip(names, pairs, strict=True):
             self.merged[n] = None if kind == "FULL" else (right, rc) if kind == "RIGHT" else left
             merged_first.append((right, rc) if kind == "RIGHT" else left)
         rest_left = [(i, c) for i, c in left_star if self._column_name(i, c) not in names]
@@ -252,9 +260,8 @@ class FromBinder:
         if using is not None:
             out = []
             scope = self._scope(right)
-            for n in using:
-                li, lc = self._left_column(n, right)
-                left, right_ref = scope._ref(li, lc), scope._ref(right, self._column_of(right, n))
+            for (li, lc), rc in self.using_pairs[right]:
+                left, right_ref = scope._ref(li, lc), scope._ref(right, rc)
                 a, b, _ = common_type(left, right_ref, "=")
                 out.append(_Cond(BinaryOp("=", a, b, BOOL), frozenset({li, right})))
             return out
@@ -272,10 +279,9 @@ class FromBinder:
         filters: dict[int, list[BoundExpr]] = {}
         multi: list[_Cond] = []
         for c in group.conds:
-            units = {unit_of[i] for i in c.items if i in unit_of}
-            if len(units) != len({unit_of.get(i) for i in c.items}) or not units:
-                # (a condition over items outside the group: cannot happen for a pool's conditions)
+            if any(i not in unit_of for i in c.items):
                 raise AssertionError("a join condition over items outside its group")
+            units = {unit_of[i] for i in c.items}
             if len(units) == 1 and group.units[next(iter(units))].tree is None:
                 filters.setdefault(next(iter(units)), []).append(c.expr)
             else:
@@ -340,6 +346,20 @@ class FromBinder:
             return dataclasses.replace(ref, index=ref.index - self.start[item] + self.final[item])
         return map_inputs(e, move)
 
+    def _check_after_comma(self, kind: str, right: int, j: exp.Join, using: list[str] | None, first: int) -> None:
+        """``FROM a, b LEFT JOIN c ON ...`` joins ``b`` and ``c`` before ``a``: for a LEFT join the
+        result is the same as joining them in order (its ON may only read items from ``b`` on, as in
+        PostgreSQL); for a RIGHT or FULL join it is not, and that order is not planned yet."""
+        if kind != "LEFT":
+            raise FeatureNotSupported(f"a {kind} JOIN after a comma-separated FROM item in a materialized view is "
+                                      f"not supported yet; write the FROM with explicit JOINs or a subquery")
+        for c in self._on_conds(j, right, using):
+            early = sorted(i for i in c.items if i < first)
+            if early:
+                raise UndefinedTable(f'invalid reference to FROM-clause entry for table "{self.items[early[0]].alias}"',
+                                     hint="There is an entry for this table, but it cannot be referenced from this "
+                                          "part of the query.")
+
     def _outer_join(self, tree: BoundFrom, kind: str, right: int, j: exp.Join, using: list[str] | None) -> BoundFrom:
         width = len(tree.fields)
         conds = self._on_conds(j, right, using)
@@ -369,6 +389,11 @@ class FromBinder:
 
     def _final_items(self) -> list[FromItem]:
         return [dataclasses.replace(s, offset=self.final[i]) for i, s in enumerate(self.items)]
+
+
+def _is_comma(j: exp.Join) -> bool:
+    """``FROM a, b``: a join without kind, side, method or condition."""
+    return not any(j.args.get(k) for k in ("side", "kind", "method", "on", "using"))
 
 
 def _stays_in_where(c: exp.Expression) -> bool:
