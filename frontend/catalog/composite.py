@@ -170,6 +170,11 @@ OPERATOR_NODES = (*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 
 
+def _row_value_in_subquery(cmp: exp.Expression, operand: object) -> bool:
+    return isinstance(cmp, exp.In) and cmp.args.get("query") is not None and operand is cmp.this \
+        and isinstance(operand, exp.Tuple)
+
+
 def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> None:
     def check(e: exp.Expression, what: str) -> None:
         kind = _composite_kind(e, columns)
@@ -178,7 +183,12 @@ def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> 
 
     for cmp in query.find_all(*_COMPARISONS, exp.In, exp.Between):
         for operand in (cmp.this, cmp.args.get("expression"), *cmp.args.get("expressions", [])):
-            if isinstance(operand, exp.Expression):
+            if _row_value_in_subquery(cmp, operand):
+                # (a, b) IN (SELECT ...) compares field by field with PostgreSQL's NULL semantics in the
+                # batch engine too; a row constructor elsewhere is a struct value (NULLs differ)
+                for field in operand.expressions:
+                    check(field, "comparison")
+            elif isinstance(operand, exp.Expression):
                 check(operand, "comparison")
     for ordered in query.find_all(exp.Ordered):
         check(ordered.this, "ordering")

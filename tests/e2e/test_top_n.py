@@ -70,7 +70,7 @@ def test_unsupported_window_functions_fail_at_create(playground: PlaygroundProce
     with playground.connect() as conn:
         conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, g INT, x INT)")
         for q, message in [
-            (f"SELECT id, rank() OVER (PARTITION BY g ORDER BY x) AS r FROM {t}", "window function rank()"),
+            (f"SELECT id, percent_rank() OVER (PARTITION BY g ORDER BY x) AS r FROM {t}", "window function percent_rank()"),
             (f"SELECT id, ROW_NUMBER() OVER (PARTITION BY g) AS r FROM {t}", "ROW_NUMBER() without ORDER BY"),
             (f"SELECT id FROM {t} OFFSET 3", "OFFSET without LIMIT"),
         ]:
