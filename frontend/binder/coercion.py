@@ -95,6 +95,21 @@ def numeric_result(a: DataType, b: DataType) -> DataType:
     return ints[max(_INT_RANK[a.name], _INT_RANK[b.name])]
 
 
+def comparison_type(a: DataType, b: DataType) -> DataType:
+    """The type two already-bound operands of a comparison are compared in (as `common_type`
+    resolves them): the wider numeric type, timestamp(tz) over date, else the left's type."""
+    if a == b:
+        return a
+    if a.is_numeric and b.is_numeric:
+        return numeric_result(a, b)
+    names = {a.name, b.name}
+    if names <= {TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ, TypeName.DATE}:
+        for name in (TypeName.TIMESTAMPTZ, TypeName.TIMESTAMP):
+            if name in names:
+                return a if a.name is name else b
+    return a
+
+
 def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, BoundExpr, DataType]:
     """Coerce two operands to a common type, as Postgres resolves operator arguments."""
     for e in (a, b):

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, cast
 from sqlglot import exp
 
 from frontend.binder.bound import BoundFrom, BoundJoin, BoundStreamSelect, BoundSubquery, Scope
-from frontend.binder.coercion import coerce, common_type
+from frontend.binder.coercion import coerce, common_type, comparison_type
 from frontend.binder.expression import bind_expr, strip_cast
-from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, InputRef, walk
+from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Cast, InputRef, UnaryOp, walk
 from risingspark.errors import FeatureNotSupported, SyntaxError_, UndefinedColumn, UndefinedTable
-from risingspark.types import BOOL
+from risingspark.types import BOOL, TypeName
 
 if TYPE_CHECKING:
     from frontend.binder.query import QueryBinder
@@ -124,7 +124,9 @@ def _dynamic_filter(binder: QueryBinder, c: exp.Expression, src: BoundFrom, scop
     item = binder._subquery(bound, alias, len(src.fields), True,
                             exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(VALUE)]))
     value = InputRef(item.offset, item.fields[0].name, item.fields[0].type)
-    key, bound_value, _ = common_type(bind_expr(left, scope, allow_agg=False), value, op)
+    key, bound_value, compared = common_type(bind_expr(left, scope, allow_agg=False), value, op)
+    if compared.name in (TypeName.REAL, TypeName.DOUBLE):
+        return None  # NaN orders above every number in PostgreSQL: the filter over Spark's comparison has it
     column = strip_cast(key)
     if op == "=":
         # a join on the value: a change of it reads the rows of the old and of the new value only
@@ -179,9 +181,9 @@ def _correlated(binder: QueryBinder, sub: exp.Select, src: BoundFrom, outer: Sco
     aggs = [x for x in walk(bound_value) if isinstance(x, AggCallExpr)]
     if not aggs:
         raise FeatureNotSupported("a correlated scalar subquery in a materialized view must compute an aggregate")
-    if any(a.kind in ("count", "count_star") for a in aggs):
-        raise FeatureNotSupported("count() in a correlated scalar subquery in a materialized view is not supported "
-                                  "yet (its value over no rows is 0)")
+    if not _null_over_no_rows(bound_value):
+        raise FeatureNotSupported(f"a correlated scalar subquery whose value over no rows is not NULL "
+                                  f"({bound_value.display()}) in a materialized view is not supported yet")
     grouped = sub.copy()
     grouped.set("where", exp.Where(this=exp.and_(*local)) if local else None)
     grouped.set("expressions", [exp.alias_(k.copy(), f"_rw_k{i}") for i, (_, k) in enumerate(keys)]
@@ -191,6 +193,23 @@ def _correlated(binder: QueryBinder, sub: exp.Select, src: BoundFrom, outer: Sco
     right = binder._subquery(q, alias, len(src.fields), True, None)
     rkeys = tuple(InputRef(right.offset + i, right.fields[i].name, right.fields[i].type) for i in range(len(keys)))
     return BoundJoin(src, right, "LEFT", tuple(o for o, _ in keys), rkeys, None), right
+
+
+_STRICT_BINARY = {"+", "-", "*", "/", "%", "=", "<>", "<", ">", "<=", ">=", "||"}
+
+
+def _null_over_no_rows(e: BoundExpr) -> bool:
+    """Whether `e` is surely NULL when its group has no rows: the LEFT join that stands for the
+    subquery gives NULL there. An aggregate other than count is NULL over no rows, and so is a strict
+    operator (arithmetic, comparison, cast, negation) of such a value; anything else (count, coalesce,
+    CASE, a constant) may not be."""
+    if isinstance(e, AggCallExpr):
+        return e.kind not in ("count", "count_star")
+    if isinstance(e, BinaryOp) and e.op in _STRICT_BINARY:
+        return _null_over_no_rows(e.left) or _null_over_no_rows(e.right)
+    if isinstance(e, UnaryOp) and e.op == "NEG" or isinstance(e, Cast):
+        return _null_over_no_rows(e.children()[0])
+    return False
 
 
 def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRef, exp.Expression] | None:
@@ -283,6 +302,8 @@ def singleton_dynamic_filter(src: BoundFrom, used: list[BoundExpr]) -> BoundFrom
         return src
     if len(parts) > 1:  # (other conditions at this join: the cross join stays)
         return src
+    if comparison_type(condition.left.type, condition.right.type).name in (TypeName.REAL, TypeName.DOUBLE):
+        return src  # NaN orders above every number in PostgreSQL, as Spark's comparison has it
     return BoundJoin(src.left, src.right, "DYNAMIC", (), (), condition)
 
 

@@ -170,7 +170,7 @@ OPERATOR_NODES = (*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 
 
-def _row_value_in_subquery(cmp: exp.Expression, operand: object) -> bool:
+def _row_value_in_subquery(cmp: object, operand: object) -> bool:
     return isinstance(cmp, exp.In) and cmp.args.get("query") is not None and operand is cmp.this \
         and isinstance(operand, exp.Tuple)
 

@@ -37,6 +37,7 @@ from frontend.binder import (
     SelectItem,
     numeric_result,
 )
+from frontend.binder.coercion import comparison_type
 from frontend.binder.window import OverWindow
 from frontend.expr import AggCallExpr, BinaryOp, BoundExpr, Case, Cast, InputRef, Literal, replace_exprs
 from frontend.expr import walk as walk_expr
@@ -398,13 +399,14 @@ class _StreamPlanner:
         cond = src.residual
         assert isinstance(cond, BinaryOp)
         left, right = self.from_(src.left), self.from_(src.right)
-        key_type = cond.left.type
+        key_type = comparison_type(cond.left.type, cond.right.type)  # both sides in it: a cast never truncates
         key_field = Field(_hidden_name("_rw_dynamic_key", list(left.fields)), key_type)
+        key_expr, value_expr = _cast_to(cond.left, key_type), _cast_to(cond.right, key_type)
         keyed = StreamProject(fields=left.fields + (key_field,), stream_key=left.stream_key, input=left,
-                              exprs=(*(f"`{f.name}`" for f in left.fields), cond.left.to_spark()),
-                              displays=(*(f.name for f in left.fields), cond.left.display()))
+                              exprs=(*(f"`{f.name}`" for f in left.fields), key_expr.to_spark()),
+                              displays=(*(f.name for f in left.fields), key_expr.display()))
         value = StreamProject(fields=(Field("_rw_dynamic_value", key_type),), stream_key=(), input=right,
-                              exprs=(_cast_to(cond.right, key_type).to_spark(),), displays=(cond.right.display(),))
+                              exprs=(value_expr.to_spark(),), displays=(value_expr.display(),))
         key = len(left.fields)
         lx = StreamExchange(fields=keyed.fields, stream_key=keyed.stream_key, input=keyed, dist_key=())
         rx = StreamExchange(fields=value.fields, stream_key=(), input=value, dist_key=())
