@@ -78,6 +78,12 @@ def check_grouped(e: BoundExpr, group_by: tuple[BoundExpr, ...], what: str) -> N
         check_grouped(c, group_by, what)
 
 
+# window functions whose node name drops PostgreSQL's underscore
+_WINDOW_NAMES = {"rownumber": "row_number", "denserank": "dense_rank", "firstvalue": "first_value",
+                 "lastvalue": "last_value", "percentrank": "percent_rank", "cumedist": "cume_dist",
+                 "nthvalue": "nth_value"}
+
+
 def output_name(node: exp.Expression) -> str:
     """The column name Postgres gives an unaliased select item."""
     if isinstance(node, exp.Column):
@@ -94,10 +100,12 @@ def output_name(node: exp.Expression) -> str:
         return output_name(node.this) if isinstance(node.this, exp.Column) else node.to.sql(dialect="postgres").lower()
     if isinstance(node, exp.Count):
         return "count"
-    if isinstance(node, exp.Filter):
+    if isinstance(node, exp.Filter | exp.Window):
         return output_name(node.this)
     if isinstance(node, exp.AggFunc) and node.key in AGG_NAMES:
         return AGG_NAMES[node.key]
+    if node.key in _WINDOW_NAMES:
+        return _WINDOW_NAMES[node.key]
     if isinstance(node, exp.AggFunc | exp.Func) and not isinstance(node, exp.Anonymous):
         return node.key.lower() if node.key != "anonymous" else "?column?"
     if isinstance(node, exp.Anonymous):

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from frontend.binder.expression import bind_expr, output_name
 from frontend.binder.relation import ident
-from risingspark.errors import FeatureNotSupported
+from risingspark.errors import FeatureNotSupported, InvalidColumnReference
 
 if TYPE_CHECKING:
     from frontend.binder.bound import Scope
@@ -139,6 +139,8 @@ def _replace_outside_aggregates(node: exp.Expression,
                                 fn: Callable[[exp.Expression], exp.Expression | None]) -> exp.Expression:
     if isinstance(node, exp.AggFunc) and not isinstance(node, exp.Grouping):
         return node
+    if isinstance(node, exp.Filter | exp.WithinGroup) and isinstance(node.this, exp.AggFunc):
+        return node  # an aggregate's FILTER (WHERE ...) reads the input rows too
     new = fn(node)
     if new is not None:
         return new
@@ -174,22 +176,27 @@ def distinct_on(binder: QueryBinder, query: exp.Select, outer: Scope | None) -> 
                                       f"supported yet; put the grouping in a subquery")
     aliases = {ident(e.args["alias"]): e.this for e in query.expressions if isinstance(e, exp.Alias)}
 
-    def from_columns(e: exp.Expression) -> exp.Expression:
+    def from_columns(e: exp.Expression, clause: str) -> exp.Expression:
         """An ORDER BY / DISTINCT ON item naming an output column, as its expression."""
         if isinstance(e, exp.Column) and not e.args.get("table") and ident(e.this) in aliases:
             return aliases[ident(e.this)].copy()
-        if isinstance(e, exp.Literal) and not e.is_string:
-            item = query.expressions[int(e.this) - 1]
+        if isinstance(e, exp.Literal) and not e.is_string and str(e.this).isdigit():
+            position = int(e.this)
+            if not 1 <= position <= len(query.expressions):
+                raise InvalidColumnReference(f"{clause} position {position} is not in select list")
+            item = query.expressions[position - 1]
             return (item.this if isinstance(item, exp.Alias) else item).copy()
         return e.copy()
 
     order = query.args.get("order")
-    ordered = [exp.Ordered(this=from_columns(o.this), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
-               for o in order.expressions] if order else [exp.Ordered(this=from_columns(k)) for k in keys]
+    ordered = [exp.Ordered(this=from_columns(o.this, "ORDER BY"), desc=o.args.get("desc"),
+                           nulls_first=o.args.get("nulls_first"))
+               for o in order.expressions] if order else [exp.Ordered(this=from_columns(k, "DISTINCT ON"))
+                                                          for k in keys]
     inner = query.copy()
     inner.set("distinct", None)
     inner.set("order", None)
-    rn = exp.Window(this=exp.RowNumber(), partition_by=[from_columns(k) for k in keys],
+    rn = exp.Window(this=exp.RowNumber(), partition_by=[from_columns(k, "DISTINCT ON") for k in keys],
                     order=exp.Order(expressions=ordered))
     names = [f.name for f in binder.select(inner, outer).fields]
     inner.set("expressions", [*inner.expressions, exp.alias_(rn, "_rw_first")])

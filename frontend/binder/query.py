@@ -443,7 +443,7 @@ class QueryBinder:
             if isinstance(node, exp.Window):
                 if lone_row_number:
                     row_number = self._row_number(node, len(items), scope)
-                    items.append(SelectItem(Literal(None, INT8), "row_number" if name == "window" else name))
+                    items.append(SelectItem(Literal(None, INT8), name))
                     continue
                 if window_spec(node, scope) != spec:
                     raise FeatureNotSupported("window functions over different windows (PARTITION BY / ORDER BY) "
@@ -452,7 +452,7 @@ class QueryBinder:
                 assert spec is not None
                 call = bind_window_call(node, len(items), scope, bool(spec[1]))
                 calls.append(call)
-                items.append(SelectItem(Literal(None, call.type), call.kind if name == "window" else name))
+                items.append(SelectItem(Literal(None, call.type), name))
                 continue
             bound = bind_expr(node, scope, allow_agg=True)
             items.append(SelectItem(bound, name))
@@ -466,7 +466,7 @@ class QueryBinder:
                 if isinstance(g, exp.Literal) and not g.is_string:
                     pos = int(g.this)
                     if not 1 <= pos <= len(items):
-                        raise UndefinedColumn(f"GROUP BY position {pos} is not in select list")
+                        raise InvalidColumnReference(f"GROUP BY position {pos} is not in select list")
                     keys.append(items[pos - 1].expr)
                 elif isinstance(g, exp.Column) and not g.args.get("table") and \
                         not _resolves(scope, g) and (alias := _item_named(items, ident(g.this))) is not None:
@@ -564,7 +564,7 @@ class QueryBinder:
         if isinstance(node, exp.Literal) and not node.is_string:
             pos = int(node.this)
             if not 1 <= pos <= len(items):
-                raise UndefinedColumn(f"ORDER BY position {pos} is not in select list")
+                raise InvalidColumnReference(f"ORDER BY position {pos} is not in select list")
             return pos - 1
         if isinstance(node, exp.Column) and not node.args.get("table"):
             named = [i for i, it in enumerate(items) if it.name == ident(node.this)]

@@ -22,7 +22,7 @@ from typing import Any
 from sqlglot import exp
 
 from frontend.binder.bound import Scope
-from frontend.binder.coercion import coerce
+from frontend.binder.coercion import coerce, common_of
 from frontend.binder.expression import bind_expr
 from frontend.expr import BoundExpr, Literal
 from risingspark.aggregate import agg_return_type
@@ -95,8 +95,11 @@ def bind_window_call(node: exp.Window, index: int, scope: Scope, ordered: bool) 
         offset = _constant_int(func.args.get("offset"), f"the offset of {kind}()") if func.args.get("offset") else 1
         default = None
         if func.args.get("default") is not None:
-            value = coerce(bind_expr(func.args["default"], scope, allow_agg=False), arg.type)
-            default = _constant(value, kind)
+            # lag(anycompatible, int, anycompatible): the value and the default in their common type
+            given = bind_expr(func.args["default"], scope, allow_agg=False)
+            common = common_of([arg, given])
+            arg = coerce(arg, common)
+            default = _constant(coerce(given, common), kind)
         return WindowItem(index, kind, arg, arg.type, display, offset, default)
     if type(func) in _AGGS:
         kind = _AGGS[type(func)]

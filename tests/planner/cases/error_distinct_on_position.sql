@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT DISTINCT ON (3) customer_id, amount FROM orders

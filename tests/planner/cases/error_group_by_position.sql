@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT customer_id, count(*) FROM orders GROUP BY 3
