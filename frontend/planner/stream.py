@@ -356,6 +356,8 @@ class _StreamPlanner:
         for a, b in zip(src.left_keys, src.right_keys, strict=True):
             if a.type.name is not b.type.name and not (a.type.is_numeric and b.type.is_numeric):
                 raise UndefinedFunction(f"operator does not exist: {a.type.display()} = {b.type.display()}")
+        left, lkey = _keys_of_type(left, lkey, key_types, list(right.fields))
+        right, rkey = _keys_of_type(right, rkey, key_types, list(left.fields))
         lx = StreamExchange(fields=left.fields, stream_key=left.stream_key, input=left, dist_key=lkey)
         rx = StreamExchange(fields=right.fields, stream_key=right.stream_key, input=right, dist_key=rkey)
         left_state = self.state_table(left.fields, _dedup(lkey + left.stream_key), lkey)
@@ -616,6 +618,31 @@ def _check_names(names: list[str]) -> None:
             raise DuplicateColumn(f'column "{n}" specified more than once',
                                   hint="Give the columns distinct names with AS.")
         seen.add(n)
+
+
+def _keys_of_type(node: StreamNode, key: tuple[int, ...], types: tuple[DataType, ...],
+                  taken: list[Field]) -> tuple[StreamNode, tuple[int, ...]]:
+    """A join side whose key columns have the join's key types: a key column of another type (an
+    INT joined to a BIGINT, NUMERIC(12,2) to NUMERIC(10,1)) gets a cast copy behind the side's columns
+    (an extra, as a subquery's hidden key), and the join is on the copy; the state tables store it,
+    so both sides' keys compare as equal values of one type."""
+    if all(node.fields[c].type.to_spark() == t.to_spark() for c, t in zip(key, types, strict=True)):
+        return node, key
+    fields, exprs, displays = list(node.fields), [f"`{f.name}`" for f in node.fields], [f.name for f in node.fields]
+    out = []
+    for c, t in zip(key, types, strict=True):
+        f = node.fields[c]
+        if f.type.to_spark() == t.to_spark():  # (VARCHAR(10) and VARCHAR are one type to the executors)
+            out.append(c)
+            continue
+        cast = Cast(InputRef(c, f.name, f.type), t)
+        fields.append(Field(_hidden_name(f"_rw_key_{f.name}", [*taken, *fields]), t, hidden=True))
+        exprs.append(cast.to_spark())
+        displays.append(cast.display())
+        out.append(len(fields) - 1)
+    project = StreamProject(fields=tuple(fields), stream_key=node.stream_key, input=node, exprs=tuple(exprs),
+                            displays=tuple(displays))
+    return project, tuple(out)
 
 
 def _hidden_name(base: str, fields: list[Field]) -> str:

@@ -19,7 +19,8 @@ from support.workloads import backfills_at_once
 pytestmark = pytest.mark.e2e
 
 # {o}: orders (id, cid, amount, region); {c}: customers (id, name, tier, region); {r}: regions
-# (region, label) without a primary key; {k}: a 3-row table of tiers (tier, label).
+# (region, label) without a primary key; {k}: a 3-row table of tiers (tier, label); {w}: wide keys
+# (id BIGINT, cid BIGINT, amount NUMERIC(10,1)), joined to the INT columns of the others.
 QUERIES = {
     "comma_three": "SELECT o.id, c.name, r.label FROM {r} r, {o} o, {c} c "
                    "WHERE o.cid = c.id AND c.region = r.region AND o.amount > 20",
@@ -59,10 +60,15 @@ QUERIES = {
     "scalar_having": "SELECT cid, sum(amount) AS total FROM {o} GROUP BY cid HAVING sum(amount) > "
                      "(SELECT sum(amount) * 0.08 FROM {o})",
     "scalar_in_or": "SELECT id FROM {c} WHERE tier IS NULL OR tier >= (SELECT max(tier) FROM {c})",
+    # join keys of different types: both sides compare in the common type
+    "key_bigint_int": "SELECT w.id, c.name FROM {w} w JOIN {c} c ON w.cid = c.id",
+    "key_numeric_int_left": "SELECT o.id, w.id AS wid FROM {o} o LEFT JOIN {w} w ON o.amount = w.amount",
+    "key_not_distinct_mixed": "SELECT w.id, c.id AS cid FROM {w} w JOIN {c} c ON w.cid IS NOT DISTINCT FROM c.tier",
+    "scalar_equal_mixed": "SELECT id FROM {o} WHERE amount = (SELECT max(amount) FROM {w})",
 }
 
 
-def _dml(conn: psycopg.Connection, rng: random.Random, o: str, c: str, k: str) -> None:
+def _dml(conn: psycopg.Connection, rng: random.Random, o: str, c: str, k: str, w: str) -> None:
     for _ in range(20):
         r = rng.random()
         if r < 0.3:
@@ -84,6 +90,9 @@ def _dml(conn: psycopg.Connection, rng: random.Random, o: str, c: str, k: str) -
             conn.execute(f"DELETE FROM {c} WHERE id = {rng.randrange(1, 12)}")
         else:
             conn.execute(f"UPDATE {k} SET label = 'k{rng.randrange(9)}' WHERE tier = {rng.randrange(3)}")
+    conn.execute(f"INSERT INTO {w} VALUES ({rng.randrange(100, 10**10)}, {rng.choice(['NULL', 1, 2, 5000000000])}, "
+                 f"{rng.choice(['NULL', '7', '7.5', '96.0'])})")
+    conn.execute(f"UPDATE {w} SET amount = amount + 1 WHERE id = {rng.randrange(1, 40)}")
 
 
 STRATEGIES = ["ARRANGEMENT_BACKFILL", "SNAPSHOT_BACKFILL", "NO_SHUFFLE_BACKFILL"]
@@ -92,13 +101,16 @@ STRATEGIES = ["ARRANGEMENT_BACKFILL", "SNAPSHOT_BACKFILL", "NO_SHUFFLE_BACKFILL"
 def test_join_conditions_match_postgres(playground: PlaygroundProcess, oracle_dsn: str) -> None:
     """Each view backfills with one of the strategies in turn."""
     rng = random.Random(14)
-    o, c, r, k = unique_name("jo"), unique_name("jc"), unique_name("jr"), unique_name("jk")
-    names = {"o": o, "c": c, "r": r, "k": k}
+    o, c, r, k, w = unique_name("jo"), unique_name("jc"), unique_name("jr"), unique_name("jk"), unique_name("jw")
+    names = {"o": o, "c": c, "r": r, "k": k, "w": w}
     with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
         conn.execute(f"CREATE TABLE {o} (id INT PRIMARY KEY, cid INT, amount INT, region INT)")
         conn.execute(f"CREATE TABLE {c} (id INT PRIMARY KEY, name VARCHAR, tier INT, region INT)")
         conn.execute(f"CREATE TABLE {r} (region INT, label VARCHAR)")
         conn.execute(f"CREATE TABLE {k} (tier INT PRIMARY KEY, label VARCHAR)")
+        conn.execute(f"CREATE TABLE {w} (id BIGINT PRIMARY KEY, cid BIGINT, amount NUMERIC(10,1))")
+        conn.execute(f"INSERT INTO {w} SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE i % 9 END, "
+                     f"CASE WHEN i % 5 = 0 THEN NULL ELSE (i % 97) + (i % 2) * 0.5 END FROM generate_series(1, 60) AS s(i)")
         conn.execute(f"INSERT INTO {o} SELECT i, CASE WHEN i % 13 = 0 THEN NULL ELSE i % 11 END, i % 97, "
                      f"CASE WHEN i % 17 = 0 THEN NULL ELSE i % 3 END FROM generate_series(1, 200) AS s(i)")
         conn.execute(f"INSERT INTO {c} SELECT i, 'c' || i, CASE WHEN i = 5 THEN NULL ELSE i % 3 END, i % 3 "
@@ -111,12 +123,12 @@ def test_join_conditions_match_postgres(playground: PlaygroundProcess, oracle_ds
             for i, (name, q) in enumerate(QUERIES.items()):
                 use_strategy(conn, STRATEGIES[i % len(STRATEGIES)])
                 conn.execute(f"CREATE MATERIALIZED VIEW {o}_{name} AS {q.format(**names)}")
-                _dml(conn, rng, o, c, k)  # changes while the views backfill
+                _dml(conn, rng, o, c, k, w)  # changes while the views backfill
             conn.execute("WAIT")
         for _ in range(2):
-            _dml(conn, rng, o, c, k)
+            _dml(conn, rng, o, c, k, w)
             conn.execute("FLUSH")
-            for t in (o, c, r, k):
+            for t in (o, c, r, k, w):
                 copy_table(conn, pg, t)
             failures = []
             for name, q in QUERIES.items():
@@ -125,7 +137,7 @@ def test_join_conditions_match_postgres(playground: PlaygroundProcess, oracle_ds
                 except AssertionError as e:
                     failures.append(f"{name}: {e}")
             assert not failures, "\n".join(failures)
-        for t in (o, c, r, k):
+        for t in (o, c, r, k, w):
             conn.execute(f"DROP TABLE {t} CASCADE")
 
 
