@@ -1,19 +1,32 @@
 """A bound join condition as the Arrow expression tree a join executor evaluates while it matches
-rows (`risingspark.arrow_expr`): comparisons, AND / OR / NOT, IS [NOT] NULL, and + - * on integers,
-over columns and constants. What Arrow would compute differently from PostgreSQL (division,
-decimal arithmetic, string functions) is not translated: such a condition fails at CREATE with
-0A000, never evaluates with other semantics.
+rows (`risingspark.arrow_expr`): comparisons, AND / OR / NOT, IS [NOT] NULL, + - * on integers and
+widening numeric casts, over columns and constants. What Arrow would compute differently from
+PostgreSQL (division, decimal arithmetic, narrowing casts, string functions, comparisons of floats,
+where PostgreSQL orders NaN above every number and Arrow's NaN compares false) is not translated:
+such a condition fails at CREATE with 0A000, never evaluates with other semantics.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from frontend.binder.expression import widens
 from frontend.expr import BinaryOp, BoundExpr, Cast, InputRef, Literal, UnaryOp
 from risingspark.errors import FeatureNotSupported
+from risingspark.types import TypeName
 
 _COMPARE = {"=": "equal", "<>": "not_equal", "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
 _ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
+
+
+def _names(e: BoundExpr) -> set[TypeName]:
+    """The type names of `e` and, through casts, of what it casts (a float cast to numeric still
+    holds NaN)."""
+    names = {e.type.name}
+    while isinstance(e, Cast):
+        e = e.operand
+        names.add(e.type.name)
+    return names
 
 
 def arrow_condition(e: BoundExpr, what: str) -> dict[str, Any]:
@@ -22,9 +35,12 @@ def arrow_condition(e: BoundExpr, what: str) -> dict[str, Any]:
         return {"col": e.name}
     if isinstance(e, Literal):
         return {"lit": e.value, "type": e.type.to_json()}
-    if isinstance(e, Cast) and e.type.is_numeric and e.operand.type.is_numeric:
+    if isinstance(e, Cast) and widens(e.operand.type, e.type):
         return {"cast": e.type.to_json(), "arg": arrow_condition(e.operand, what)}
     if isinstance(e, BinaryOp):
+        if e.op in _COMPARE and {TypeName.REAL, TypeName.DOUBLE} & (_names(e.left) | _names(e.right)):
+            raise FeatureNotSupported(f"{what} ({e.display()}) comparing floating-point values in a materialized "
+                                      f"view is not supported yet (NaN orders as in PostgreSQL only in filters)")
         args = [arrow_condition(e.left, what), arrow_condition(e.right, what)]
         if e.op in _COMPARE:
             return {"call": _COMPARE[e.op], "args": args}

@@ -43,7 +43,7 @@ def to_arrow(tree: dict[str, Any]) -> pc.Expression:
         t = DataType.from_json(tree["type"])
         return pc.scalar(pa.scalar(_value(tree["lit"], t), t.to_arrow()))
     if "cast" in tree:
-        return pc.cast(to_arrow(tree["arg"]), DataType.from_json(tree["cast"]).to_arrow())
+        return to_arrow(tree["arg"]).cast(DataType.from_json(tree["cast"]).to_arrow())
     name = tree["call"]
     if name not in FUNCTIONS:
         raise FeatureNotSupported(f"function {name} in a join condition")
