@@ -328,6 +328,8 @@ class _StreamPlanner:
                 node = StreamChangeLog(fields=src.fields, stream_key=(*rel.pk, width, width + 2), input=node)
             return _filtered(node, src.filter)
         if isinstance(src, BoundSubquery):
+            if src.filter is not None:
+                src = _rank_limited(src, _conjuncts(src.filter))
             block = self.query(src.query)
             node = block.node
             # the subquery's columns as the outer query names them (alias.column), then its hidden
@@ -558,15 +560,22 @@ class _StreamPlanner:
 def _with_rank_limit(b: BoundStreamSelect) -> BoundFrom:
     """FROM a subquery numbering rows with ROW_NUMBER(), a WHERE conjunct ``rn <= n`` (``< n``,
     ``= n``) makes the numbering a TopN of n rows per group, as RisingWave plans it. The filter still
-    applies above it."""
-    src = b.source
-    if not isinstance(src, BoundSubquery) or not isinstance(src.query, BoundStreamSelect) \
-            or src.query.row_number is None or b.where is None:
+    applies above it. (A subquery among several FROM items gets WHERE's conjuncts over it alone as
+    its own filter: `_rank_limited` with those, in `from_`.)"""
+    if not isinstance(b.source, BoundSubquery) or b.where is None:
+        return b.source
+    return _rank_limited(b.source, _conjuncts(b.where))
+
+
+def _rank_limited(src: BoundSubquery, conds: list[BoundExpr]) -> BoundSubquery:
+    """`src` with its ROW_NUMBER() limited by the conjuncts ``rn <= n`` among `conds` (over the FROM
+    clause's columns)."""
+    if not isinstance(src.query, BoundStreamSelect) or src.query.row_number is None:
         return src
     rn = src.query.row_number
     column = src.offset + rn.index
     limit = rn.limit
-    for c in _conjuncts(b.where):
+    for c in conds:
         if not isinstance(c, BinaryOp):
             continue
         op, left, right = c.op, _uncast(c.left), _uncast(c.right)

@@ -1,0 +1,1 @@
+CREATE MATERIALIZED VIEW m AS SELECT s.id, e.kind FROM (SELECT id, customer_id, row_number() OVER (PARTITION BY customer_id ORDER BY amount DESC) AS rn FROM orders) s, events e WHERE s.rn <= 2 AND s.customer_id = e.v
