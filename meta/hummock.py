@@ -32,6 +32,10 @@ class HummockManager:
         self._objects = object_store
         self._lock = threading.RLock()
         self._pins: Counter[int] = Counter()
+        # State tables dropped while this meta runs: a round in flight at the drop (a cancelled
+        # backfill's) may still commit files for them, which go to the deletion queue instead of
+        # bringing the table back. (Ids are never reused; a restarted meta has no such rounds.)
+        self._dropped: set[int] = set()
         self._version = self._load()
 
     # ---- reading ------------------------------------------------------------------------------
@@ -86,6 +90,14 @@ class HummockManager:
         """
         base = self._base(tx)
         conn = tx.conn
+        with self._lock:
+            dropped = set(self._dropped)
+        if dropped:
+            late = [s.path for s in new_ssts if s.table_id in dropped]
+            late += [c.path for c in new_change_logs if c.table_id in dropped]
+            self._queue_deletion(conn, late, base.id + 1)
+            new_ssts = [s for s in new_ssts if s.table_id not in dropped]
+            new_change_logs = [c for c in new_change_logs if c.table_id not in dropped]
         assigned: list[SstableInfo] = []
         if new_ssts:
             first = next_ids(conn, "sst", len(new_ssts))
@@ -154,6 +166,11 @@ class HummockManager:
         self._queue_deletion(conn, paths, version_id)
         conn.execute(hummock_version.update().where(hummock_version.c.id == 1).values(version_id=version_id))
         tables = {tid: lv for tid, lv in base.tables.items() if tid not in set(table_ids)}
+
+        def forget() -> None:
+            with self._lock:
+                self._dropped.update(table_ids)
+        tx.on_commit(forget)
         return self._stage(tx, HummockVersion(version_id, base.committed_epoch, tables))
 
     def truncate_change_logs(self, tx: Txn, before_epoch: int) -> int:

@@ -123,3 +123,16 @@ def test_a_level_compacts_into_the_next_by_key_range(tmp_path):
     assert reader.read(DESC, after.all_ssts(), None).equals(before)
     # the levels and key ranges survive a restart of meta
     assert lsm.restarted_levels() == after
+
+
+def test_a_round_committed_after_its_table_was_dropped_leaves_no_files(tmp_path):
+    """A cancelled backfill's round in flight at the drop commits afterwards: its files are deleted at
+    the next vacuum, and the table does not come back into the version."""
+    lsm = Lsm(tmp_path, 7)
+    lsm.commit(1, 20)
+    with lsm.store.transaction() as tx:
+        lsm.hm.drop_tables(tx, [DESC.table_id])
+    lsm.commit(2, 20)  # (the round in flight)
+    assert DESC.table_id not in lsm.hm.version.tables
+    lsm.hm.vacuum()
+    assert not list(lsm.objects.list("h"))
