@@ -170,6 +170,32 @@ OPERATOR_NODES = (*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 
 
+def _row_equal(a: exp.Tuple, b: exp.Tuple) -> exp.Expression:
+    """``(a1, a2) = (b1, b2)`` as PostgreSQL defines it: ``a1 = b1 AND a2 = b2`` (three-valued)."""
+    return exp.Paren(this=exp.and_(*[exp.EQ(this=x.copy(), expression=y.copy())
+                                     for x, y in zip(a.expressions, b.expressions, strict=True)]))
+
+
+def _expand_row_comparisons(query: exp.Expression) -> None:
+    """Row constructors compared for equality (``=``, ``<>``, ``IN (list)``) as the field
+    comparisons PostgreSQL defines them by; the batch engine would compare struct values, with other
+    NULL semantics. Other row comparisons stay, and are refused."""
+    def row(e: object, width: int) -> bool:
+        return isinstance(e, exp.Tuple) and len(e.expressions) == width and width > 1
+
+    for node in list(query.find_all(exp.EQ, exp.NEQ, exp.In)):
+        this = node.this
+        if not isinstance(this, exp.Tuple):
+            continue
+        n = len(this.expressions)
+        if isinstance(node, exp.EQ | exp.NEQ) and row(node.expression, n):
+            equal = _row_equal(this, node.expression)
+            node.replace(equal if isinstance(node, exp.EQ) else exp.Not(this=equal))
+        elif isinstance(node, exp.In) and node.args.get("query") is None and node.expressions \
+                and all(row(e, n) for e in node.expressions):
+            node.replace(exp.Paren(this=exp.or_(*[_row_equal(this, e) for e in node.expressions])))
+
+
 def _row_value_in_subquery(cmp: object, operand: object) -> bool:
     return isinstance(cmp, exp.In) and cmp.args.get("query") is not None and operand is cmp.this \
         and isinstance(operand, exp.Tuple)
@@ -251,6 +277,7 @@ def jsonb_operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Ex
     for lam in list(query.find_all(exp.Lambda)):
         lam.replace(unlambda(lam))
     columns = _composite_columns(query, ctx)
+    _expand_row_comparisons(query)
     _refuse_comparisons(query, columns)
     _struct_null_tests(query, ctx)
     nodes: list[exp.Expression] = list(query.find_all(*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Cast, exp.TryCast,
