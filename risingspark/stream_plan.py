@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from risingspark.functions import FunctionCatalog
 from risingspark.storage.desc import StateTableDesc
 from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT2, INT8, DataType, Field
@@ -306,7 +307,7 @@ def node_to_json(node: StreamNode) -> dict[str, Any]:
 def _value_to_json(v: Any) -> Any:
     if isinstance(v, StreamNode):
         return node_to_json(v)
-    if isinstance(v, Field | StateTableDesc):
+    if isinstance(v, Field | StateTableDesc | FunctionCatalog):
         return v.to_json()
     if isinstance(v, DataType):
         return v.to_json()
@@ -351,6 +352,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
             v = tuple(WindowCall(**{**c, "return_type": DataType.from_json(c["return_type"])}) for c in v)
         elif f.name == "conflict":
             v = ConflictBehavior(v)
+        elif f.name == "functions":
+            v = tuple(FunctionCatalog.from_json(x) for x in v)
         elif f.name == "input_states":
             v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
