@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from risingspark.functions import FunctionCatalog
-from risingspark.js_udf import compiled
+from risingspark.js_udf import compiled, with_arity
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +31,7 @@ def _udf(fn: FunctionCatalog) -> Any:
     def run(*arrays: pa.Array) -> pa.Array:
         return compiled(name, arg_names, body, arg_types, ret).call_arrays(arrays, strict=False)
 
-    # Spark counts the parameters of an Arrow UDF: give it a signature of the function's arity
-    params = ", ".join(f"a{i}" for i in range(len(arg_types)))
-    scope: dict[str, Any] = {"run": run}
-    exec(f"def call({params}):\n    return run({params})\n", scope)  # noqa: S102 (our own names only)
-    return scope["call"]
+    return with_arity(run, len(arg_types))
 
 
 def register_js_udfs(spark: Any, functions: tuple[FunctionCatalog, ...]) -> None:

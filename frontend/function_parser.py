@@ -201,6 +201,7 @@ def _create(toks: _Tokens) -> CreateFunctionStmt:
         elif toks.accept("LANGUAGE"):
             t = toks.take()
             language = t.value.lower() if t.kind in ("string", "quoted") else t.text.lower()
+            _check_language(language)
         elif toks.accept("AS"):
             t = toks.take()
             if t.kind not in ("string", "dollar"):
@@ -218,16 +219,19 @@ def _create(toks: _Tokens) -> CreateFunctionStmt:
             raise SyntaxError_(f'syntax error at or near "{t.text}"')
     if language is None:
         raise SyntaxError_("no language specified")
-    if language not in LANGUAGES:
-        known = "" if language in _OTHER_LANGUAGES else " (unknown)"
-        raise FeatureNotSupported(f"language {language}{known} is not supported: functions can be written in "
-                                  f"javascript")
     if return_type is None:
         raise SyntaxError_("function result type must be specified")
     if body is None:
         raise SyntaxError_("AS must be specified")
     check_types(arg_types, return_type)
     return CreateFunctionStmt(name, schema, arg_names, arg_types, return_type, language, body, if_not_exists)
+
+
+def _check_language(language: str) -> None:
+    if language not in LANGUAGES:
+        known = "" if language in _OTHER_LANGUAGES else " (unknown)"
+        raise FeatureNotSupported(f"language {language}{known} is not supported: functions can be written in "
+                                  f"javascript")
 
 
 def _drop(toks: _Tokens) -> DropFunctionStmt:

@@ -292,7 +292,8 @@ class MetaService:
             raise InvalidCatalogName(f"database with id {database_id} does not exist")
         if db.name == DEFAULT_DATABASE:
             raise ObjectInUse(f'cannot drop the default database "{db.name}"')
-        if any(r.database_id == database_id for r in (*snap.relations.values(), *snap.functions.values())):
+        if any(r.database_id == database_id for r in snap.relations.values()) or \
+                any(f.database_id == database_id for f in snap.functions.values()):
             raise DependentObjectsStillExist(f"database {db.name} is not empty",
                                              hint="Drop its tables, views, materialized views and functions first.")
         with self.store.transaction() as tx:
@@ -315,7 +316,8 @@ class MetaService:
         schema = snap.schemas.get(schema_id)
         if schema is None:
             raise UndefinedTable(f"schema with id {schema_id} does not exist")
-        if any(r.schema_id == schema_id for r in (*snap.relations.values(), *snap.functions.values())):
+        if any(r.schema_id == schema_id for r in snap.relations.values()) or \
+                any(f.schema_id == schema_id for f in snap.functions.values()):
             raise DependentObjectsStillExist(f"cannot drop schema {schema.name} because other objects depend on it",
                                              hint="Use DROP ... CASCADE to drop the dependent objects too.")
         with self.store.transaction() as tx:

@@ -25,7 +25,7 @@ row: some 2-4 µs a row for a small function.
 >>> from risingspark.types import INT4, VARCHAR
 >>> fn = compiled("count_char", ("s", "c"),
 ...               "var n = 0; for (var x of s) { if (x == c) n++; } return n;", (VARCHAR, VARCHAR), INT4)
->>> fn.call(["abcc", "c"]), fn.call_arrays([pa.array(["cc", None]), pa.array(["c", "c"])]).to_pylist()
+>>> fn.call(["abcc", "c"]), fn.call_arrays([pa.array(["cc", None]), pa.array(["c", "c"])], strict=False).to_pylist()
 (2, [2, None])
 """
 
@@ -133,6 +133,19 @@ class JsFunction:
             logger.warning("function %s failed on %d of %d rows, which yield NULL; first error: %s", self.name,
                            len(failed), rows, failed[0].message)
         return pa.array(out, type=self.return_type.to_arrow())
+
+
+def with_arity(run: Any, arity: int) -> Any:
+    """`run(*args)` as a function of `arity` named parameters: Spark and DuckDB count the parameters
+    of the Python function they are given.
+
+    >>> with_arity(lambda *a: sum(a), 3).__code__.co_argcount
+    3
+    """
+    params = ", ".join(f"a{i}" for i in range(arity))
+    scope: dict[str, Any] = {"run": run}
+    exec(f"def call({params}):\n    return run({params})\n", scope)  # our own parameter names only
+    return scope["call"]
 
 
 @functools.lru_cache(maxsize=256)

@@ -287,6 +287,9 @@ class StreamMaterialize(StreamNode):
     table: StateTableDesc | None = None
     conflict: ConflictBehavior = ConflictBehavior.NO_CHECK
     append_only: bool = False
+    # the user-defined functions the plan's expressions call (as ``rs_udf_<id>``), with their
+    # definitions: a compute node registers them before it runs the job (`compute.js_udf`)
+    functions: tuple[FunctionCatalog, ...] = ()
 
 
 _NODES: dict[str, type[StreamNode]] = {
