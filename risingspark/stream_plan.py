@@ -421,7 +421,9 @@ def _describe(n: StreamNode) -> str:
         cols = ", ".join(f.name for f in n.fields if not f.hidden)
         key = ", ".join(names[i] for i in n.stream_key)
         marker = " [append_only]" if n.append_only else ""
-        return f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict} }}"
+        udfs = f", udfs: [{', '.join(f'{f.udf_name} = {f.signature}' for f in n.functions)}]" if n.functions else ""
+        return (f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict}"
+                f"{udfs} }}")
     if isinstance(n, StreamHashJoin):
         assert n.left is not None and n.right is not None
         on = " AND ".join(f"{n.left.names[a]} {'IS NOT DISTINCT FROM' if i < len(n.null_safe) and n.null_safe[i] else '='} "
