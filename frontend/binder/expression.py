@@ -110,7 +110,8 @@ def output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.AggFunc | exp.Func) and not isinstance(node, exp.Anonymous):
         return node.key.lower() if node.key != "anonymous" else "?column?"
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        fn = resolved_function(node)  # a user-defined function: its own name, not the engines'
+        return fn.name if fn is not None else str(node.this).lower()
     return "?column?"
 
 

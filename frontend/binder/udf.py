@@ -59,7 +59,7 @@ def resolve_udfs(node: exp.Expression, catalog: FunctionReader) -> tuple[exp.Exp
         call, schema = n, None
         if isinstance(n, exp.Dot) and isinstance(n.this, exp.Identifier) and isinstance(n.expression, exp.Anonymous):
             call, schema = n.expression, _name(n.this)
-        if not isinstance(call, exp.Anonymous) or _META in call.meta or call is not n and schema is None:
+        if not isinstance(call, exp.Anonymous) or _META in call.meta:
             return None
         if isinstance(n, exp.Anonymous) and isinstance(n.parent, exp.Dot) and n.parent.expression is n:
             return None  # (the Dot is the call)
