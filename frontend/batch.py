@@ -16,7 +16,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,7 +28,8 @@ from sqlglot import exp
 
 from frontend.batch_errors import translate_duckdb_error
 from frontend.binder import CatalogReader, ident
-from frontend.catalog.composite import register_udfs
+from frontend.binder.udf import resolve_udfs
+from frontend.catalog.composite import register_js_function, register_udfs
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.index_lookup import index_scan
@@ -38,6 +39,7 @@ from risingspark.errors import (
     RisingSparkError,
     WrongObjectType,
 )
+from risingspark.functions import FunctionCatalog
 from risingspark.interval import duckdb_ready, from_month_day_nano
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import HummockVersion
@@ -80,6 +82,8 @@ class BatchEngine:
         for macro in MACROS:
             self._db.execute(macro)
         register_udfs(self._db)
+        self._functions: set[int] = set()  # the user-defined functions registered (`_register_functions`)
+        self._functions_lock = threading.Lock()
 
     def read_relation(self, rel: RelationCatalog, version: HummockVersion, *, hidden: bool = False) -> pa.Table:
         """Every row of a table or MV at the version's committed epoch (value columns only)."""
@@ -101,7 +105,9 @@ class BatchEngine:
         query = query.copy()
         con = self._db.cursor()
         try:
-            query = rewrite(name_outputs(query), ctx.rewrite)
+            query, functions = resolve_udfs(name_outputs(query), ctx.catalog)
+            self._register_functions(functions.values())
+            query = rewrite(query, ctx.rewrite)
             _register_relations(self, con, query, ctx, full_relations, schema_only)
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
@@ -123,6 +129,15 @@ class BatchEngine:
             raise translate_duckdb_error(e) from None
         finally:
             con.close()
+
+    def _register_functions(self, functions: Iterable[FunctionCatalog]) -> None:
+        """User-defined functions as DuckDB functions ``rs_udf_<id>``, each once (an id names one
+        definition for ever): a row whose call fails fails the query, with its SQLSTATE."""
+        with self._functions_lock:
+            for fn in functions:
+                if fn.id not in self._functions:
+                    register_js_function(self._db, fn)
+                    self._functions.add(fn.id)
 
     def close(self) -> None:
         self._db.close()

@@ -19,6 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 import frontend.dialect  # noqa: F401 - keeps to_char templates and date_part calls in the parsed tree
+from frontend.function_parser import is_function_statement, parse_function_statement
 from frontend.rw_clauses import rewrite_changelog_ctes, split_table_clauses
 from frontend.session_vars import backfill_rate, check_backfill_rate
 from frontend.statements import (  # noqa: F401 - re-exported: handlers import statements from here
@@ -155,6 +156,8 @@ def parse_statement(text: str) -> Statement:
         return ExplainStmt(inner)
     if is_user_statement(head):
         return parse_user_statement(text)
+    if is_function_statement(head):
+        return parse_function_statement(text)
     if first == "ALTER" and (owner := match_alter_owner(text)) is not None:
         return owner
     if first == "ALTER" and (m := _RENAME.fullmatch(text)):

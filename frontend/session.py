@@ -31,7 +31,7 @@ from frontend.catalog.rewrite import RewriteContext, name_outputs
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
 from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
-from frontend.handlers import alter, commands, copy, ddl, dml, indexes, query, users
+from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
@@ -68,7 +68,9 @@ from frontend.session_vars import SessionVars, duration_ms
 from frontend.statements import (
     AlterOwnerStmt,
     AlterUserStmt,
+    CreateFunctionStmt,
     CreateUserStmt,
+    DropFunctionStmt,
     DropUserStmt,
     GrantStmt,
     RevokeStmt,
@@ -401,6 +403,10 @@ class Session:
             return commands.alter_parallelism(self, stmt)
         if isinstance(stmt, CreateUserStmt | AlterUserStmt | DropUserStmt | GrantStmt | RevokeStmt | AlterOwnerStmt):
             return _USER_HANDLERS[type(stmt)](self, stmt)
+        if isinstance(stmt, CreateFunctionStmt):
+            return functions.create_function(self, stmt)
+        if isinstance(stmt, DropFunctionStmt):
+            return functions.drop_function(self, stmt)
         if isinstance(stmt, ExplainStmt):
             inner = parse_statement(stmt.inner)
             if isinstance(inner, SqlStmt) and isinstance(inner.ast, exp.Create):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from frontend.rw_clauses import TableClauses
+from risingspark.types import DataType
 from risingspark.users import Action, UserChange
 
 
@@ -232,9 +233,47 @@ class AlterOwnerStmt:
     new_owner: str
 
 
+@dataclass(frozen=True)
+class CreateFunctionStmt:
+    """``CREATE FUNCTION [IF NOT EXISTS] [schema.]name ([name] type, ...) RETURNS type LANGUAGE
+    javascript AS body`` (`frontend.function_parser`); unnamed arguments are named ``$1``, ``$2``..."""
+
+    name: str
+    schema: str | None
+    arg_names: tuple[str, ...]
+    arg_types: tuple[DataType, ...]
+    return_type: DataType
+    language: str
+    body: str
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A function a DROP FUNCTION names; `arg_types` None when no argument list was given."""
+
+    name: str
+    schema: str | None
+    arg_types: tuple[DataType, ...] | None
+
+    @property
+    def display(self) -> str:
+        return f"{self.name}({', '.join(t.display() for t in self.arg_types or ())})"
+
+
+@dataclass(frozen=True)
+class DropFunctionStmt:
+    """``DROP FUNCTION [IF EXISTS] name [(types)] [, ...] [RESTRICT]``."""
+
+    functions: tuple[FunctionRef, ...]
+    if_exists: bool = False
+
+
+FunctionStatement = CreateFunctionStmt | DropFunctionStmt
+
 UserStatement = CreateUserStmt | AlterUserStmt | DropUserStmt | GrantStmt | RevokeStmt | AlterOwnerStmt
 
 Statement = (ShowStmt | SetStmt | ResetStmt | FlushStmt | WaitStmt | CancelJobsStmt | ExplainStmt
              | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | IgnoredStmt
              | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt
-             | RenameStmt | CreateIndexStmt | UserStatement)
+             | RenameStmt | CreateIndexStmt | UserStatement | FunctionStatement)

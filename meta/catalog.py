@@ -26,6 +26,7 @@ from risingspark.catalog import (
     RelationKind,
     SchemaCatalog,
 )
+from risingspark.functions import FunctionCatalog
 from risingspark.storage.desc import StateTableDesc
 from risingspark.types import Field
 from risingspark.users import GrantPrivilege, UserCatalog, default_users
@@ -44,6 +45,7 @@ class CatalogSnapshot:
     relations: dict[int, RelationCatalog] = field(default_factory=dict)
     users: dict[int, UserCatalog] = field(default_factory=default_users)
     privileges: dict[int, GrantPrivilege] = field(default_factory=dict)  # by privilege id
+    functions: dict[int, FunctionCatalog] = field(default_factory=dict)  # user-defined (`meta.functions`)
 
     def database(self, name: str) -> DatabaseCatalog | None:
         return next((d for d in self.databases.values() if d.name == name), None)
@@ -57,12 +59,16 @@ class CatalogSnapshot:
     def dependents(self, relation_id: int) -> list[RelationCatalog]:
         return [r for r in self.relations.values() if relation_id in r.depends_on]
 
+    def function(self, schema_id: int, name: str) -> FunctionCatalog | None:
+        return next((f for f in self.functions.values() if f.schema_id == schema_id and f.name == name), None)
+
     def user(self, name: str) -> UserCatalog | None:
         return next((u for u in self.users.values() if u.name == name), None)
 
     def owner_of(self, object_id: int) -> int | None:
-        """The owner of a database, schema or relation (they share one id space); None if none."""
-        obj = self.relations.get(object_id) or self.schemas.get(object_id) or self.databases.get(object_id)
+        """The owner of a database, schema, relation or function (they share one id space); None if none."""
+        obj = (self.relations.get(object_id) or self.schemas.get(object_id) or self.databases.get(object_id)
+               or self.functions.get(object_id))
         return obj.owner if obj is not None else None
 
     def object_label(self, object_id: int) -> tuple[str, str]:
@@ -124,10 +130,12 @@ class CatalogManager:
                    for r in conn.execute(sa.select(databases))}
             schs = {r.id: SchemaCatalog(r.id, r.database_id, r.name, r.owner) for r in conn.execute(sa.select(schemas))}
             rels = {r.id: _relation_from_row(r) for r in conn.execute(sa.select(relations))}
+            from meta.functions import load_functions
             from meta.users import load_users
 
             users, privileges = load_users(conn)
-        return CatalogSnapshot(1, dbs, schs, rels, users, privileges)
+            functions = load_functions(conn)
+        return CatalogSnapshot(1, dbs, schs, rels, users, privileges, functions)
 
     # ---- writes (inside a transaction; memory follows the commit) ------------------------------
     def allocate_ids(self, tx: Txn, count: int) -> int:
@@ -155,6 +163,13 @@ class CatalogManager:
             tx.staged["acl"] = (dict(self._snapshot.users), dict(self._snapshot.privileges))
             tx.on_commit(lambda: self._swap(users=tx.staged["acl"][0], privileges=tx.staged["acl"][1]))
         return tx.staged["acl"]
+
+    def stage_functions(self, tx: Txn) -> dict[int, FunctionCatalog]:
+        """The functions as `tx` changes them (`meta.functions`), installed when it commits."""
+        if "functions" not in tx.staged:
+            tx.staged["functions"] = dict(self._snapshot.functions)
+            tx.on_commit(lambda: self._swap(functions=tx.staged["functions"]))
+        return tx.staged["functions"]
 
     def _forget_privileges(self, tx: Txn, object_ids: list[int]) -> None:
         """Privileges on objects being dropped go with them."""

@@ -20,6 +20,7 @@ from meta.users import GrantTarget
 from risingspark.barrier import DmlReceipt
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, DatabaseCatalog, RelationCatalog, SchemaCatalog
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
+from risingspark.functions import FunctionCatalog
 from risingspark.rpc import RpcClient
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
 from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog, UserChange
@@ -140,6 +141,19 @@ class RemoteUsers:
         self._rpc.call("users_alter_owner", actor_id, object_id, new_owner)
 
 
+class RemoteFunctions:
+    """User-defined functions changed through meta (`meta.functions.FunctionManager`'s calls)."""
+
+    def __init__(self, rpc: RpcClient) -> None:
+        self._rpc = rpc
+
+    def create_function(self, fn: FunctionCatalog) -> FunctionCatalog:
+        return self._rpc.call("functions_create", fn)
+
+    def drop_function(self, actor_id: int, function_id: int) -> None:
+        self._rpc.call("functions_drop", actor_id, function_id)
+
+
 class MetaClient:
     """What a frontend process calls meta for, with `MetaService`'s signatures."""
 
@@ -148,6 +162,7 @@ class MetaClient:
         self.rpc = session.rpc
         self.params = RemoteParams(self.rpc)
         self.users = RemoteUsers(self.rpc)
+        self.functions = RemoteFunctions(self.rpc)
         self._wait_poll_s = wait_poll_s
         self._lock = threading.Lock()
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)

@@ -55,6 +55,7 @@ class MetaRpc:
             "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
             "users_alter": m.users.alter_user, "users_drop": m.users.drop_user, "users_grant": m.users.grant,
             "users_revoke": self.revoke, "users_alter_owner": m.users.alter_owner,
+            "functions_create": m.functions.create_function, "functions_drop": m.functions.drop_function,
             "compaction_config": lambda: m.compaction.config,
             "compute_nodes": self.compute_nodes,
             "compaction_next_task": self.compaction_next_task, "compaction_report": self.compaction_report,

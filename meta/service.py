@@ -33,6 +33,7 @@ from meta.cluster import ClusterManager
 from meta.compaction.scheduler import CompactionScheduler
 from meta.compaction.write_stall import PARAM as WRITE_STALL_PARAM
 from meta.compaction.write_stall import WriteStall
+from meta.functions import FunctionManager, function_ids_of
 from meta.garbage import GarbageCollector
 from meta.hummock import HummockManager
 from meta.metrics import METRICS, backfill_labels
@@ -80,6 +81,7 @@ from risingspark.errors import (
     ObjectInUse,
     QueryCanceled,
     ServiceUnavailable,
+    UndefinedFunction,
     UndefinedTable,
 )
 from risingspark.snapshot_splits import AGG_SPLIT_TARGET_ROWS, MAX_SPLITS, SPLIT_TARGET_ROWS
@@ -122,6 +124,7 @@ class MetaService:
         self.params = SystemParams(store)
         self.catalog = CatalogManager(store)
         self.users = UserManager(store, self.catalog)  # users, privileges, ownership (`meta.users`)
+        self.functions = FunctionManager(store, self.catalog)  # user-defined functions (`meta.functions`)
         self.hummock = HummockManager(store, objects)
         self.snapshots = SnapshotBackfills(store)
         self.barriers = BarrierManager(store, self.catalog, self.hummock, objects, compute, self.snapshots,
@@ -234,6 +237,9 @@ class MetaService:
                 raise FeatureNotSupported(
                     f'cannot create a materialized view on "{up.name}" while it is still being created',
                     hint=f"WAIT MATERIALIZED VIEW {up.name}, or wait until SHOW JOBS no longer lists it")
+        for fid in function_ids_of(rel):
+            if fid not in snap.functions:
+                raise UndefinedFunction(f"function with id {fid} does not exist (dropped while the view was planned)")
         check_request(self.serverless.enabled, rel)
         database = snap.databases.get(rel.database_id)
         group = database.resource_group if database is not None else DEFAULT_RESOURCE_GROUP
@@ -286,9 +292,10 @@ class MetaService:
             raise InvalidCatalogName(f"database with id {database_id} does not exist")
         if db.name == DEFAULT_DATABASE:
             raise ObjectInUse(f'cannot drop the default database "{db.name}"')
-        if any(r.database_id == database_id for r in snap.relations.values()):
+        if any(r.database_id == database_id for r in snap.relations.values()) or \
+                any(f.database_id == database_id for f in snap.functions.values()):
             raise DependentObjectsStillExist(f"database {db.name} is not empty",
-                                             hint="Drop its tables, views and materialized views first.")
+                                             hint="Drop its tables, views, materialized views and functions first.")
         with self.store.transaction() as tx:
             self.catalog.drop_database(tx, database_id)
         logger.info("dropped database %s (id %d)", db.name, database_id)
@@ -309,7 +316,8 @@ class MetaService:
         schema = snap.schemas.get(schema_id)
         if schema is None:
             raise UndefinedTable(f"schema with id {schema_id} does not exist")
-        if any(r.schema_id == schema_id for r in snap.relations.values()):
+        if any(r.schema_id == schema_id for r in snap.relations.values()) or \
+                any(f.schema_id == schema_id for f in snap.functions.values()):
             raise DependentObjectsStillExist(f"cannot drop schema {schema.name} because other objects depend on it",
                                              hint="Use DROP ... CASCADE to drop the dependent objects too.")
         with self.store.transaction() as tx:

@@ -374,6 +374,9 @@ def _dependencies(snap: CatalogSnapshot, user_id: int) -> list[str]:
     for rel in sorted(snap.relations.values(), key=lambda r: r.id):
         if rel.owner == user_id and rel.kind.value != "index":
             lines.append(f"owner of {rel.kind.display} {rel.name}")
+    for fn in sorted(snap.functions.values(), key=lambda f: f.id):
+        if fn.owner == user_id:
+            lines.append(f"owner of function {fn.signature}")
     granted = sorted({p.object_id for p in snap.privileges.values() if p.granted_by == user_id and p.user_id != user_id})
     for object_id in granted:
         kind, name = snap.object_label(object_id)

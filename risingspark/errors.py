@@ -90,6 +90,10 @@ class DuplicateColumn(RisingSparkError):
     sqlstate = "42701"
 
 
+class DuplicateFunction(RisingSparkError):
+    sqlstate = "42723"
+
+
 class DependentObjectsStillExist(RisingSparkError):
     sqlstate = "2BP01"
 
@@ -126,6 +130,13 @@ class UndefinedParameter(RisingSparkError):
 
 class DataException(RisingSparkError):
     sqlstate = "22000"
+
+
+class ExternalRoutineException(RisingSparkError):
+    """An error raised inside a user-defined function's own code (a JavaScript exception): the SQL
+    standard's class 38, which psycopg names ``ExternalRoutineException``."""
+
+    sqlstate = "38000"
 
 
 class InvalidTextRepresentation(RisingSparkError):

@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from risingspark.functions import FunctionCatalog
 from risingspark.storage.desc import StateTableDesc
 from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT2, INT8, DataType, Field
@@ -286,6 +287,9 @@ class StreamMaterialize(StreamNode):
     table: StateTableDesc | None = None
     conflict: ConflictBehavior = ConflictBehavior.NO_CHECK
     append_only: bool = False
+    # the user-defined functions the plan's expressions call (as ``rs_udf_<id>``), with their
+    # definitions: a compute node registers them before it runs the job (`compute.js_udf`)
+    functions: tuple[FunctionCatalog, ...] = ()
 
 
 _NODES: dict[str, type[StreamNode]] = {
@@ -306,7 +310,7 @@ def node_to_json(node: StreamNode) -> dict[str, Any]:
 def _value_to_json(v: Any) -> Any:
     if isinstance(v, StreamNode):
         return node_to_json(v)
-    if isinstance(v, Field | StateTableDesc):
+    if isinstance(v, Field | StateTableDesc | FunctionCatalog):
         return v.to_json()
     if isinstance(v, DataType):
         return v.to_json()
@@ -351,6 +355,8 @@ def node_from_json(d: dict[str, Any]) -> StreamNode:
             v = tuple(WindowCall(**{**c, "return_type": DataType.from_json(c["return_type"])}) for c in v)
         elif f.name == "conflict":
             v = ConflictBehavior(v)
+        elif f.name == "functions":
+            v = tuple(FunctionCatalog.from_json(x) for x in v)
         elif f.name == "input_states":
             v = tuple(StateTableDesc.from_json(d) if d is not None else None for d in v)
         elif isinstance(v, list):
@@ -415,7 +421,9 @@ def _describe(n: StreamNode) -> str:
         cols = ", ".join(f.name for f in n.fields if not f.hidden)
         key = ", ".join(names[i] for i in n.stream_key)
         marker = " [append_only]" if n.append_only else ""
-        return f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict} }}"
+        udfs = f", udfs: [{', '.join(f'{f.udf_name} = {f.signature}' for f in n.functions)}]" if n.functions else ""
+        return (f"StreamMaterialize{marker} {{ columns: [{cols}], stream_key: [{key}], pk_conflict: {n.conflict}"
+                f"{udfs} }}")
     if isinstance(n, StreamHashJoin):
         assert n.left is not None and n.right is not None
         on = " AND ".join(f"{n.left.names[a]} {'IS NOT DISTINCT FROM' if i < len(n.null_safe) and n.null_safe[i] else '='} "

@@ -33,6 +33,7 @@ from compute.executor.hash_join import SIDE, JoinSpec
 from compute.executor.over_window import OverWindowSpec
 from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
+from compute.js_udf import register_js_udfs
 from compute.metrics import JOB_DURATION, SPARK_JOBS
 from compute.stream.tasks import (
     META_SCHEMA,
@@ -128,6 +129,7 @@ class Dataflow:
         plan = self.rt.job.plan
         if not isinstance(plan, StreamMaterialize) or plan.input is None or plan.table is None:
             raise FeatureNotSupported(f"a streaming job must end in StreamMaterialize, not {type(plan).__name__}")
+        register_js_udfs(self.rnd.spark, plan.functions)
         df = self.build(plan.input)
         if df is None:
             return False

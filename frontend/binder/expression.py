@@ -16,6 +16,7 @@ from frontend.binder.extract import bind_extract, bind_to_char
 from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
 from frontend.binder.strings import bind_string, is_string_node
+from frontend.binder.udf import bind_udf, resolved_function
 from frontend.expr import (
     AggCallExpr,
     BinaryOp,
@@ -109,7 +110,8 @@ def output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.AggFunc | exp.Func) and not isinstance(node, exp.Anonymous):
         return node.key.lower() if node.key != "anonymous" else "?column?"
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        fn = resolved_function(node)  # a user-defined function: its own name, not the engines'
+        return fn.name if fn is not None else str(node.this).lower()
     return "?column?"
 
 
@@ -138,6 +140,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
         return Literal(bool(node.this), BOOL)
     if isinstance(node, exp.Null):
         return Literal(None, VARCHAR)
+    if (fn := resolved_function(node)) is not None:
+        return bind_udf(node, fn, rec)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
         return composite.bind_field(node, rec)
     if composite.is_row(node):

@@ -41,6 +41,7 @@ from frontend.binder.subquery import (
     singleton_dynamic_filter,
     unnest_scalars,
 )
+from frontend.binder.udf import resolve_udfs
 from frontend.binder.window import OverWindow, WindowItem, bind_window_call, window_spec
 from frontend.expr import (
     BinaryOp,
@@ -65,6 +66,7 @@ from risingspark.errors import (
     UndefinedTable,
     WrongObjectType,
 )
+from risingspark.functions import FunctionCatalog
 from risingspark.stream_plan import CHANGELOG_FIELDS
 from risingspark.types import (
     BOOL,
@@ -84,8 +86,11 @@ class QueryBinder:
         self.catalog = catalog
         self.ctes: list[dict[str, exp.Expression]] = []
         self.unnamed = 0  # subqueries the binder names (`alias`)
+        self.functions: dict[int, FunctionCatalog] = {}  # the user-defined functions the query calls
 
     def query(self, node: exp.Expression) -> BoundQuery:
+        node, used = resolve_udfs(node, self.catalog)
+        self.functions.update(used)
         with_ = node.args.get("with") or node.args.get("with_")
         self.ctes.append({})
         try:

@@ -15,6 +15,7 @@ from risingspark.errors import (
     InvalidSchemaName,
     UndefinedTable,
 )
+from risingspark.functions import FunctionCatalog
 from risingspark.types import (
     Field,
 )
@@ -85,6 +86,19 @@ class CatalogReader:
             sys_schema = find_system_table(name)
             if sys_schema is not None:
                 return RelationRef(sys_schema, name, None)
+        return None
+
+    def function(self, name: str, schema: str | None = None) -> FunctionCatalog | None:
+        """A user-defined function by name, in `schema` or along the search path."""
+        for s in [schema] if schema else self.search_path:
+            sc = self.snapshot.schema(self.database.id, s)
+            if sc is None:
+                if schema:
+                    raise InvalidSchemaName(f'schema "{schema}" does not exist')
+                continue
+            fn = self.snapshot.function(sc.id, name)
+            if fn is not None:
+                return fn
         return None
 
     def resolve(self, table: exp.Table) -> RelationRef:

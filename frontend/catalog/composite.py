@@ -33,6 +33,7 @@ from sqlglot import exp
 from frontend.binder.composite import unlambda
 from risingspark import jsonb
 from risingspark.errors import FeatureNotSupported, RisingSparkError
+from risingspark.functions import FunctionCatalog
 from risingspark.types import DataType, TypeName
 
 if TYPE_CHECKING:
@@ -78,6 +79,23 @@ def register_udfs(con: duckdb.DuckDBPyConnection) -> None:
         con.create_function(jsonb.UDF_PREFIX + name, _udf(fn, len(kinds), name in _JSONB_RESULTS), [duckdb.sqltype(_DUCK_ARG[k]) for k in kinds],
                             duckdb.sqltype(_duck_result(name, out)), type=func.ARROW,
                             null_handling=func.SPECIAL, side_effects=False)
+
+
+def register_js_function(con: duckdb.DuckDBPyConnection, fn: FunctionCatalog) -> None:
+    """A JavaScript function (`risingspark.js_udf`) as the vectorized DuckDB function ``rs_udf_<id>``,
+    called on NULL input too (as RisingWave calls it); a failing row fails the query."""
+    from risingspark.js_udf import compiled, with_arity
+
+    def run(*arrays: pa.Array) -> pa.Array:
+        try:
+            js = compiled(fn.name, fn.arg_names, fn.body, fn.arg_types, fn.return_type)
+            return js.call_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays])
+        except RisingSparkError as e:
+            raise ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}") from None
+
+    con.create_function(fn.udf_name, with_arity(run, len(fn.arg_types)), [duckdb.sqltype(t.to_duckdb()) for t in fn.arg_types],
+                        duckdb.sqltype(fn.return_type.to_duckdb()), type=func.ARROW, null_handling=func.SPECIAL,
+                        side_effects=False)
 
 
 def udf_error(message: str) -> RisingSparkError | None:

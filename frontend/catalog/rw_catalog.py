@@ -140,6 +140,14 @@ def _columns(ctx: SystemContext) -> list[tuple]:
     return out
 
 
+def _functions(ctx: SystemContext) -> list[tuple]:
+    """The database's user-defined functions, as RisingWave lists them (``type`` udf, no ``link`` for
+    an embedded language; the owner's privileges are implicit, so ``acl`` is empty)."""
+    return [(f.id, f.name, f.schema_id, f.owner, "udf", [t.oid for t in f.arg_types], f.return_type.oid, f.language,
+             None, []) for f in sorted(ctx.snapshot.functions.values(), key=lambda f: f.id)
+            if f.database_id == ctx.database_id]
+
+
 def _depend(ctx: SystemContext) -> list[tuple]:
     return [(r.id, dep) for r in ctx.relations() for dep in r.depends_on]
 
@@ -240,7 +248,7 @@ TABLES = [
                 "definition text, acl text[], initialized_at timestamptz, created_at timestamptz", _indexes),
     SystemTable("rw_catalog", "rw_functions", 509,
                 "id int4, name text, schema_id int4, owner int4, type text, arg_type_ids int4[], "
-                "return_type_id int4, language text, link text, acl text[]"),
+                "return_type_id int4, language text, link text, acl text[]", _functions),
     SystemTable("rw_catalog", "rw_depend", 510, "objid int4, refobjid int4", _depend),
     SystemTable("rw_catalog", "rw_fragments", 511,
                 "fragment_id int4, table_id int4, distribution_type text, state_table_ids int4[], "

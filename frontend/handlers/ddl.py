@@ -11,7 +11,7 @@ from sqlglot import exp
 from frontend.backfill_order import OPTION as BACKFILL_ORDER_OPTION
 from frontend.backfill_order import explain_lines as explain_order
 from frontend.backfill_order import plan_backfill_order
-from frontend.binder import bind_stream_select, ident, reads_changelog
+from frontend.binder import QueryBinder, ident, reads_changelog
 from frontend.handlers import views
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.planner.stream import plan_mv, state_tables_needed
@@ -280,8 +280,10 @@ def _plan(session: Session, ast: exp.Create, text: str, mv_id: int, extra_ids: I
     if query is None:
         raise FeatureNotSupported("CREATE MATERIALIZED VIEW needs AS <query>")
     serverless = job_serverless_backfill(session, ast)
-    bound = bind_stream_select(session.catalog_reader(), query)
-    return bound, plan_mv(bound, mv_id, extra_ids, choose_backfill(session, bound, serverless))
+    binder = QueryBinder(session.catalog_reader())
+    bound = binder.query(query)
+    functions = tuple(binder.functions[i] for i in sorted(binder.functions))
+    return bound, plan_mv(bound, mv_id, extra_ids, choose_backfill(session, bound, serverless), functions)
 
 
 def create_mv(session: Session, ast: exp.Create, text: str) -> StatementResult:

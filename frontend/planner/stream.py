@@ -51,6 +51,7 @@ from risingspark.aggregate import (
 )
 from risingspark.catalog import BackfillType
 from risingspark.errors import DuplicateColumn, FeatureNotSupported, UndefinedFunction
+from risingspark.functions import FunctionCatalog
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import (
     TEMPORAL_BOUND_FIELDS,
@@ -102,9 +103,9 @@ def state_tables_needed(bound: BoundQuery) -> int:
 
 
 def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None,
-            backfill_type: BackfillType) -> PlannedMv:
+            backfill_type: BackfillType, functions: tuple[FunctionCatalog, ...] = ()) -> PlannedMv:
     """`extra_table_ids`: the `state_tables_needed` ids of the state tables (None: zeros, to
-    validate a query)."""
+    validate a query); `functions`: the user-defined functions the query calls (the binder's)."""
     ids = iter(extra_table_ids) if extra_table_ids is not None else itertools.repeat(0)
     planner = _StreamPlanner(ids.__next__, backfill_type)
     block = planner.query(bound)
@@ -115,7 +116,8 @@ def plan_mv(bound: BoundQuery, mv_id: int, extra_table_ids: Iterable[int] | None
     if block.dist != key:
         node = StreamExchange(fields=node.fields, stream_key=key, input=node, dist_key=key)
     table = StateTableDesc(mv_id, fields, key, key)
-    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node))
+    mat = StreamMaterialize(fields=fields, stream_key=key, input=node, table=table, append_only=is_append_only(node),
+                            functions=functions)
     for desc in (table, *planner.state_tables):
         _check_key_types(desc)
     _check_join_payloads(mat)

@@ -180,3 +180,18 @@ snapshot_backfill = Table(
     Column("ssts", Text, nullable=False),
     Column("splits", Text, nullable=False),
 )
+
+functions = Table(
+    "functions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("database_id", Integer, nullable=False),
+    Column("schema_id", Integer, nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("arg_names", Text, nullable=False),  # JSON array
+    Column("arg_types", Text, nullable=False),  # JSON array of SQL type texts
+    Column("return_type", String(255), nullable=False),
+    Column("language", String(32), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("owner", Integer, nullable=False),
+    UniqueConstraint("schema_id", "name", name="uq_functions_schema_name"),
+)

@@ -1,11 +1,14 @@
 """Nexmark as a streaming workload: the person / auction / bid tables (RisingWave's snake_case
 DDL), a seeded stream of events over a few minutes, and RisingWave's Nexmark materialized views
-(q0-q10, q15-q22, q101-q106, and q5 again with unqualified columns), created in the background
+(q0-q10, q14-q22, q101-q106, and q5 again with unqualified columns), created in the background
 while inserts, updates and deletes go on, then compared with PostgreSQL at two committed epochs.
 
 PostgreSQL has no TUMBLE or HOP: a windowed query's oracle is written beside it with the window
 expanded (`support.windows_sql`, itself checked on hand-computed windows in
-tests/unit/core/test_window_sql.py). q14 is left out: it needs a JavaScript UDF (``count_char``).
+tests/unit/core/test_window_sql.py). q14 calls a JavaScript function, ``count_char``, created before
+the views as RisingWave's q14 file creates it (`COUNT_CHAR`); PostgreSQL's oracle gets the same
+function in SQL (`COUNT_CHAR_ORACLE`), NULL for a NULL string as the view's NULL for the row whose
+JavaScript call fails.
 
 Each query has an expectation: SUPPORTED (the MV equals PostgreSQL) or UNSUPPORTED (CREATE fails
 cleanly with SQLSTATE 0A000 and a message naming the feature, and nothing is created).
@@ -47,6 +50,20 @@ TABLES = {
     "bid": "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, date_time TIMESTAMP, "
            "extra VARCHAR",
 }
+
+# q14's function, as RisingWave's e2e_test/streaming/nexmark/views/q14.slt.part creates it, and
+# PostgreSQL's equivalent for the oracle.
+COUNT_CHAR = """CREATE FUNCTION count_char(s varchar, c varchar) RETURNS int LANGUAGE javascript AS $$
+    var count = 0;
+    for (var cc of s) {
+        if (cc === c) {
+            count++;
+        }
+    }
+    return count;
+$$"""
+COUNT_CHAR_ORACLE = ("CREATE OR REPLACE FUNCTION count_char(s text, c text) RETURNS int AS "
+                     "$$ SELECT ((length(s) - length(replace(s, c, ''))) / length(c))::int $$ LANGUAGE sql")
 
 # RisingWave's Nexmark views. The rankings (q6, q9, q18, q19) have one answer because the generated
 # bid prices and times are unique; q105's LIMIT 1000 is above the number of auctions. q10 reads ``date_time`` (RisingWave's file still says ``dateTime``,
@@ -139,6 +156,25 @@ FROM (
 WHERE rownum <= 1""",
     "q10": "SELECT auction, bidder, price, date_time, TO_CHAR(date_time, 'YYYY-MM-DD') as date, "
            "TO_CHAR(date_time, 'HH:MI') as time FROM bid",
+    "q14": """SELECT
+  auction,
+  bidder,
+  0.908 * price as price,
+  CASE
+    WHEN
+      extract(hour from date_time) >= 8 AND
+      extract(hour from date_time) <= 18
+    THEN 'dayTime'
+    WHEN
+      extract(hour from date_time) <= 6 OR
+      extract(hour from date_time) >= 20
+    THEN 'nightTime'
+    ELSE 'otherTime'
+  END AS bidTimeType,
+  date_time,
+  count_char(extra, 'c') AS c_counts
+FROM bid
+WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
     "q15": """SELECT to_char(date_time, 'YYYY-MM-DD') as "day", count(*) AS total_bids,
   count(*) filter (where price < 10000) AS rank1_bids,
   count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
@@ -260,6 +296,9 @@ def test_nexmark_matches_postgres(playground: PlaygroundProcess, oracle_dsn: str
             conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
             conn.execute(f"CREATE TABLE {table} ({columns})")
             insert_rows(conn, table, data.tables[table])
+        conn.execute("DROP FUNCTION IF EXISTS count_char")
+        conn.execute(COUNT_CHAR)
+        pg.execute(COUNT_CHAR_ORACLE)
         conn.execute("FLUSH")
         with backfills_at_once(conn):
             views, failures = create_views(conn, QUERIES, EXPECTATIONS, "nexmark", lambda: writer.step(conn, 4))
@@ -274,4 +313,5 @@ def test_nexmark_matches_postgres(playground: PlaygroundProcess, oracle_dsn: str
             failures += [f"epoch {epoch}: {f}" for f in check_views(conn, pg, views, ORACLE)]
         for table in TABLES:
             conn.execute(f"DROP TABLE {table} CASCADE")
+        conn.execute("DROP FUNCTION count_char")
     assert not failures, "\n".join(failures)

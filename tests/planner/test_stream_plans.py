@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from frontend.binder import CatalogReader, bind_stream_select
+from frontend.binder import CatalogReader, QueryBinder, bind_stream_select
 from frontend.planner.stream import plan_mv, state_tables_needed
 from frontend.rw_clauses import rewrite_changelog_ctes
 from meta.catalog import CatalogSnapshot
@@ -22,6 +22,7 @@ from risingspark.catalog import (
     SchemaCatalog,
 )
 from risingspark.errors import RisingSparkError
+from risingspark.functions import FunctionCatalog
 from risingspark.storage.desc import StateTableDesc
 from risingspark.stream_plan import explain, node_from_json, node_to_json
 from risingspark.table_kind import APPEND_ONLY
@@ -48,17 +49,20 @@ def catalog() -> CatalogReader:
     clicks = _table(12, "clicks", [("page", "varchar"), ("user_id", "int"), ("ts", "timestamp"), ("ms", "float8")],
                     (), hidden_row_id=True, append_only=True)
     visits = _table(13, "visits", [("user_id", "int"), ("country", "varchar")], (0,), append_only=True)
+    count_char = FunctionCatalog(20, 1, 2, "count_char", ("s", "c"), (DataType.parse("varchar"),) * 2,
+                                 DataType.parse("int"), "javascript", "return 0;", 1)
     snap = CatalogSnapshot(1, {1: DatabaseCatalog(1, "dev")}, {2: SchemaCatalog(2, 1, "public")},
-                           {10: orders, 11: events, 12: clicks, 13: visits})
+                           {10: orders, 11: events, 12: clicks, 13: visits}, functions={20: count_char})
     return CatalogReader(snap, "dev", ["public"])
 
 
 def plan_text(sql: str) -> str:
     ast = sqlglot.parse_one(rewrite_changelog_ctes(sql)[0], read="risingwave")
     try:
-        bound = bind_stream_select(catalog(), ast.expression)
+        binder = QueryBinder(catalog())
+        bound = binder.query(ast.expression)
         ids = list(range(101, 101 + state_tables_needed(bound)))
-        planned = plan_mv(bound, 100, ids, BackfillType.ARRANGEMENT_BACKFILL)
+        planned = plan_mv(bound, 100, ids, BackfillType.ARRANGEMENT_BACKFILL, tuple(binder.functions.values()))
     except RisingSparkError as e:
         return f"ERROR {e.sqlstate}: {e.message}\n"
     # the plan survives its JSON form unchanged (meta stores it, compute reads it)

@@ -1,0 +1,2 @@
+CREATE MATERIALIZED VIEW m AS
+SELECT id, count_chars(status, 'c') AS c FROM orders
