@@ -18,8 +18,8 @@ behind the barriers). The search stops at the first rate not sustained; the quer
 highest achieved rate sustained, and ``rate_ratio`` its ratio to the baseline's (the writer's own
 ceiling on this machine).
 
-Backfill (``--bids``): the tables are loaded once with ``--bids`` bids and their persons and
-auctions; each query's ``CREATE MATERIALIZED VIEW`` is timed (it returns once the backfill is done),
+Backfill (``--bids``): the tables are loaded once with ``--bids`` bids (rounded up to whole rounds of
+50 events) and their persons and auctions, in 1M-event ``INSERT ... SELECT`` statements; each query's ``CREATE MATERIALIZED VIEW`` is timed (it returns once the backfill is done),
 its rows counted and the MV dropped. The playground then stops, and a local SparkSession writes the
 same rows to Parquet (the same generator in Spark SQL) and runs each query as a batch job (read
 Parquet → query → write Parquet; ``bench/nexmark_spark.py`` lists the rewrites Spark SQL needs).
@@ -223,7 +223,8 @@ def markdown(table: dict[str, dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--bids", type=int, default=1_000_000, help="bids of history for the backfill part")
+    parser.add_argument("--bids", type=int, default=1_000_000,
+                        help="bids of history for the backfill part (rounded up to whole rounds of 46 bids)")
     parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated names (default: all)")
     parser.add_argument("--rates", default="1000,5000,20000,50000", help="offered events per second, ascending")
     parser.add_argument("--seconds", type=float, default=10, help="seconds per rate step")
