@@ -16,7 +16,8 @@ due ten times a second (larger loads when it falls behind: ``streaming.PacedWrit
 at the lowest rate plus two barrier intervals (a job whose epochs take longer than that falls
 behind the barriers). The search stops at the first rate not sustained; the query's figure is the
 highest achieved rate sustained, and ``rate_ratio`` its ratio to the baseline's (the writer's own
-ceiling on this machine).
+ceiling on this machine). This part does not depend on ``--bids``: a larger history's run may skip it
+(``--skip-rate``).
 
 Backfill (``--bids``): the tables are loaded once with ``--bids`` bids (rounded up to whole rounds of
 50 events) and their persons and auctions, in 1M-event ``INSERT ... SELECT`` statements; each query's ``CREATE MATERIALIZED VIEW`` is timed (it returns once the backfill is done),
@@ -26,7 +27,7 @@ Parquet → query → write Parquet; ``bench/nexmark_spark.py`` lists the rewrit
 ``ratio`` is backfill seconds over Spark batch seconds; ``rows_match`` compares the MV's row count
 with Spark's. A query that fails on either side is reported with its error.
 
-Usage: ``python bench/nexmark.py [--bids 1000000] [--queries q0,q1,...] [--rates 1000,5000,20000,50000]
+Usage: ``python bench/nexmark.py [--bids 1000000] [--queries q0,q1,...] [--rates 1000,2000,5000,10000,20000,50000]
 [--seconds 10] [--skip-rate] [--skip-backfill] [--out result.json]``
 """
 
@@ -226,7 +227,8 @@ def main() -> None:
     parser.add_argument("--bids", type=int, default=1_000_000,
                         help="bids of history for the backfill part (rounded up to whole rounds of 46 bids)")
     parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated names (default: all)")
-    parser.add_argument("--rates", default="1000,5000,20000,50000", help="offered events per second, ascending")
+    parser.add_argument("--rates", default="1000,2000,5000,10000,20000,50000",
+                        help="offered events per second, ascending")
     parser.add_argument("--seconds", type=float, default=10, help="seconds per rate step")
     parser.add_argument("--skip-rate", action="store_true")
     parser.add_argument("--skip-backfill", action="store_true")

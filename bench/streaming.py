@@ -102,7 +102,8 @@ def quantile_bound_ms(before: dict[str, float], after: dict[str, float], q: floa
 class PacedWriter:
     """Offers about ``rate`` units (changes, events) per second, ten loads a second: ``load(conn, n)``
     writes ``n`` units and returns how many it wrote. A load that takes longer than its tenth of a
-    second delays the next, so the achieved rate (``units / elapsed``) is what the writer kept up.
+    second delays the next, so the achieved rate (``units / elapsed``, from the first load to the end
+of the last) is what the writer kept up.
     With ``catch_up`` a late load writes what is due by then (at most a second's worth), so the
     achieved rate falls short only when the database absorbs less even in larger loads."""
 
@@ -110,6 +111,7 @@ class PacedWriter:
                  catch_up: bool = False) -> None:
         self.dsn, self.rate, self.load, self.catch_up = dsn, rate, load, catch_up
         self.changes = 0
+        self.started = self.ended = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -117,7 +119,7 @@ class PacedWriter:
         per_tick = max(1, self.rate // 10)
         tick = 0
         with psycopg.connect(self.dsn, autocommit=True) as c:
-            start = time.perf_counter()
+            start = self.started = time.perf_counter()  # the rate counts from the first load
             while not self._stop.is_set():
                 n = per_tick
                 if self.catch_up:  # what is due by the end of this tick, less what was written
@@ -128,6 +130,7 @@ class PacedWriter:
                 delay = start + tick / 10 - time.perf_counter()
                 if delay > 0:
                     self._stop.wait(delay)
+            self.ended = time.perf_counter()  # the last load's end
 
     def __enter__(self) -> PacedWriter:
         self.started = time.perf_counter()
@@ -137,7 +140,7 @@ class PacedWriter:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.elapsed = time.perf_counter() - self.started
+        self.elapsed = (self.ended or time.perf_counter()) - self.started
 
 
 class Writer(PacedWriter):
