@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -48,12 +49,12 @@ JOBS = {
 PRELOAD = 100_000
 
 
-def start_playground(data_dir: Path) -> tuple[subprocess.Popen, int, int]:
+def start_playground(data_dir: Path, driver_memory: str = "4g") -> tuple[subprocess.Popen, int, int]:
     port, meta_port = free_port(), free_port()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     log = open(data_dir.parent / "playground.log", "wb")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen([sys.executable, "-m", "risingspark.cli", "playground", "--data-dir", str(data_dir),
-                             "--port", str(port), "--meta-port", str(meta_port), "--spark-driver-memory", "4g"],
+                             "--port", str(port), "--meta-port", str(meta_port), "--spark-driver-memory", driver_memory],
                             stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             start_new_session=True)
     assert proc.stdout is not None
@@ -65,46 +66,73 @@ def start_playground(data_dir: Path) -> tuple[subprocess.Popen, int, int]:
 
 def barrier_totals(meta_port: int) -> tuple[float, float]:
     """(sum of seconds, count) of the barrier latency histogram."""
+    hist = barrier_histogram(meta_port)
+    return hist["sum"], hist["count"]
+
+
+def barrier_histogram(meta_port: int) -> dict[str, float]:
+    """The barrier latency histogram: ``sum``, ``count`` and each bucket's cumulative count by its
+    upper bound (``"0.5"``, ..., ``"+Inf"``)."""
     text = httpx.get(f"http://127.0.0.1:{meta_port}/metrics", timeout=10).text
     values = {}
     for name in ("sum", "count"):
         m = re.search(rf"^risingspark_meta_barrier_duration_seconds_{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M)
         values[name] = float(m.group(1)) if m else 0.0
-    return values["sum"], values["count"]
+    for le, count in re.findall(r'^risingspark_meta_barrier_duration_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M):
+        values[le] = float(count)
+    return values
 
 
-class Writer:
-    """Offers about `rate` changes per second to the orders table, ten ``COPY … FROM STDIN`` loads a
-    second. Half of each load's rows are new orders (one change each); the other half rewrite
-    existing orders (a primary-key conflict overwrites, as RisingWave: an update, two changes)."""
+def quantile_bound_ms(before: dict[str, float], after: dict[str, float], q: float) -> float | None:
+    """The upper bound of the bucket holding the q-quantile of the barriers between two histograms
+    (None without barriers or past the last finite bucket).
 
-    def __init__(self, dsn: str, table: str, rate: int, first_id: int) -> None:
-        self.dsn, self.table, self.rate, self.next_id = dsn, table, rate, first_id
+    >>> quantile_bound_ms({"0.5": 0, "1.0": 0, "+Inf": 0}, {"0.5": 90, "1.0": 100, "+Inf": 100}, 0.99)
+    1000.0
+    """
+    buckets = sorted((float(le), after[le] - before.get(le, 0.0)) for le in after if le not in ("sum", "count"))
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    for bound, count in buckets:
+        if count >= q * buckets[-1][1]:
+            return bound * 1000 if bound != float("inf") else None
+    return None
+
+
+class PacedWriter:
+    """Offers about ``rate`` units (changes, events) per second, ten loads a second: ``load(conn, n)``
+    writes ``n`` units and returns how many it wrote. A load that takes longer than its tenth of a
+    second delays the next, so the achieved rate (``units / elapsed``, from the first load to the end
+of the last) is what the writer kept up.
+    With ``catch_up`` a late load writes what is due by then (at most a second's worth), so the
+    achieved rate falls short only when the database absorbs less even in larger loads."""
+
+    def __init__(self, dsn: str, rate: int, load: Callable[[psycopg.Connection, int], int],
+                 catch_up: bool = False) -> None:
+        self.dsn, self.rate, self.load, self.catch_up = dsn, rate, load, catch_up
         self.changes = 0
+        self.started = self.ended = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        new = max(1, self.rate // 30)  # per tick: `new` inserts + `new` updates = 3 * new changes
+        per_tick = max(1, self.rate // 10)
         tick = 0
         with psycopg.connect(self.dsn, autocommit=True) as c:
-            start = time.perf_counter()
+            start = self.started = time.perf_counter()  # the rate counts from the first load
             while not self._stop.is_set():
-                ids = list(range(self.next_id, self.next_id + new))
-                self.next_id += new
-                old = 1 + (tick * new) % (PRELOAD - new)  # preloaded orders, in turn
-                ids += list(range(old, old + new))
-                with c.cursor() as cur, cur.copy(f"COPY {self.table} FROM STDIN") as copy:
-                    copy.write("".join(f"{i}\t{i % 1000}\t{(i + tick) % 500}.99\t"
-                                       f"{'cancelled' if i % 10 == 0 else 'paid'}\t2024-01-01 00:00:00\n"
-                                       for i in ids))
-                self.changes += 3 * new
+                n = per_tick
+                if self.catch_up:  # what is due by the end of this tick, less what was written
+                    n = min(int(self.rate * (time.perf_counter() - start + 0.1)) - self.changes, self.rate)
+                if n > 0:
+                    self.changes += self.load(c, n)
                 tick += 1
                 delay = start + tick / 10 - time.perf_counter()
                 if delay > 0:
                     self._stop.wait(delay)
+            self.ended = time.perf_counter()  # the last load's end
 
-    def __enter__(self) -> Writer:
+    def __enter__(self) -> PacedWriter:
         self.started = time.perf_counter()
         self._thread.start()
         return self
@@ -112,7 +140,66 @@ class Writer:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.elapsed = time.perf_counter() - self.started
+        self.elapsed = (self.ended or time.perf_counter()) - self.started
+
+
+class Writer(PacedWriter):
+    """Offers about `rate` changes per second to the orders table, ten ``COPY … FROM STDIN`` loads a
+    second. Half of each load's rows are new orders (one change each); the other half rewrite
+    existing orders (a primary-key conflict overwrites, as RisingWave: an update, two changes)."""
+
+    def __init__(self, dsn: str, table: str, rate: int, first_id: int) -> None:
+        super().__init__(dsn, rate, self._copy)
+        self.table, self.next_id, self.tick = table, first_id, 0
+
+    def _copy(self, c: psycopg.Connection, per_tick: int) -> int:
+        new = max(1, per_tick // 3)  # per tick: `new` inserts + `new` updates = 3 * new changes
+        ids = list(range(self.next_id, self.next_id + new))
+        self.next_id += new
+        old = 1 + (self.tick * new) % (PRELOAD - new)  # preloaded orders, in turn
+        ids += list(range(old, old + new))
+        with c.cursor() as cur, cur.copy(f"COPY {self.table} FROM STDIN") as copy:
+            copy.write("".join(f"{i}\t{i % 1000}\t{(i + self.tick) % 500}.99\t"
+                               f"{'cancelled' if i % 10 == 0 else 'paid'}\t2024-01-01 00:00:00\n"
+                               for i in ids))
+        self.tick += 1
+        return 3 * new
+
+
+def rate_steps(dsn: str, meta_port: int, rates: list[int], seconds: float, interval: int,
+               writer: Callable[[int], PacedWriter], unit: str = "changes",
+               bound: Callable[[float], float] | None = None) -> dict:
+    """Offers each rate in turn for ``seconds`` (``writer(rate)`` makes the step's writer), with a
+    ``FLUSH`` after each step, and stops at the first rate not sustained: the writer achieved < 90 %
+    of it, or the mean barrier latency over the step exceeded ``bound(latency at the lowest rate)``
+    (by default 2x the latency at the lowest rate plus one barrier interval)."""
+    steps: list[dict] = []
+    sustained = 0
+    for rate in rates:
+        h0 = barrier_histogram(meta_port)
+        with writer(rate) as w:
+            time.sleep(seconds)
+        start = time.perf_counter()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("FLUSH")  # the step's changes are absorbed before the next step
+        flush = time.perf_counter() - start
+        h1 = barrier_histogram(meta_port)
+        latency = (h1["sum"] - h0["sum"]) / max(h1["count"] - h0["count"], 1) * 1000
+        achieved = w.changes / w.elapsed
+        # the first (lowest) rate sets the latency that later steps may not outgrow
+        low = steps[0]["mean_barrier_latency_ms"] if steps else latency
+        max_latency = bound(low) if bound else 2 * low + interval
+        ok = achieved >= 0.9 * rate and latency <= max_latency
+        p99 = quantile_bound_ms(h0, h1, 0.99)
+        steps.append({f"offered_{unit}_per_s": rate, f"achieved_{unit}_per_s": round(achieved),
+                      "mean_barrier_latency_ms": round(latency),
+                      "p99_barrier_latency_ms_at_most": None if p99 is None else round(p99),
+                      "barriers": int(h1["count"] - h0["count"]), "flush_s": round(flush, 2),
+                      "max_barrier_latency_ms": round(max_latency), "sustained": ok})
+        if not ok:
+            break
+        sustained = round(achieved)
+    return {"barrier_interval_ms": interval, "steps": steps, f"sustained_{unit}_per_s": sustained}
 
 
 def run_workload(dsn: str, meta_port: int, name: str, rates: list[int], seconds: float) -> dict:
@@ -125,37 +212,23 @@ def run_workload(dsn: str, meta_port: int, name: str, rates: list[int], seconds:
         conn.execute(f"INSERT INTO {o} SELECT i, i % 1000, (i % 500) + 0.99, 'paid', TIMESTAMP '2024-01-01' "
                      f"FROM generate_series(1, {PRELOAD}) AS g(i)")
         conn.execute("FLUSH")
-        if JOBS[name] is not None:
-            conn.execute(f"CREATE MATERIALIZED VIEW {name}_mv AS " + JOBS[name].format(o=o, c=c))
+        job = JOBS[name]
+        if job is not None:
+            conn.execute(f"CREATE MATERIALIZED VIEW {name}_mv AS " + job.format(o=o, c=c))
         interval = int({r[0]: r[1] for r in conn.execute("SHOW PARAMETERS").fetchall()}["barrier_interval_ms"])
     time.sleep(3)
-    steps: list[dict] = []
-    next_id = PRELOAD + 1
-    sustained = 0
-    for rate in rates:
-        s0, n0 = barrier_totals(meta_port)
-        with Writer(dsn, o, rate, next_id) as w:
-            time.sleep(seconds)
-        next_id = w.next_id
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("FLUSH")  # the step's changes are absorbed before the next step
-        s1, n1 = barrier_totals(meta_port)
-        latency = (s1 - s0) / max(n1 - n0, 1) * 1000
-        achieved = w.changes / w.elapsed
-        # the first (lowest) rate sets the latency that later steps may not outgrow
-        low = steps[0]["mean_barrier_latency_ms"] if steps else latency
-        ok = achieved >= 0.9 * rate and latency <= 2 * low + interval
-        steps.append({"offered_changes_per_s": rate, "achieved_changes_per_s": round(achieved),
-                      "mean_barrier_latency_ms": round(latency), "barriers": int(n1 - n0), "sustained": ok})
-        if not ok:
-            break
-        sustained = round(achieved)
-    return {"barrier_interval_ms": interval, "steps": steps,
-            "sustained_changes_per_s": sustained}
+    last: Writer | None = None
+
+    def writer(rate: int) -> Writer:  # each step's new orders follow the previous step's
+        nonlocal last
+        last = Writer(dsn, o, rate, last.next_id if last else PRELOAD + 1)
+        return last
+
+    return rate_steps(dsn, meta_port, rates, seconds, interval, writer)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rates", default="1000,10000,30000,100000,200000")
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--workloads", default=",".join(JOBS))
