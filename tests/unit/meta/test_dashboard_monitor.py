@@ -36,7 +36,9 @@ def test_the_process_tree_includes_busy_children() -> None:
     finally:
         child.kill()
         child.wait()
-    assert sample.cpu_cores["spark_python_workers"] > 0.3, sample
+    # the child's share of a core: about 1 on an idle machine, seen at 0.16 with the cores shared by
+    # some 25 busy processes; a sampler that missed children would report 0
+    assert sample.cpu_cores["spark_python_workers"] > 0.02, sample
     assert sample.rss_bytes["main"] > 10 << 20 and sample.rss_bytes["spark_python_workers"] > 1 << 20
     assert sample.total_rss_bytes == sum(sample.rss_bytes.values())
 
