@@ -89,12 +89,11 @@ class CatalogReader:
         return None
 
     def function(self, name: str, schema: str | None = None) -> FunctionCatalog | None:
-        """A user-defined function by name, in `schema` or along the search path."""
+        """A user-defined function by name, in `schema` or along the search path. A schema the
+        catalog does not hold (``pg_catalog``, whose functions are built-ins) holds none."""
         for s in [schema] if schema else self.search_path:
             sc = self.snapshot.schema(self.database.id, s)
             if sc is None:
-                if schema:
-                    raise InvalidSchemaName(f'schema "{schema}" does not exist')
                 continue
             fn = self.snapshot.function(sc.id, name)
             if fn is not None:

@@ -60,7 +60,7 @@ class SparkStandalone:
                 state = self.master_state()
                 if any(w["state"] == "ALIVE" for w in state.get("workers", [])):
                     return self
-            except httpx.HTTPError:
+            except (httpx.HTTPError, ValueError):  # not listening yet, or an empty page while it starts
                 pass
             if any(p.poll() is not None for p in self.procs):
                 break
