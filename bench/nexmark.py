@@ -50,6 +50,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "tests"))  # support.nexmark_queries
 from nexmark_events import PROPORTION, events_for_bids, events_sql, row_counts  # noqa: E402
+from state_scaling import stop_playground  # noqa: E402
 from streaming import PacedWriter, barrier_histogram, rate_steps, start_playground  # noqa: E402
 
 from support.nexmark_queries import COUNT_CHAR, QUERIES, TABLES  # noqa: E402
@@ -261,11 +262,7 @@ def main() -> None:
         if not args.skip_backfill:
             result["backfill"] = backfill_phase(dsn, names, events)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_playground(proc)
     try:
         if not args.skip_backfill:
             result["spark_batch"] = spark_phase(names, events, work)
