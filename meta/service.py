@@ -559,38 +559,45 @@ class MetaService:
             return self._row_counts.get(table_id, 0)
 
     def ddl_progress(self) -> list[DdlProgress]:
-        snap = self.catalog.snapshot
         snapshot_totals = self.snapshots.total_rows()
-        names = {r.id: r.name for r in snap.relations.values()}
-        out = []
-        for rel in sorted(snap.relations.values(), key=lambda r: r.id):
-            if rel.status is not JobStatus.CREATING:
-                continue
-            with self._lock:
-                consumed = sum(self._consumed.get(rel.id, {}).values())
-                upstreams = upstream_progress(_scanned(rel), self._consumed.get(rel.id, {}),
-                                              self._finished.get(rel.id, set()), self._row_counts,
-                                              normalize(rel.extra.get(BACKFILL_ORDER, ())))
-                # A snapshot backfill's total is fixed: the live rows at its snapshot epoch.
-                total = snapshot_totals.get(rel.id)
-                if total is None:
-                    total = sum(self._row_counts.get(d, 0) for d in _scanned(rel))
-                rate = self._rates[rel.id]
-            queued = bool(rel.extra.get(QUEUED))
-            serverless = serverless_state(rel)
-            progress = QUEUED_PROGRESS if queued else format_progress(consumed, total)
-            if not queued and (waiting := waiting_text(upstreams, names)):
-                progress += f", {waiting}"
-            if serverless and serverless.get("error"):
-                progress = f"Failed: {serverless['error']}"
-            out.append(DdlProgress(
-                ddl_id=rel.id, ddl_statement=rel.definition, create_type=rel.create_type.value,
-                progress=progress, initialized_at_epoch=rel.initialized_at_epoch,
-                is_serverless_backfill=serverless is not None,
-                backfill_type=rel.backfill_type.value if rel.backfill_type else None,
-                consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
-                eta_seconds=rate.eta_seconds(total), upstreams=() if queued else tuple(upstreams)))
+        # One hold of the progress lock for the catalog read and every job's progress: a commit marks
+        # a finished job CREATED before it drops the job's progress under this lock, so a job seen
+        # CREATING here still has its progress (read apart, a job could show 0 rows just as it ends).
+        with self._lock:
+            snap = self.catalog.snapshot
+            names = {r.id: r.name for r in snap.relations.values()}
+            out = []
+            for rel in sorted(snap.relations.values(), key=lambda r: r.id):
+                if rel.status is not JobStatus.CREATING:
+                    continue
+                out.append(self._job_progress(rel, names, snapshot_totals.get(rel.id)))
         return [replace(p, rate_limit=self._rate_limit_text(snap.relations[p.ddl_id])) for p in out]
+
+    def _job_progress(self, rel: RelationCatalog, names: dict[int, str], snapshot_total: int | None) -> DdlProgress:
+        """One creating job's row of `rw_ddl_progress` (the caller holds the progress lock)."""
+        consumed = sum(self._consumed.get(rel.id, {}).values())
+        upstreams = upstream_progress(_scanned(rel), self._consumed.get(rel.id, {}),
+                                      self._finished.get(rel.id, set()), self._row_counts,
+                                      normalize(rel.extra.get(BACKFILL_ORDER, ())))
+        # A snapshot backfill's total is fixed: the live rows at its snapshot epoch.
+        total = snapshot_total
+        if total is None:
+            total = sum(self._row_counts.get(d, 0) for d in _scanned(rel))
+        rate = self._rates[rel.id]
+        queued = bool(rel.extra.get(QUEUED))
+        serverless = serverless_state(rel)
+        progress = QUEUED_PROGRESS if queued else format_progress(consumed, total)
+        if not queued and (waiting := waiting_text(upstreams, names)):
+            progress += f", {waiting}"
+        if serverless and serverless.get("error"):
+            progress = f"Failed: {serverless['error']}"
+        return DdlProgress(
+            ddl_id=rel.id, ddl_statement=rel.definition, create_type=rel.create_type.value,
+            progress=progress, initialized_at_epoch=rel.initialized_at_epoch,
+            is_serverless_backfill=serverless is not None,
+            backfill_type=rel.backfill_type.value if rel.backfill_type else None,
+            consumed_rows=consumed, total_rows=total, rows_per_second=rate.rows_per_second(),
+            eta_seconds=rate.eta_seconds(total), upstreams=() if queued else tuple(upstreams))
 
     def _rate_limit_text(self, rel: RelationCatalog) -> str | None:
         """A job's backfill rate limit as `rw_fragment_backfill_progress.rate_limit` shows it."""
