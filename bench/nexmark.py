@@ -132,7 +132,10 @@ def rate_phase(dsn: str, meta_port: int, names: list[str], rates: list[int], sec
     return out
 
 
-def backfill_phase(dsn: str, names: list[str], events: int) -> dict:
+def backfill_phase(dsn: str, names: list[str], events: int, timeout: float) -> dict:
+    """Each query's backfill over the same history, one at a time: created in the background and
+    polled until SHOW JOBS no longer lists it. A backfill still running after `timeout` seconds is
+    cancelled (DROP) and reported with the progress it had made."""
     out: dict = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
         create_tables(conn)
@@ -144,19 +147,31 @@ def backfill_phase(dsn: str, names: list[str], events: int) -> dict:
         out["load_s"] = round(time.perf_counter() - start, 2)
         print(json.dumps(out), file=sys.stderr)
         out["queries"] = {}
+        conn.execute("SET background_ddl = true")
         for name in names:
-            start = time.perf_counter()
-            try:
-                conn.execute(f"CREATE MATERIALIZED VIEW nexmark_{name} AS {QUERIES[name]}")
-            except psycopg.Error as e:
-                out["queries"][name] = {"error": _error(e)}
-                continue
-            elapsed = time.perf_counter() - start
-            rows = conn.execute(f"SELECT count(*) FROM nexmark_{name}").fetchone()
-            out["queries"][name] = {"backfill_s": round(elapsed, 2), "mv_rows": rows[0] if rows else None}
-            print(json.dumps({name: out["queries"][name]}), file=sys.stderr)
-            conn.execute(f"DROP MATERIALIZED VIEW nexmark_{name}")
+            out["queries"][name] = result = _backfill(conn, name, timeout)
+            print(json.dumps({name: result}), file=sys.stderr)
+            conn.execute(f"DROP MATERIALIZED VIEW IF EXISTS nexmark_{name}")
     return out
+
+
+def _backfill(conn: psycopg.Connection, name: str, timeout: float) -> dict:
+    mv = f"nexmark_{name}"
+    start = time.perf_counter()
+    try:
+        conn.execute(f"CREATE MATERIALIZED VIEW {mv} AS {QUERIES[name]}")
+    except psycopg.Error as e:
+        return {"error": _error(e)}
+    progress = None
+    while time.perf_counter() - start < timeout:
+        jobs = [j for j in conn.execute("SHOW JOBS").fetchall() if f" {mv} " in f" {j[1]} "]
+        if not jobs:
+            elapsed = time.perf_counter() - start
+            rows = conn.execute(f"SELECT count(*) FROM {mv}").fetchone()
+            return {"backfill_s": round(elapsed, 2), "mv_rows": rows[0] if rows else None}
+        progress = jobs[0][3]
+        time.sleep(0.5)
+    return {"timeout_s": timeout, "progress_at_timeout": progress}
 
 
 def spark_phase(names: list[str], events: int, work: Path) -> dict:
@@ -197,9 +212,11 @@ def summarize(result: dict, names: list[str]) -> dict[str, dict]:
         b, s, r = backfill.get(name, {}), spark.get(name, {}), rate.get(name, {})
         if "backfill_s" in b:
             row["backfill_s"] = b["backfill_s"]
+        elif "timeout_s" in b:  # cancelled unfinished: the progress it had made
+            row["backfill_s"] = f"> {b['timeout_s']:g} ({b['progress_at_timeout']})"
         if "spark_batch_s" in s:
             row["spark_batch_s"] = s["spark_batch_s"]
-        if "backfill_s" in row and "spark_batch_s" in row:
+        if "backfill_s" in b and "spark_batch_s" in row:
             row["ratio"] = round(row["backfill_s"] / max(row["spark_batch_s"], 0.01), 2)
             row["rows_match"] = b.get("mv_rows") == s.get("spark_rows")
         if "sustained_events_per_s" in r:
@@ -235,6 +252,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10, help="seconds per rate step")
     parser.add_argument("--skip-rate", action="store_true")
     parser.add_argument("--skip-backfill", action="store_true")
+    parser.add_argument("--timeout", type=float, default=1800,
+                        help="seconds a backfill may run before it is cancelled and reported unfinished")
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (and the playground's log)")
     args = parser.parse_args()
@@ -260,7 +279,7 @@ def main() -> None:
         if not args.skip_rate:
             result["sustained_rate"] = rate_phase(dsn, meta_port, names, rates, args.seconds, interval)
         if not args.skip_backfill:
-            result["backfill"] = backfill_phase(dsn, names, events)
+            result["backfill"] = backfill_phase(dsn, names, events, args.timeout)
     finally:
         stop_playground(proc)
     try:
