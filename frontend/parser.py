@@ -118,7 +118,10 @@ def parse_statement(text: str) -> Statement:
     if first == "SHOW" and len(head) == 2 and head[1] == "PROCESSLIST":
         return ShowProcesslistStmt()
     if first == "SHOW":
-        return ShowStmt(tuple(_unquote(w).lower() for w in words[1:]))
+        like = None
+        if len(words) >= 4 and words[-2].upper() == "LIKE" and words[-1].startswith("'"):
+            like, words = _unquote(words[-1]), words[:-2]
+        return ShowStmt(tuple(_unquote(w).lower() for w in words[1:]), like)
     if first == "KILL":
         m = re.fullmatch(r"\s*KILL\s+'?(?:\d+:)?(\d+)'?\s*", text, re.IGNORECASE)
         if not m:

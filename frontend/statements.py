@@ -15,6 +15,7 @@ from risingspark.users import Action, UserChange
 @dataclass(frozen=True)
 class ShowStmt:
     words: tuple[str, ...]  # lower-cased, e.g. ("jobs",), ("materialized", "views"), ("search_path",)
+    like: str | None = None  # ``SHOW TABLES LIKE 'pattern'``: the pattern as written
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,22 @@ def _table_is_visible(args: list[exp.Expression], ctx: RewriteContext) -> exp.Ex
     return exp.In(this=args[0], expressions=[exp.Literal.number(o) for o in oids])
 
 
+def _function_is_visible(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
+    """User-defined functions ``pg_function_is_visible``: in a schema of the search path, and the
+    first there with their name and argument types (built-in functions are not in `pg_proc`)."""
+    schema_names = {s.id: s.name for s in ctx.sys.schemas()}
+    functions = [f for f in ctx.sys.snapshot.functions.values() if f.database_id == ctx.sys.database_id]
+    seen: set[tuple] = set()
+    oids: list[int] = []
+    for schema in ctx.sys.search_path:
+        here = [f for f in functions if schema_names.get(f.schema_id) == schema]
+        oids += [f.id for f in here if (f.name, f.arg_types) not in seen]
+        seen |= {(f.name, f.arg_types) for f in here}
+    if not oids:
+        return exp.false()
+    return exp.In(this=args[0], expressions=[exp.Literal.number(o) for o in sorted(oids)])
+
+
 def _viewdef(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
     defs = {r.id: f" {view_query(r.definition)};" for r in ctx.sys.relations() if r.kind.value != "table"}
     arg = literal_value(args[0])
@@ -198,6 +214,19 @@ def _col_description(args: list[exp.Expression], ctx: RewriteContext) -> exp.Exp
     return _description(args, ctx, PG_CLASS_OID, args[1])
 
 
+def function_arguments(f) -> str:
+    """PostgreSQL's ``pg_get_function_arguments``: ``s character varying, integer`` (unnamed
+    arguments by type alone)."""
+    return ", ".join(t.display() if n.startswith("$") else f"{n} {t.display()}" for n, t in zip(f.arg_names, f.arg_types))
+
+
+def _by_function(args: list[exp.Expression], ctx: RewriteContext, text: Callable) -> exp.Expression:
+    """A ``pg_get_function_*(oid)`` call: the text for each user-defined function of the database
+    (`pg_proc` lists only those), NULL for any other oid."""
+    functions = sorted(ctx.sys.snapshot.functions.values(), key=lambda f: f.id)
+    return _case(args[0], {f.id: text(f) for f in functions if f.database_id == ctx.sys.database_id})
+
+
 def _to_regtype(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:
     name = literal_value(args[0])
     if name is NotImplemented:
@@ -244,6 +273,7 @@ BUILDERS: dict[str, Builder] = {
     "current_setting": _current_setting,
     "pg_get_userbyid": _userbyid,
     "pg_table_is_visible": _table_is_visible,
+    "pg_function_is_visible": _function_is_visible,
     "format_type": _macro("rs_format_type", 2),
     "quote_ident": _macro("rs_quote_ident", 1),
     "pg_encoding_to_char": _macro("rs_encoding_to_char", 1),
@@ -270,13 +300,15 @@ BUILDERS: dict[str, Builder] = {
     "pg_table_size": _const(0),
     "pg_indexes_size": _const(0),
     **{name: _const(True) for name in (
-        "pg_type_is_visible", "pg_function_is_visible", "pg_collation_is_visible", "pg_opclass_is_visible",
+        "pg_type_is_visible", "pg_collation_is_visible", "pg_opclass_is_visible",
         "pg_operator_is_visible", "pg_conversion_is_visible", "pg_opfamily_is_visible", "pg_has_role",
         "has_column_privilege",
         "has_any_column_privilege", "has_function_privilege", "has_sequence_privilege",
         "has_tablespace_privilege", "has_type_privilege")},
+    "pg_get_function_result": lambda args, ctx: _by_function(args, ctx, lambda f: f.return_type.display()),
+    "pg_get_function_arguments": lambda args, ctx: _by_function(args, ctx, function_arguments),
+    "pg_get_function_identity_arguments": lambda args, ctx: _by_function(args, ctx, function_arguments),
     **{name: _NULL_TEXT for name in (
-        "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
         "pg_get_ruledef", "pg_get_triggerdef", "pg_get_partkeydef", "pg_get_partition_constraintdef",
         "pg_get_statisticsobjdef_columns", "pg_get_serial_sequence", "pg_get_functiondef")},
 }

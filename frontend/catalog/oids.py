@@ -32,6 +32,9 @@ PG_NAMESPACE_OID = 120
 PG_TYPE_OID = 121
 PG_DATABASE_OID = 122
 PG_PROC_OID = 128
+# `pg_language` rows of the languages user-defined functions are written in (PostgreSQL's
+# procedural languages get oids from the range its extensions use)
+LANGUAGE_OIDS = {"javascript": 13_600}
 
 # The index behind a table's primary key has no relation of its own; its OID is derived from the
 # table's (`pg_index.indexrelid`, `pg_constraint.conindid`, `pg_constraint.oid`).

@@ -1,7 +1,8 @@
 """`pg_catalog` tables that are not about relations: namespaces, types, databases, roles, settings,
 sessions, and the (mostly empty) tables clients join while describing objects.
 
-`pg_proc` is empty: RisingSpark has no user-defined functions yet, and ``\\df`` lists none.
+`pg_proc` holds the database's user-defined functions (built-in functions are not listed, so ``\\df``
+shows what users created, as it does on PostgreSQL, which hides `pg_catalog`'s).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from frontend.catalog.oids import (
     DEFAULT_COLLATION_OID,
     DEFAULT_TABLESPACE_OID,
     HEAP_AM_OID,
+    LANGUAGE_OIDS,
     PG_CATALOG_OID,
     PG_DATABASE_OID,
     PG_NAMESPACE_OID,
@@ -32,6 +34,21 @@ from risingspark.users import ObjectType
 def _pg_namespace(ctx: SystemContext) -> list[tuple]:
     rows = [(oid, name, ROOT_OID, None) for name, oid in SYSTEM_NAMESPACES.items()]
     return rows + [(s.id, s.name, s.owner, acl(ctx, s.id, s.owner, ObjectType.SCHEMA)) for s in ctx.schemas()]
+
+
+def _pg_proc(ctx: SystemContext) -> list[tuple]:
+    """One row per user-defined function of the database: a plain function (``prokind`` f), volatile,
+    called on NULL input (not strict), in the language it was written in (`pg_language`)."""
+    out = []
+    for f in sorted(ctx.snapshot.functions.values(), key=lambda f: f.id):
+        if f.database_id != ctx.database_id:
+            continue
+        names = [n if not n.startswith("$") else "" for n in f.arg_names]
+        out.append((f.id, f.name, f.schema_id, f.owner, LANGUAGE_OIDS.get(f.language, 0), 100.0, 0.0, 0, "-", "f",
+                    False, False, False, False, "v", "u", len(f.arg_types), 0, f.return_type.oid,
+                    [t.oid for t in f.arg_types], None, None, names if any(names) else None, None, None, f.body,
+                    None, None, None, None))
+    return out
 
 
 def _pg_type(ctx: SystemContext) -> list[tuple]:
@@ -181,7 +198,7 @@ TABLES = [
                 "proleakproof bool, proisstrict bool, proretset bool, provolatile char, proparallel char, "
                 "pronargs int2, pronargdefaults int2, prorettype oid, proargtypes oid[], proallargtypes oid[], "
                 "proargmodes char[], proargnames text[], proargdefaults text, protrftypes oid[], prosrc text, "
-                "probin text, prosqlbody text, proconfig text[], proacl text[]"),
+                "probin text, prosqlbody text, proconfig text[], proacl text[]", _pg_proc),
     SystemTable("pg_catalog", "pg_tablespace", 129, "oid oid, spcname name, spcowner oid, spcacl text[], spcoptions text[]",
                 lambda ctx: [(DEFAULT_TABLESPACE_OID, "pg_default", ROOT_OID, None, None),
                              (1664, "pg_global", ROOT_OID, None, None)]),
@@ -198,7 +215,8 @@ TABLES = [
                 "laninline oid, lanvalidator oid, lanacl text[]",
                 lambda ctx: [(12, "internal", ROOT_OID, False, False, 0, 0, 0, None),
                              (13, "c", ROOT_OID, False, False, 0, 0, 0, None),
-                             (14, "sql", ROOT_OID, False, True, 0, 0, 0, None)]),
+                             (14, "sql", ROOT_OID, False, True, 0, 0, 0, None),
+                             (LANGUAGE_OIDS["javascript"], "javascript", ROOT_OID, True, True, 0, 0, 0, None)]),
     SystemTable("pg_catalog", "pg_stat_activity", 140,
                 "datid oid, datname name, pid int4, leader_pid int4, usesysid oid, usename name, "
                 "application_name text, client_addr text, client_hostname text, client_port int4, "

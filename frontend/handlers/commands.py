@@ -4,6 +4,7 @@ PROCESSLIST, KILL, CREATE SCHEMA and COMMENT ON."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from risingspark.errors import (
     InvalidParameterValue,
     InvalidSchemaName,
     ObjectInUse,
+    SyntaxError_,
     UndefinedColumn,
     UndefinedObject,
     UndefinedTable,
@@ -55,6 +57,8 @@ def show(session: Session, stmt: ShowStmt) -> StatementResult:
     what = " ".join(words)
     snap = session.frontend.meta.catalog_snapshot()
     reader = session.catalog_reader()
+    if stmt.like is not None and words[:1] not in (("tables",), ("views",), ("materialized",), ("functions",)):
+        raise FeatureNotSupported(f"SHOW {what.upper()} LIKE")
     if what == "jobs":
         rows = [(p.ddl_id, p.ddl_statement, p.create_type, p.progress)
                 for p in session.frontend.meta.ddl_progress() if _in_db(snap, p.ddl_id, reader.database.id)]
@@ -67,8 +71,10 @@ def show(session: Session, stmt: ShowStmt) -> StatementResult:
         rest = words[2:] if kind is RelationKind.MATERIALIZED_VIEW else words[1:]
         schema_id = reader.schema_id(rest[1]) if len(rest) == 2 and rest[0] == "from" else reader.current_schema_id()
         names = sorted(r.name for r in snap.relations.values() if r.kind is kind and r.schema_id == schema_id
-                       and r.status is JobStatus.CREATED)
+                       and r.status is JobStatus.CREATED and _like(stmt.like, r.name))
         return _text_result(f"SHOW {len(names)}", ["Name"], [(n,) for n in names])
+    if words and words[0] == "functions":
+        return _show_functions(snap, reader, words[1:], stmt.like)
     if what in ("parameters",):
         params: list[tuple] = list(session.frontend.meta.params.describe())
         return StatementResult(f"SHOW {len(params)}", [ColumnDesc("Name", VARCHAR.oid), ColumnDesc("Value", VARCHAR.oid),
@@ -83,6 +89,33 @@ def show(session: Session, stmt: ShowStmt) -> StatementResult:
         column = "transaction_isolation" if spec.name == "transaction_isolation" else name
         return _text_result("SHOW", [column], [(value,)])
     raise FeatureNotSupported("SHOW needs a name")
+
+
+def _show_functions(snap, reader, rest: tuple[str, ...], like: str | None) -> StatementResult:
+    """``SHOW FUNCTIONS [FROM schema] [LIKE pattern]``: the schema's user-defined functions, with
+    RisingWave's columns (``Link`` is a remote function's server: none for an embedded language)."""
+    if rest and (len(rest) != 2 or rest[0] != "from"):
+        raise SyntaxError_(f'syntax error at or near "{rest[0]}"')
+    schema_id = reader.schema_id(rest[1]) if rest else reader.current_schema_id()
+    functions = sorted((f for f in snap.functions.values() if f.schema_id == schema_id and _like(like, f.name)),
+                       key=lambda f: (f.name, f.id))
+    rows = [(f.name, ", ".join(t.display() for t in f.arg_types), f.return_type.display(), f.language, None)
+            for f in functions]
+    return _text_result(f"SHOW {len(rows)}", ["Name", "Arguments", "Return Type", "Language", "Link"], rows)
+
+
+def _like(pattern: str | None, name: str) -> bool:
+    """PostgreSQL's ``name LIKE pattern`` (``%``, ``_``, ``\\`` escapes the next character); no
+    pattern matches every name."""
+    if pattern is None:
+        return True
+    out, chars = [], iter(pattern)
+    for c in chars:
+        if c == "\\":
+            out.append(re.escape(next(chars, "\\")))
+        else:
+            out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return re.fullmatch("".join(out), name, re.DOTALL) is not None
 
 
 def _in_db(snap, rel_id: int, database_id: int) -> bool:

@@ -114,6 +114,25 @@ def test_schemas_databases_roles_functions(playground: PlaygroundProcess, shop: 
     assert df[0].strip() == "List of functions" and df[-2] == "(0 rows)"
 
 
+def test_df_lists_functions_as_postgres_does(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    """\\df of JavaScript functions prints what PostgreSQL prints for functions of the same
+    signatures (SQL ones there): only those on the search path."""
+    schema = unique_name("psqlfn")
+    signatures = ["count_char(s varchar, c varchar) RETURNS int", "twice(double precision) RETURNS double precision"]
+    with playground.connect() as c, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        pg.execute(f"CREATE SCHEMA {schema}")
+        c.execute(f"CREATE SCHEMA {schema}")
+        for sig in signatures:
+            c.execute(f"CREATE FUNCTION {schema}.{sig} LANGUAGE javascript AS $$ return null; $$")
+            pg.execute(f"CREATE FUNCTION {schema}.{sig} LANGUAGE sql AS $$ SELECT null $$")
+    ours = psql(playground, schema, "-c", r"\df").stdout
+    env = {**os.environ, "PGOPTIONS": f"-c search_path={schema}"}
+    theirs = subprocess.run(["psql", "-X", "-d", oracle_dsn, "-c", r"\df"], env=env, capture_output=True, text=True,
+                            timeout=60, check=True).stdout
+    assert ours == theirs and "count_char" in ours
+    assert psql(playground, None, "-c", r"\df").stdout.count(schema) == 0  # not on the search path
+
+
 def test_timing_expanded_notices_and_errors(playground: PlaygroundProcess, shop: str) -> None:
     out = psql(playground, shop, "-f", "-", input="\\timing on\nselect count(*) from orders;\n")
     assert out.stdout.startswith("Timing is on.\n count \n-------\n     2\n(1 row)\n\nTime: ")
