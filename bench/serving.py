@@ -14,7 +14,13 @@ once (one client thread each), as fast as they can:
 Reported: statements per second on each system and the ratio RisingSpark / PostgreSQL (the issue's
 goals: ≥ 0.5× for the first two, ≥ 0.3× for the INSERT).
 
-Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--out result.json]``
+``--load N`` runs the statements while a writer inserts N rows/s into another table (on RisingSpark,
+one with a materialized view of an aggregate over it): the streaming work a serving path shares its
+process with. ``--switch-intervals 5,0.5`` runs RisingSpark once per interpreter switch interval
+(the playground's ``--switch-interval-ms``, each in a fresh playground), the first the baseline.
+
+Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--load 0]
+[--switch-intervals 5] [--out result.json]``
 """
 
 from __future__ import annotations
@@ -101,33 +107,90 @@ def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bo
     return out
 
 
+class LoadWriter:
+    """Inserts `rows_per_s` rows a second into ``load_src`` (in batches every 100 ms) until stopped; on
+    RisingSpark an MV aggregates them, so every barrier carries streaming work."""
+
+    def __init__(self, dsn: str, rows_per_s: int, *, mv: bool) -> None:
+        self.dsn, self.batch, self.mv = dsn, max(1, rows_per_s // 10), mv
+        self.stop = threading.Event()
+        self.rows = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LoadWriter:
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            c.execute("CREATE TABLE load_src (id BIGINT PRIMARY KEY, g INT, v INT)")
+            if self.mv:
+                c.execute("CREATE MATERIALIZED VIEW load_mv AS SELECT g, count(*) AS n, sum(v) AS s "
+                          "FROM load_src GROUP BY g")
+        self.started = time.perf_counter()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            next_at = time.perf_counter()
+            while not self.stop.is_set():
+                lo = self.rows + 1
+                c.execute("INSERT INTO load_src SELECT i, i % 100, i % 7 FROM generate_series(%s::bigint, %s::bigint) "
+                          "AS s(i)", (lo, lo + self.batch - 1))
+                self.rows += self.batch
+                next_at += 0.1
+                self.stop.wait(max(0.0, next_at - time.perf_counter()))
+
+
+def measure(dsn: str, args: argparse.Namespace, *, ours: bool) -> dict[str, float]:
+    if not args.load:
+        return workload(dsn, args.rows, args.seconds, args.connections, flush=ours)
+    with LoadWriter(dsn, args.load, mv=ours) as writer:
+        out = workload(dsn, args.rows, args.seconds, args.connections, flush=ours)
+        out["load_rows_per_s"] = writer.rows / (time.perf_counter() - writer.started)  # what the writer achieved
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--load", type=int, default=0, help="rows/s a writer inserts meanwhile (0: none)")
+    parser.add_argument("--switch-intervals", default="5",
+                        help="comma-separated playground switch intervals in ms, one run each; the first is the baseline")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+    intervals = [float(x) for x in args.switch_intervals.split(",")]
     db = f"bench_serving_{os.getpid()}"
-    proc, port, _ = start_playground(work / "data", [])
+    runs = {}
+    for interval in intervals:
+        work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+        proc, port, _ = start_playground(work / "data", ["--switch-interval-ms", str(interval)])
+        try:
+            runs[interval] = measure(f"host=127.0.0.1 port={port} user=root dbname=dev", args, ours=True)
+        finally:
+            stop_playground(proc)
+            shutil.rmtree(work, ignore_errors=True)
     try:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
             admin.execute(f'CREATE DATABASE "{db}"')
-        ours = workload(f"host=127.0.0.1 port={port} user=root dbname=dev", args.rows, args.seconds,
-                        args.connections, flush=True)
-        pg = workload(f"host=127.0.0.1 port=5432 user=postgres dbname={db}", args.rows, args.seconds,
-                      args.connections, flush=False)
+        pg = measure(f"host=127.0.0.1 port=5432 user=postgres dbname={db}", args, ours=False)
     finally:
-        stop_playground(proc)
-        shutil.rmtree(work, ignore_errors=True)
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    ours = runs[intervals[0]]
     result = {"machine": {"cores": os.cpu_count()}, "rows": args.rows, "seconds": args.seconds,
-              "connections": args.connections,
+              "connections": args.connections, "load_rows_per_s": args.load, "switch_interval_ms": intervals[0],
               "statements_per_s": {k: {"risingspark": round(ours[k]), "postgresql": round(pg[k]),
                                        "ratio": round(ours[k] / pg[k], 3)} for k in ours}}
+    for interval in intervals[1:]:  # each against the baseline interval, in the same script
+        other = runs[interval]
+        result[f"switch_interval_{interval:g}ms"] = {
+            k: {"risingspark": round(other[k]), "vs_baseline": round(other[k] / ours[k], 3),
+                "vs_postgresql": round(other[k] / pg[k], 3)} for k in other}
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 
 from risingspark.config import FrontendConfig, advertised
 
@@ -27,6 +28,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
     from risingspark.runtime import HttpServer, health_app
     from risingspark.storage.object_store import ObjectStore
 
+    sys.setswitchinterval(cfg.switch_interval_ms / 1000)
     http = None
     if cfg.metrics_port:
         http = HttpServer(health_app("RisingSpark frontend"), cfg.host, cfg.metrics_port, "frontend-http")

@@ -76,6 +76,7 @@ class Playground:
         from risingspark.storage.object_store import ObjectStore
 
         cfg = self.cfg
+        sys.setswitchinterval(cfg.switch_interval_ms / 1000)
         Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
         store = ObjectStore(cfg.resolved_object_store_url())
         # One meta per meta store: not while a `risingspark meta` or another playground uses it.

@@ -24,6 +24,9 @@ _STATE_CACHE_HELP = ("memory of the stateful executors' caches of state rows on 
                      "by its Spark cores")
 _MAX_CONNECTIONS_HELP = ("client connections the frontend serves at once; one more gets PostgreSQL's FATAL 53300 "
                          "(0: no limit)")
+_SWITCH_INTERVAL_HELP = ("how long, in ms, a Python thread runs before another waiting for the interpreter may take "
+                         "over (sys.setswitchinterval): the latency a client's statement waits behind streaming "
+                         "work in the same process")
 _BLOCK_CACHE_HELP = "block cache of decoded SST blocks on the compute node, in MiB, shared by its Spark cores"
 
 
@@ -98,6 +101,7 @@ class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings,
                              "must authenticate with a password (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
+    switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
 
 
     def resolved_meta_store_url(self) -> str:
@@ -203,6 +207,7 @@ class FrontendConfig:
     auth_users: str = _f("", "users allowed to connect, as user:password[,user:password...] (empty: trust every user)")
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
+    switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
     log_level: str = _f("INFO", "logging level")
 
 
