@@ -124,7 +124,7 @@ def test_df_lists_functions_as_postgres_does(playground: PlaygroundProcess, orac
         c.execute(f"CREATE SCHEMA {schema}")
         for sig in signatures:
             c.execute(f"CREATE FUNCTION {schema}.{sig} LANGUAGE javascript AS $$ return null; $$")
-            pg.execute(f"CREATE FUNCTION {schema}.{sig} LANGUAGE sql AS $$ SELECT null $$")
+            pg.execute(f"CREATE FUNCTION {schema}.{sig} LANGUAGE sql AS $$ SELECT 1 $$")
     ours = psql(playground, schema, "-c", r"\df").stdout
     env = {**os.environ, "PGOPTIONS": f"-c search_path={schema}"}
     theirs = subprocess.run(["psql", "-X", "-d", oracle_dsn, "-c", r"\df"], env=env, capture_output=True, text=True,
