@@ -115,6 +115,7 @@ class LoadWriter:
         self.dsn, self.batch, self.mv = dsn, max(1, rows_per_s // 10), mv
         self.stop = threading.Event()
         self.rows = 0
+        self.error: Exception | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> LoadWriter:
@@ -130,13 +131,21 @@ class LoadWriter:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
+        if self.error is not None:
+            raise RuntimeError("the load writer failed") from self.error
 
     def _run(self) -> None:
+        try:
+            self._write()
+        except Exception as e:  # noqa: BLE001 - reported by __exit__, in the main thread
+            self.error = e
+
+    def _write(self) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as c:
             next_at = time.perf_counter()
             while not self.stop.is_set():
                 lo = self.rows + 1
-                c.execute("INSERT INTO load_src SELECT i, i % 100, i % 7 FROM generate_series(%s::bigint, %s::bigint) "
+                c.execute("INSERT INTO load_src SELECT i, mod(i, 100), mod(i, 7) FROM generate_series(%s::bigint, %s::bigint) "
                           "AS s(i)", (lo, lo + self.batch - 1))
                 self.rows += self.batch
                 next_at += 0.1
