@@ -300,6 +300,10 @@ def drop_schema(session: Session, ast: exp.Drop) -> StatementResult:
             for rel in sorted(meta.catalog_snapshot().relations.values(), key=lambda r: r.id):
                 if rel.schema_id == schema.id and rel.id in meta.catalog_snapshot().relations:
                     drop_with_indexes(session, rel, cascade=True)
+            # then its functions (a view elsewhere that calls one still blocks the DROP: 2BP01)
+            for fn in sorted(meta.catalog_snapshot().functions.values(), key=lambda f: f.id):
+                if fn.schema_id == schema.id:
+                    meta.functions.drop_function(session.user_id, fn.id)
         meta.drop_schema(schema.id)
     return StatementResult("DROP_SCHEMA", notices=notices)
 

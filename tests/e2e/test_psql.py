@@ -131,6 +131,12 @@ def test_df_lists_functions_as_postgres_does(playground: PlaygroundProcess, orac
                             timeout=60, check=True).stdout
     assert ours == theirs and "count_char" in ours
     assert psql(playground, None, "-c", r"\df").stdout.count(schema) == 0  # not on the search path
+    with playground.connect() as c:
+        ids = [r[0] for r in c.execute("SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                                       "WHERE n.nspname = %s", (schema,)).fetchall()]
+        assert len(ids) == 2
+        c.execute(f"DROP SCHEMA {schema} CASCADE")  # its functions go with it, as on PostgreSQL
+        assert c.execute(f"SELECT count(*) FROM pg_proc WHERE oid IN ({ids[0]}, {ids[1]})").fetchone() == (0,)
 
 
 def test_timing_expanded_notices_and_errors(playground: PlaygroundProcess, shop: str) -> None:
