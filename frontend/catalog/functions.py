@@ -27,6 +27,7 @@ from risingspark.errors import UndefinedParameter
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
+    from risingspark.functions import FunctionCatalog
 
 SERVER_VERSION = "13.14.0"
 VERSION_TEXT = (f"PostgreSQL {SERVER_VERSION}-RisingSpark-0.1.0 on x86_64-pc-linux-gnu, compiled by Python, "
@@ -214,13 +215,15 @@ def _col_description(args: list[exp.Expression], ctx: RewriteContext) -> exp.Exp
     return _description(args, ctx, PG_CLASS_OID, args[1])
 
 
-def function_arguments(f) -> str:
+def function_arguments(f: FunctionCatalog) -> str:
     """PostgreSQL's ``pg_get_function_arguments``: ``s character varying, integer`` (unnamed
     arguments by type alone)."""
-    return ", ".join(t.display() if n.startswith("$") else f"{n} {t.display()}" for n, t in zip(f.arg_names, f.arg_types))
+    return ", ".join(t.display() if n.startswith("$") else f"{n} {t.display()}"
+                     for n, t in zip(f.arg_names, f.arg_types, strict=True))
 
 
-def _by_function(args: list[exp.Expression], ctx: RewriteContext, text: Callable) -> exp.Expression:
+def _by_function(args: list[exp.Expression], ctx: RewriteContext,
+                 text: Callable[[FunctionCatalog], str]) -> exp.Expression:
     """A ``pg_get_function_*(oid)`` call: the text for each user-defined function of the database
     (`pg_proc` lists only those), NULL for any other oid."""
     functions = sorted(ctx.sys.snapshot.functions.values(), key=lambda f: f.id)
