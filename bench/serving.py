@@ -115,6 +115,7 @@ class LoadWriter:
         self.dsn, self.batch, self.mv = dsn, max(1, rows_per_s // 10), mv
         self.stop = threading.Event()
         self.rows = 0
+        self.started = 0.0  # when the writing began (set on entry)
         self.error: Exception | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 

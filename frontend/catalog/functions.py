@@ -145,7 +145,7 @@ def _function_is_visible(args: list[exp.Expression], ctx: RewriteContext) -> exp
     """User-defined functions ``pg_function_is_visible``: in a schema of the search path, and the
     first there with their name and argument types (built-in functions are not in `pg_proc`)."""
     schema_names = {s.id: s.name for s in ctx.sys.schemas()}
-    functions = [f for f in ctx.sys.snapshot.functions.values() if f.database_id == ctx.sys.database_id]
+    functions = ctx.sys.functions()
     seen: set[tuple] = set()
     oids: list[int] = []
     for schema in ctx.sys.search_path:
@@ -226,8 +226,7 @@ def _by_function(args: list[exp.Expression], ctx: RewriteContext,
                  text: Callable[[FunctionCatalog], str]) -> exp.Expression:
     """A ``pg_get_function_*(oid)`` call: the text for each user-defined function of the database
     (`pg_proc` lists only those), NULL for any other oid."""
-    functions = sorted(ctx.sys.snapshot.functions.values(), key=lambda f: f.id)
-    return _case(args[0], {f.id: text(f) for f in functions if f.database_id == ctx.sys.database_id})
+    return _case(args[0], {f.id: text(f) for f in ctx.sys.functions()})
 
 
 def _to_regtype(args: list[exp.Expression], ctx: RewriteContext) -> exp.Expression:

@@ -40,9 +40,7 @@ def _pg_proc(ctx: SystemContext) -> list[tuple]:
     """One row per user-defined function of the database: a plain function (``prokind`` f), volatile,
     called on NULL input (not strict), in the language it was written in (`pg_language`)."""
     out = []
-    for f in sorted(ctx.snapshot.functions.values(), key=lambda f: f.id):
-        if f.database_id != ctx.database_id:
-            continue
+    for f in ctx.functions():
         names = [n if not n.startswith("$") else "" for n in f.arg_names]
         out.append((f.id, f.name, f.schema_id, f.owner, LANGUAGE_OIDS.get(f.language, 0), 100.0, 0.0, 0, "-", "f",
                     False, False, False, False, "v", "u", len(f.arg_types), 0, f.return_type.oid,

@@ -144,8 +144,7 @@ def _functions(ctx: SystemContext) -> list[tuple]:
     """The database's user-defined functions, as RisingWave lists them (``type`` udf, no ``link`` for
     an embedded language; the owner's privileges are implicit, so ``acl`` is empty)."""
     return [(f.id, f.name, f.schema_id, f.owner, "udf", [t.oid for t in f.arg_types], f.return_type.oid, f.language,
-             None, []) for f in sorted(ctx.snapshot.functions.values(), key=lambda f: f.id)
-            if f.database_id == ctx.database_id]
+             None, []) for f in ctx.functions()]
 
 
 def _depend(ctx: SystemContext) -> list[tuple]:

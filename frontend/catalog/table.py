@@ -92,6 +92,11 @@ class SystemContext:
         return sorted((s for s in self.snapshot.schemas.values() if s.database_id == self.database_id),
                       key=lambda s: s.id)
 
+    def functions(self) -> list[Any]:
+        """The database's user-defined functions (`risingspark.functions.FunctionCatalog`), by id."""
+        return sorted((f for f in self.snapshot.functions.values() if f.database_id == self.database_id),
+                      key=lambda f: f.id)
+
     def schema_name(self, rel: RelationCatalog) -> str:
         return self.snapshot.schemas[rel.schema_id].name
 
