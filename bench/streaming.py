@@ -2,11 +2,13 @@
 a job absorbs at 1 s barriers before barrier latency grows.
 
 For each workload the same upstream DML stream (new orders inserted, existing ones updated) is
-offered at increasing rates for ``--seconds`` each, and the run records the rate the writer achieved
-and the barrier latency (mean of ``risingspark_meta_barrier_duration_seconds`` over the step). A rate
-is *sustained* while the writer keeps up (≥ 90 % of the offered rate) and the mean barrier latency
-stays within 2x the latency at the lowest rate (plus one barrier interval): an epoch round has a
-fixed Spark cost, so the lowest rate, not an idle cluster, is the reference. Workloads:
+offered at increasing rates for ``--seconds`` each, and the run records the rate the writer achieved,
+the rate absorbed (written and reflected, up to the ``FLUSH`` closing the step) and the barrier
+latency (mean of ``risingspark_meta_barrier_duration_seconds`` over the step). The steps go on while
+the writer keeps up (≥ 90 % of the offered rate) and the mean barrier latency stays within 2x the
+latency at the lowest rate (plus one barrier interval): an epoch round has a fixed Spark cost, so
+the lowest rate, not an idle cluster, is the reference. The *sustained* rate is the highest absorbed
+rate of a step whose latency stayed bounded (``rate_steps``). Workloads:
 
 * ``table_only`` — the baseline: the DML stream into the table, no job reading it;
 * ``group_by`` — ``SELECT customer_id, count(*), sum(amount) FROM orders WHERE status <> ...
@@ -170,9 +172,15 @@ def rate_steps(dsn: str, meta_port: int, rates: list[int], seconds: float, inter
                writer: Callable[[int], PacedWriter], unit: str = "changes",
                bound: Callable[[float], float] | None = None) -> dict:
     """Offers each rate in turn for ``seconds`` (``writer(rate)`` makes the step's writer), with a
-    ``FLUSH`` after each step, and stops at the first rate not sustained: the writer achieved < 90 %
-    of it, or the mean barrier latency over the step exceeded ``bound(latency at the lowest rate)``
-    (by default 2x the latency at the lowest rate plus one barrier interval)."""
+    ``FLUSH`` after each step, and stops at the first rate the writer could not keep (< 90 % of it)
+    or whose mean barrier latency exceeded ``bound(latency at the lowest rate)`` (by default 2x the
+    latency at the lowest rate plus one barrier interval).
+
+    A step's *absorbed* rate is its units over the writer's time plus the closing ``FLUSH``'s: the
+    rate at which changes were both written and reflected in every job. The sustained figure is the
+    highest absorbed rate of a step whose latency stayed bounded, the last step included: a writer
+    that reaches 85 % of an offer on two shared cores still shows what the job absorbed, where a
+    pass/fail on 90 % would report the step before (the figure would decide on noise)."""
     steps: list[dict] = []
     sustained = 0
     for rate in rates:
@@ -186,19 +194,24 @@ def rate_steps(dsn: str, meta_port: int, rates: list[int], seconds: float, inter
         h1 = barrier_histogram(meta_port)
         latency = (h1["sum"] - h0["sum"]) / max(h1["count"] - h0["count"], 1) * 1000
         achieved = w.changes / w.elapsed
+        absorbed = w.changes / (w.elapsed + flush)
         # the first (lowest) rate sets the latency that later steps may not outgrow
         low = steps[0]["mean_barrier_latency_ms"] if steps else latency
         max_latency = bound(low) if bound else 2 * low + interval
-        ok = achieved >= 0.9 * rate and latency <= max_latency
+        bounded = latency <= max_latency
+        kept_up = achieved >= 0.9 * rate
         p99 = quantile_bound_ms(h0, h1, 0.99)
         steps.append({f"offered_{unit}_per_s": rate, f"achieved_{unit}_per_s": round(achieved),
+                      f"absorbed_{unit}_per_s": round(absorbed),
                       "mean_barrier_latency_ms": round(latency),
                       "p99_barrier_latency_ms_at_most": None if p99 is None else round(p99),
                       "barriers": int(h1["count"] - h0["count"]), "flush_s": round(flush, 2),
-                      "max_barrier_latency_ms": round(max_latency), "sustained": ok})
-        if not ok:
+                      "max_barrier_latency_ms": round(max_latency), "latency_bounded": bounded,
+                      "writer_kept_up": kept_up})
+        if bounded:
+            sustained = max(sustained, round(absorbed))
+        if not (bounded and kept_up):
             break
-        sustained = round(achieved)
     return {"barrier_interval_ms": interval, "steps": steps, f"sustained_{unit}_per_s": sustained}
 
 
