@@ -3,34 +3,66 @@ by one transaction (one commit, one fsync of the meta store), as PostgreSQL's WA
 commit records of every backend waiting at once.
 
 A statement's rows are durable, and the statement acknowledged, once meta recorded its batch
-(`meta.service.MetaService.submit_dml_batches`); the contract is unchanged. The algorithm (leader
-and followers, no timer): a writer appends its batch to the pending list; if no commit is running it
-becomes the leader: it takes every pending batch, records them in one call, hands each writer its
-receipt (or the error: a failed commit fails every statement of its group) and wakes them. Writers that arrive while a commit runs wait for it to end;
-then one of them leads the next commit, for all of them. One writer alone waits for no one: its
-commit starts at once, as before.
+(`meta.service.MetaService.submit_dml_batches`). The algorithm (leader and followers, no timer): a
+writer appends its batch to the pending list; if no commit is running it becomes the leader: it takes
+every pending batch, records them in one call, hands each writer its receipt (or the error: a failed
+commit fails every statement of its group) and wakes them. Writers that arrive while a commit runs
+wait for it to end; then one of them leads the next commit, for all of them. One writer alone waits
+for no one: its commit starts at once.
+
+A batch is a file the statement wrote (`submit`: a big statement writes its own files, in parallel
+with others') or rows held in memory (`submit_rows`: a small statement's, at most `MEMORY_ROWS`),
+which the commit writes: each run of consecutive in-memory batches of one table becomes one file, so
+a group of single-row INSERTs costs one file and one meta transaction, not one of each per statement.
+
+**Asynchronous commit** (``SET synchronous_commit = off``, PostgreSQL's setting with PostgreSQL's
+meaning): the statement returns once its rows are queued; a flusher thread commits the queue as a
+leader would — at once when no commit runs, else right after the running one. The rows become visible
+at the first checkpoint after that commit, as every write's. What a crash of the frontend can lose is
+what was queued and not yet committed (one commit's worth of acknowledged statements; each whole or
+not at all), exactly the risk PostgreSQL documents for the setting. A failed commit is retried (the
+queued rows stay queued, in order, and the error is logged); ``FLUSH`` and ``rw_implicit_flush`` first
+wait for the queue (`drain`), and fail with the commit's error when one fails meanwhile. The queue is
+bounded (`MAX_QUEUED_ROWS`): past it a writer waits for the flusher, so a stalled meta store slows
+the writers down rather than filling the frontend's memory. Order is kept: every batch, synchronous or
+not, goes through the one pending list, and a commit takes it whole.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import Histogram
+import pyarrow as pa
+from prometheus_client import Gauge, Histogram
 
 from risingspark.barrier import DmlReceipt
+from risingspark.storage.object_store import ObjectStore
+
+logger = logging.getLogger(__name__)
 
 GROUP_SIZE = Histogram("risingspark_frontend_dml_group_commit_batches", "DML batches recorded by one commit to meta",
-                       buckets=(1, 2, 4, 8, 16, 32, 64, 128))
+                       buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 1024))
+QUEUED_ROWS = Gauge("risingspark_frontend_dml_queued_rows",
+                    "Rows of asynchronously committed statements not yet recorded by meta")
+
+MEMORY_ROWS = 4096  # a statement of at most this many rows hands them to the commit, which writes the file
+MAX_QUEUED_ROWS = 1 << 20  # asynchronous commit: writers wait past this many queued rows
+RETRY_S = (0.05, 2.0)  # asynchronous commit: first and longest wait before retrying a failed commit
 
 
 @dataclass(eq=False)
 class _Batch:
     table_id: int
-    path: str
     rows: int
+    path: str | None = None  # the file the statement wrote; None: `data`, which the commit writes
+    data: pa.Table | None = None
+    waits: bool = True  # a statement waits for the commit (False: asynchronous commit)
     receipt: DmlReceipt | None = None
     error: BaseException | None = None
     done: bool = field(default=False)
@@ -39,18 +71,84 @@ class _Batch:
 class GroupCommit:
     """Records DML batches in meta, concurrent ones in one call (see the module doc)."""
 
-    def __init__(self, meta: Any) -> None:
-        self._meta = meta
+    def __init__(self, meta: Any, store: ObjectStore | None = None) -> None:
+        self._meta, self._store = meta, store
         self._cond = threading.Condition()
         self._pending: list[_Batch] = []
         self._committing = False
+        self._appended = 0  # batches ever appended to the pending list
+        self._finished = 0  # of them, those whose commit ended (recorded, or failed and reported)
+        self._queued_rows = 0  # rows of asynchronous batches not yet recorded
+        self._stalled: dict[int, bool] = {}  # by table: the last commit's write-stall flag
+        self._failures = 0  # failed commits of asynchronous batches
+        self._last_error: BaseException | None = None  # the last one's error
+        self._flusher: threading.Thread | None = None
+        self._closed = False
 
     def submit(self, table_id: int, path: str, rows: int) -> DmlReceipt:
         """Record one batch (already in the object store); returns once it is durable."""
-        mine = _Batch(table_id, path, rows)
+        return self._wait_for(_Batch(table_id, rows, path=path))
+
+    def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
+        """Record the rows `data` (at most `MEMORY_ROWS`), written by the commit. Durable: returns
+        the receipt once they are. Not: returns None once they are queued (asynchronous commit)."""
+        batch = _Batch(table_id, data.num_rows, data=data, waits=durable)
+        if durable:
+            return self._wait_for(batch)
+        with self._cond:
+            while self._queued_rows >= MAX_QUEUED_ROWS and not self._closed:
+                self._cond.wait()
+            self._append(batch)
+            self._queued_rows += batch.rows
+            QUEUED_ROWS.set(self._queued_rows)
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
+                self._flusher.start()
+            self._cond.notify_all()
+        return None
+
+    def stalled(self, table_id: int) -> bool:
+        """Whether the last commit of a batch of `table_id` found its writes held (a write stall):
+        an asynchronously committed statement, which gets no receipt, waits on this."""
+        return self._stalled.get(table_id, False)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until every batch appended before the call is recorded (``FLUSH``). Raises the error
+        of a commit of queued batches that fails meanwhile (the flusher retries it within
+        `RETRY_S[1]`), TimeoutError past `timeout`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target, failures = self._appended, self._failures
+            while self._finished < target:
+                if self._failures > failures:  # a commit tried since the call failed (not an older one)
+                    assert self._last_error is not None
+                    raise copy.copy(self._last_error)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError("queued DML batches were not recorded in time")
+                self._cond.wait(left)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Record what is queued (waiting at most `timeout`), then stop the flusher."""
+        try:
+            self.drain(timeout)
+        except Exception as e:  # noqa: BLE001 - closing: say what is lost, do not fail the shutdown
+            with self._cond:
+                lost = self._queued_rows
+            logger.error("closing with %d asynchronously committed rows not recorded: %s", lost, e)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # ---- the commit --------------------------------------------------------------------------------
+    def _append(self, batch: _Batch) -> None:
+        self._pending.append(batch)
+        self._appended += 1
+
+    def _wait_for(self, mine: _Batch) -> DmlReceipt:
         group: list[_Batch] = []
         with self._cond:
-            self._pending.append(mine)
+            self._append(mine)
             while not mine.done and self._committing:
                 self._cond.wait()
             if not mine.done:  # lead: commit everything pending, this batch included
@@ -63,17 +161,91 @@ class GroupCommit:
         assert mine.receipt is not None
         return mine.receipt
 
-    def _commit(self, group: list[_Batch]) -> None:
+    def _flush_queue(self) -> None:
+        """The flusher of asynchronously committed batches: leads a commit whenever batches are
+        pending and none runs; after a failed one, waits (doubling, up to `RETRY_S[1]`) and retries."""
+        backoff = RETRY_S[0]
+        while True:
+            with self._cond:
+                while not self._closed and (self._committing or not self._pending):
+                    self._cond.wait()
+                if self._closed:
+                    return
+                self._committing = True
+                group, self._pending = self._pending, []
+            if self._commit(group):
+                backoff = RETRY_S[0]
+            else:
+                time.sleep(backoff)
+                backoff = min(2 * backoff, RETRY_S[1])
+
+    def _commit(self, group: list[_Batch]) -> bool:
+        """Record `group` in one meta transaction; False when it failed (its asynchronous batches
+        are pending again, at the head, for the next commit)."""
         try:
-            receipts = self._meta.submit_dml_batches([(b.table_id, b.path, b.rows) for b in group])
-            for b, r in zip(group, receipts, strict=True):
-                b.receipt = r
-        except BaseException as e:  # every writer of the group gets the error
-            for b in group:
-                b.error = e
+            files, of_batch = self._files(group)
+            receipts = self._meta.submit_dml_batches(files)
+        except BaseException as e:  # every waiting writer of the group gets the error
+            retry = [b for b in group if not b.waits]
+            if retry:
+                logger.warning("recording %d asynchronously committed DML batches failed (retrying): %s",
+                               len(retry), e)
+            with self._cond:
+                for b in group:
+                    if b.waits:
+                        b.error, b.done = e, True
+                self._pending[:0] = retry
+                self._finished += len(group) - len(retry)
+                if retry:
+                    self._failures += 1
+                    self._last_error = e
+                self._committing = False
+                self._cond.notify_all()
+            return False
+        for b, k in zip(group, of_batch, strict=True):
+            b.receipt = receipts[k]
+            self._stalled[b.table_id] = receipts[k].stalled
         GROUP_SIZE.observe(len(group))
         with self._cond:
             for b in group:
                 b.done = True
+                if not b.waits:
+                    self._queued_rows -= b.rows
+            QUEUED_ROWS.set(self._queued_rows)
+            self._finished += len(group)
             self._committing = False
             self._cond.notify_all()
+        return True
+
+    def _files(self, group: list[_Batch]) -> tuple[list[tuple[int, str, int]], list[int]]:
+        """The files to record for `group` — each run of consecutive in-memory batches of one table
+        (with one schema) written as one file — and, per batch, the index of its file."""
+        files: list[tuple[int, str, int]] = []
+        of_batch: list[int] = []
+        run: list[_Batch] = []
+
+        def write_run() -> None:
+            if not run:
+                return
+            data = pa.concat_tables([b.data for b in run if b.data is not None])
+            path = f"dml/{run[0].table_id}/{uuid.uuid4().hex}.parquet"
+            assert self._store is not None, "in-memory DML batches need the object store"
+            self._store.write_parquet(path, data)
+            files.append((run[0].table_id, path, data.num_rows))
+            run.clear()
+
+        for b in group:
+            if b.data is None:
+                write_run()
+                assert b.path is not None
+                files.append((b.table_id, b.path, b.rows))
+            else:
+                head = run[0].data if run else None
+                if run and (run[0].table_id != b.table_id or head is None or not head.schema.equals(b.data.schema)):
+                    write_run()
+                run.append(b)
+                of_batch.append(len(files))
+                continue
+            of_batch.append(len(files) - 1)
+        write_run()
+        return files, of_batch

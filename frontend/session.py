@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, cast
 
@@ -111,7 +112,7 @@ class Frontend:
         self.key_pool = ThreadPoolExecutor(2, thread_name_prefix="frontend-key")
         self.password_method = password_method
         self.plans = PlanCache()
-        self.dml = GroupCommit(meta)
+        self.dml = GroupCommit(meta, store)
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()
 
@@ -134,6 +135,7 @@ class Frontend:
         return [s.info() for s in sessions]
 
     def close(self) -> None:
+        self.dml.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.key_pool.shutdown(wait=False, cancel_futures=True)
         self.engine.close()
@@ -294,9 +296,20 @@ class Session:
             if not stmts[0]:
                 return StatementResult("", empty=True)
             run.text = stmts[0]
-            stmt = parse_statement(run.text)
+            stmt = (params and self._plain_insert(key, params, run.text)) or parse_statement(run.text)
         run.kind = statement_kind(stmt)
         return self._dispatch(stmt)
+
+    @staticmethod
+    def _plain_insert(key: PlanKey, params: list[Any], typed: str) -> FastInsert | None:
+        """A parameterized ``INSERT ... VALUES`` for the fast path: its values with the parameters
+        as plain literals (`plain_literal`: a number's text bare where the typed text casts it, which
+        the fast path cannot read), the typed text (`typed`) kept for the general path it falls back
+        to. None for any other statement."""
+        if not _INSERT.match(key.text):
+            return None
+        plain = parse_statement(substitute_params(key.text, params, list(key.param_oids), plain=True))
+        return replace(plain, text=typed) if isinstance(plain, FastInsert) else None
 
     def _compile(self, key: PlanKey, version: int) -> tuple[Plan, Statement | None, StatementResult | None]:
         """The plan of a statement not in the cache; the statement parsed when it was (without
@@ -504,6 +517,7 @@ class Session:
 
     def _after_dml(self, result: StatementResult) -> StatementResult:
         if self.vars.flag("rw_implicit_flush"):
+            self.frontend.dml.drain()
             self.frontend.meta.flush()
         return result
 
@@ -596,8 +610,34 @@ def sql_literal(value: Any, oid: int) -> str:
     return f"CAST({text} AS {cast})" if cast and oid not in (25, 1043) else text
 
 
-def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
-    """Replace ``$n`` outside quotes and comments by the literal of parameter n."""
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMERIC_OIDS = (20, 21, 23, 700, 701, 1700)
+_BOOLS = {"t": "TRUE", "true": "TRUE", "f": "FALSE", "false": "FALSE"}
+
+
+def plain_literal(value: Any, oid: int) -> str:
+    """A parameter as the untyped literal an ``INSERT ... VALUES`` of plain literals holds, for the
+    fast path of `frontend.values`: a number or boolean parameter's text bare, anything else as
+    `sql_literal`. Stored in a column of the parameter's kind (a number in a numeric column) it
+    gives what the typed literal gives; where it would not (``2.5`` from a double into an integer
+    column rounds otherwise) the fast path's cast fails and the typed statement answers.
+
+    >>> plain_literal("42", 20), plain_literal("-1.5e3", 701), plain_literal("t", 16), plain_literal("NaN", 701)
+    ('42', '-1.5e3', 'TRUE', "CAST('NaN' AS double precision)")
+    """
+    if oid in _NUMERIC_OIDS:
+        text = str(value) if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else value
+        if isinstance(text, str) and _NUMBER.fullmatch(text):
+            return text
+    if oid == 16 and isinstance(value, str) and value.lower() in _BOOLS:
+        return _BOOLS[value.lower()]
+    return sql_literal(value, oid)
+
+
+def substitute_params(sql: str, params: list[Any], oids: list[int], plain: bool = False) -> str:
+    """Replace ``$n`` outside quotes and comments by the literal of parameter n (with `plain`, its
+    `plain_literal`)."""
+    literal = plain_literal if plain else sql_literal
 
     def repl(m: re.Match) -> str:
         if m.group(1) is None:
@@ -607,7 +647,7 @@ def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
             from risingspark.errors import ProtocolViolation
 
             raise ProtocolViolation(f"there is no parameter ${i + 1}")
-        return sql_literal(params[i], oids[i] if i < len(oids) else 0)
+        return literal(params[i], oids[i] if i < len(oids) else 0)
 
     return _PARAM.sub(repl, sql) if params else sql
 
@@ -623,6 +663,7 @@ class _Running:
 
 
 _MAY_BE_FAST = re.compile(r"\s*SELECT\b", re.IGNORECASE)  # only SELECTs get plans worth caching
+_INSERT = re.compile(r"\s*INSERT\b", re.IGNORECASE)
 MAX_CACHED_TEXT = 4096  # longer statements are not cached (the cache holds at most 1024 texts)
 _CONSTANT_ARGS = {"expressions"}
 

@@ -92,6 +92,20 @@ def _choice(name: str, values: tuple[str, ...]) -> Callable[[str], str]:
     return check
 
 
+def _synchronous_commit(v: str) -> str:
+    """PostgreSQL's ``synchronous_commit``: ``off`` acknowledges a write once queued in the frontend
+    (`frontend.dml_commit`); ``on`` and the replication levels (``local``, ``remote_write``,
+    ``remote_apply``: there is no standby to wait for) once it is durable. Booleans as PostgreSQL's."""
+    s = v.strip().lower()
+    if s in ("local", "remote_write", "remote_apply", "on", "off"):
+        return s
+    try:
+        return _onoff(s)
+    except InvalidParameterValue:
+        raise InvalidParameterValue(f'invalid value for parameter "synchronous_commit": "{v}"',
+                                    hint="Available values: local, remote_write, remote_apply, on, off.") from None
+
+
 ADAPTIVE = "adaptive"  # `backfill_rate_limit`: meta adapts the rate to the barrier latency (`meta.backfill_rate`)
 
 
@@ -167,6 +181,8 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
             "backfill (parallelism independent of the upstream) rather than no-shuffle backfill", _bool),
     VarSpec("query_mode", "auto", "Where batch queries run: local (the frontend), distributed (Spark jobs of a "
             "compute node), auto (distributed for joins and aggregations over big relations)", _choice("query_mode", QUERY_MODES)),
+    VarSpec("synchronous_commit", "on", "off: a write returns once queued in the frontend, durable a moment "
+            "later (a crash may lose the last ones); on: once it is durable", _synchronous_commit),
     VarSpec("rw_implicit_flush", "false", "Every INSERT/UPDATE/DELETE waits until its rows are visible", _bool),
     VarSpec("enable_serverless_backfill", "false", "Accepted for compatibility: backfills run on the cluster's "
             "Spark", _bool),

@@ -140,6 +140,7 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
 
 
 def flush(session: Session) -> StatementResult:
+    session.frontend.dml.drain()  # asynchronously committed rows first (`frontend.dml_commit`)
     session.frontend.meta.flush()
     return StatementResult("FLUSH")
 

@@ -4,7 +4,9 @@ The frontend computes the rows each statement changes — literal rows, or a bat
 committed epoch for INSERT ... SELECT, UPDATE and DELETE — and writes them as a DML batch file
 (``_op``, ``_seq``, every column) to the object store, then registers it with meta. Once registered
 the rows are durable; the table's job applies them at the next barrier, resolving primary-key
-conflicts by the table's ON CONFLICT behaviour (`compute.executor.pk_conflict`).
+conflicts by the table's ON CONFLICT behaviour (`compute.executor.pk_conflict`). A small statement's
+rows go to the group commit in memory, which writes one file for a group of statements; with
+``SET synchronous_commit = off`` the statement returns once they are queued (`frontend.dml_commit`).
 
 As in RisingWave, a statement reads the committed state: a session's own earlier writes are visible
 to it after the next checkpoint, at once after FLUSH, and always with ``SET rw_implicit_flush = true``
@@ -23,6 +25,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from frontend.binder import ident
+from frontend.dml_commit import MEMORY_ROWS
 from frontend.parser import FastInsert
 from frontend.pgwire.api import StatementResult
 from frontend.values import canonical_jsonb, cast_column, dml_duckdb_type, read_values, struct_text_error
@@ -181,19 +184,24 @@ def _write_inserts(session: Session, rel: RelationCatalog, arrays: dict[int, pa.
 
 
 def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: np.ndarray) -> None:
-    """Make rows durable as DML batches of at most `BATCH_ROWS` rows each."""
+    """Make rows durable as DML batches of at most `BATCH_ROWS` rows each (queued, with
+    ``synchronous_commit = off``, when they are few: `frontend.dml_commit`)."""
     n = rows.num_rows
     if n == 0:
         return
     seqs = SEQUENCE.next_block(n)
     full = rows.add_column(0, pa.field(SEQ, pa.int64()), pa.array(seqs)) \
                .add_column(0, pa.field(OP, pa.int8()), pa.array(ops, pa.int8()))
-    stalled = False
-    for start in range(0, n, BATCH_ROWS):
-        part = full.slice(start, BATCH_ROWS)
-        path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
-        session.frontend.store.write_parquet(path, part)
-        stalled = session.frontend.dml.submit(rel.id, path, part.num_rows).stalled
+    dml = session.frontend.dml
+    if n <= MEMORY_ROWS:  # the group's commit writes the file (`frontend.dml_commit`)
+        receipt = dml.submit_rows(rel.id, full, durable=session.vars.get("synchronous_commit") != "off")
+        stalled = receipt.stalled if receipt is not None else dml.stalled(rel.id)
+    else:
+        for start in range(0, n, BATCH_ROWS):
+            part = full.slice(start, BATCH_ROWS)
+            path = f"dml/{rel.id}/{uuid.uuid4().hex}.parquet"
+            session.frontend.store.write_parquet(path, part)
+            stalled = dml.submit(rel.id, path, part.num_rows).stalled
     if stalled:
         _wait_while_stalled(session, rel.id)
 

@@ -1,14 +1,18 @@
 """Group commit (`frontend.dml_commit`): concurrent writers share commits to meta, each gets its own
 receipt once its batch is recorded, errors reach every writer of the failed group, and a writer alone
-commits at once."""
+commits at once. Small statements' rows are written by the commit, one file per run of one table;
+asynchronous commit returns at once, keeps the order, retries a failed commit (FLUSH reports it) and
+bounds its queue."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 
+from frontend import dml_commit
 from frontend.dml_commit import GroupCommit
 from risingspark.barrier import DmlReceipt
 
@@ -99,3 +103,143 @@ def test_every_writer_of_a_failed_group_gets_the_error():
     assert commit.submit(1, "after", 1).batch_id == 2  # the group commit goes on
     with pytest.raises(OSError, match="disk full"):
         commit.submit(1, "bad", 1)
+
+
+# ---- in-memory batches and asynchronous commit ----------------------------------------------------
+
+class FlakyMeta(SlowMeta):
+    """Meta whose first `failures` calls fail (the meta store unreachable)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(0)
+        self.failures_left = failures
+
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+        with self._lock:
+            fail, self.failures_left = self.failures_left > 0, max(self.failures_left - 1, 0)
+        if fail:
+            raise OSError("meta store unreachable")
+        return super().submit_dml_batches(batches)
+
+
+class GatedMeta(SlowMeta):
+    """Meta whose commits wait until `gate` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.gate = threading.Event()
+
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+        self.gate.wait()
+        return super().submit_dml_batches(batches)
+
+
+class RecordingStore:
+    """An object store's `write_parquet` that keeps the tables written, by path."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, pa.Table] = {}
+
+    def write_parquet(self, path: str, table: pa.Table) -> int:
+        self.files[path] = table
+        return table.nbytes
+
+
+def _rows(*values: int, extra: bool = False) -> pa.Table:
+    cols = {"v": pa.array(values, pa.int64())}
+    if extra:
+        cols["w"] = pa.nulls(len(values), pa.int64())
+    return pa.table(cols)
+
+
+def _recorded(meta: SlowMeta, store: RecordingStore) -> list[tuple[int, list[int]]]:
+    """Every recorded batch in order: its table and the values of its file (or of its path)."""
+    out = []
+    for call in meta.calls:
+        for table_id, path, rows in call:
+            values = store.files[path].column("v").to_pylist() if path in store.files else [int(path)]
+            assert len(values) == rows
+            out.append((table_id, values))
+    return out
+
+
+def test_concurrent_small_statements_share_one_file_per_table_run():
+    meta, store = SlowMeta(0.1), RecordingStore()
+    commit = GroupCommit(meta, store)
+    first = threading.Thread(target=commit.submit_rows, args=(1, _rows(0)))
+    first.start()
+    time.sleep(0.03)  # these arrive while the first commit runs: one group, in this order
+    rest = [(1, _rows(1)), (1, _rows(2, 3)), (2, _rows(4)), (1, _rows(5)), (1, _rows(6, extra=True))]
+    threads = []
+    for table_id, rows in rest:
+        threads.append(threading.Thread(target=commit.submit_rows, args=(table_id, rows)))
+        threads[-1].start()
+        time.sleep(0.005)
+    for t in [first, *threads]:
+        t.join()
+    # the run of table 1 is one file, table 2 breaks it, a new column (ALTER TABLE) starts another
+    assert _recorded(meta, store) == [(1, [0]), (1, [1, 2, 3]), (2, [4]), (1, [5]), (1, [6])]
+    assert len(meta.calls) == 2
+
+
+def test_asynchronous_statements_return_at_once_and_drain_records_them_in_order():
+    meta, store = GatedMeta(), RecordingStore()
+    commit = GroupCommit(meta, store)
+    writer = threading.Thread(target=lambda: [commit.submit_rows(1, _rows(i), durable=False) for i in range(50)])
+    writer.start()
+    writer.join(timeout=30)
+    assert not writer.is_alive() and meta.calls == []  # all returned while no commit could end
+    meta.gate.set()
+    commit.submit(1, "50", 1)  # a durable statement after them: recorded after them
+    commit.drain()
+    assert [v for _, values in _recorded(meta, store) for v in values] == list(range(51))
+    assert len(meta.calls) <= 3  # the queue went in groups, not one commit per statement
+
+
+def test_a_failed_asynchronous_commit_is_retried_and_flush_reports_it(monkeypatch):
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
+    meta, store = FlakyMeta(failures=3), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(1), durable=False)
+    with pytest.raises(OSError, match="meta store unreachable"):
+        commit.drain()  # FLUSH while the commit cannot be made: its error, not a silent success
+    meta.failures_left = 0
+    deadline = time.monotonic() + 5
+    while True:  # the flusher's retry records it
+        try:
+            commit.drain()
+            break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert _recorded(meta, store) == [(1, [1])]
+    commit.close()
+
+
+def test_a_durable_statement_in_a_failed_group_fails_and_queued_rows_stay_queued(monkeypatch):
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.3, 0.3))
+    meta, store = FlakyMeta(failures=2), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(1), durable=False)
+    time.sleep(0.1)  # the flusher's commit failed; it waits before retrying
+    with pytest.raises(OSError, match="meta store unreachable"):
+        commit.submit_rows(1, _rows(2))  # leads a commit of the queued batch and its own: fails
+    commit.drain(timeout=5)  # the queued batch is retried and recorded; the failed statement's is not
+    assert _recorded(meta, store) == [(1, [1])]
+
+
+def test_the_queue_is_bounded(monkeypatch):
+    monkeypatch.setattr(dml_commit, "MAX_QUEUED_ROWS", 4)
+    meta, store = GatedMeta(), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(0, 1, 2), durable=False)  # the flusher's commit of these waits on the gate
+    commit.submit_rows(1, _rows(3, 4, 5), durable=False)  # queued: 6 rows, past the bound
+    writer = threading.Thread(target=commit.submit_rows, args=(1, _rows(6)), kwargs={"durable": False})
+    writer.start()
+    writer.join(timeout=0.5)
+    assert writer.is_alive()  # waits for the flusher
+    meta.gate.set()
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    commit.drain()
+    assert [v for _, values in _recorded(meta, store) for v in values] == list(range(7))
