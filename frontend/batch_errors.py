@@ -33,6 +33,8 @@ _NOT_CONVERTED = re.compile(r"""Could not convert string (['"])(.*)\1 to ([A-Z0-
 _CAST_OUT_OF_RANGE = re.compile(r"Type \w+ with value .* can't be cast because the value is out of range for the "
                                 r"destination type (\w+)")
 _OVERFLOW = re.compile(r"Overflow in \w+ of (\w+)")
+_DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _DATE_FORMAT = re.compile(r'invalid (date|timestamp) field format: "(.*)", expected format')
 # DuckDB's physical type names -> PostgreSQL's
 PG_TYPE = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "INT128": "numeric", "DOUBLE": "double precision",
@@ -78,6 +80,8 @@ def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
 
 
 def _conversion(msg: str, body: str) -> RisingSparkError:
+    if (overflow := _decimal_overflow(msg)) is not None:
+        return overflow
     if m := _NOT_CONVERTED.search(msg):
         value, duck_type = m.group(2), m.group(3)
         pg_type = PG_TYPE.get(duck_type, duck_type.lower())
@@ -95,3 +99,19 @@ def _conversion(msg: str, body: str) -> RisingSparkError:
     if "out of range" in msg.lower() or "overflow" in msg.lower():
         return NumericValueOutOfRange(body)
     return InvalidTextRepresentation(body)
+
+
+def _decimal_overflow(msg: str) -> RisingSparkError | None:
+    """A number too big for a ``numeric(p, s)`` — DuckDB's cast of a double (``Could not cast
+    value``), a decimal or integer (``out of range``), or a number's text (``Could not convert
+    string "1e9"``) — as PostgreSQL's ``numeric field overflow`` and its detail."""
+    m = _DECIMAL.search(msg)
+    if m is None:
+        return None
+    text = _NOT_CONVERTED.search(msg)
+    if not ("Could not cast value" in msg or "out of range" in msg or (text and _NUMBER.fullmatch(text.group(2)))):
+        return None
+    p, s = int(m.group(1)), int(m.group(2))
+    bound = "1" if p == s else f"10^{p - s}"
+    return NumericValueOutOfRange("numeric field overflow", detail=f"A field with precision {p}, scale {s} must "
+                                                                   f"round to an absolute value less than {bound}.")

@@ -29,6 +29,11 @@ CASES = [
     "select 5 % 0",
     "select 'abc'::date",
     "select 'abc'::interval",
+    "select 1e9::float8::numeric(10, 2)",
+    "select 1000000000::bigint::numeric(10, 2)",
+    "select 1e9::numeric(11, 1)::numeric(10, 2)",
+    "select '1e9'::numeric(10, 2)",
+    "select 5::numeric(2, 2)",
 ]
 
 
@@ -53,4 +58,5 @@ def test_errors_as_postgres_reports_them(pg, duck, sql):
     with pytest.raises(duckdb.Error) as raised:
         duck.sql(sql).fetchall()
     ours = translate_duckdb_error(raised.value)
-    assert (ours.sqlstate, str(ours)) == (expected.value.sqlstate, expected.value.diag.message_primary)
+    assert (ours.sqlstate, str(ours), ours.detail) == \
+        (expected.value.sqlstate, expected.value.diag.message_primary, expected.value.diag.message_detail)
