@@ -9,7 +9,9 @@ once (one client thread each), as fast as they can:
 * ``SELECT 1``;
 * ``SELECT v FROM t WHERE id = $1`` (a random key, server-side parameters);
 * ``INSERT INTO t VALUES ($1, $2)`` (new keys; autocommit);
-* mixed: 80 % of the point query, 20 % of the INSERT.
+* mixed: 80 % of the point query, 20 % of the INSERT;
+* ``insert_async``: the INSERT with ``SET synchronous_commit = off`` on both systems (acknowledged
+  before it is durable: `frontend.dml_commit` here, the WAL writer's next flush in PostgreSQL).
 
 Reported: statements per second on each system and the ratio RisingSpark / PostgreSQL (the issue's
 goals: ≥ 0.5× for the first two, ≥ 0.3× for the INSERT).
@@ -47,9 +49,13 @@ PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 
 
 def rate(dsn: str, seconds: float, step: Callable[[psycopg.Connection, random.Random], None],
-         connections: int = 1) -> float:
-    """Statements per second of `connections` clients running `step` in a loop for `seconds`."""
+         connections: int = 1, setup: str | None = None) -> float:
+    """Statements per second of `connections` clients running `step` in a loop for `seconds` (each
+    connection runs `setup` first)."""
     conns = [psycopg.connect(dsn, autocommit=True) for _ in range(connections)]
+    for c in conns:
+        if setup:
+            c.execute(setup)
     counts = [0] * connections
     start = threading.Barrier(connections + 1)
     stop = threading.Event()
@@ -104,6 +110,7 @@ def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bo
         suffix = "" if n == 1 else f"_{n}_connections"
         for name, step in (("select_1", select_1), ("point_select", point), ("insert", insert), ("mixed", mixed)):
             out[name + suffix] = rate(dsn, seconds, step, n)
+        out["insert_async" + suffix] = rate(dsn, seconds, insert, n, "SET synchronous_commit = off")
     return out
 
 
