@@ -59,8 +59,8 @@ def run_frontend(cfg: FrontendConfig) -> int:
     try:
         asyncio.run(serve())
     finally:
+        frontend.close()  # (first: it records asynchronously committed writes in meta)
         session.stop()
-        frontend.close()
         if http is not None:
             http.stop()
         logger.info("stopped")

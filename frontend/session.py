@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import re
 import threading
@@ -305,11 +306,12 @@ class Session:
         """A parameterized ``INSERT ... VALUES`` for the fast path: its values with the parameters
         as plain literals (`plain_literal`: a number's text bare where the typed text casts it, which
         the fast path cannot read), the typed text (`typed`) kept for the general path it falls back
-        to. None for any other statement."""
-        if not _INSERT.match(key.text):
+        to. None for any other statement. The statement with its ``$n`` is parsed once per text."""
+        template = _insert_template(key.text) if _INSERT.match(key.text) else None
+        if template is None:
             return None
-        plain = parse_statement(substitute_params(key.text, params, list(key.param_oids), plain=True))
-        return replace(plain, text=typed) if isinstance(plain, FastInsert) else None
+        values = substitute_params(template.values_text, params, list(key.param_oids), plain=True)
+        return replace(template, values_text=values, text=typed)
 
     def _compile(self, key: PlanKey, version: int) -> tuple[Plan, Statement | None, StatementResult | None]:
         """The plan of a statement not in the cache; the statement parsed when it was (without
@@ -555,7 +557,11 @@ def columns_of(table: pa.Table) -> list[ColumnDesc]:
 
 _PARAM = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|/\*.*?\*/|\$(\d+)""", re.DOTALL)
 _CAST_BY_OID = {16: "boolean", 20: "bigint", 21: "smallint", 23: "integer", 700: "real", 701: "double precision",
-                1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1043: "varchar", 25: "varchar"}
+                1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1043: "varchar", 25: "varchar",
+                # arrays, sent in text format (``{1,2,3}``): a driver's list parameter (``= ANY(%s)``)
+                1000: "boolean[]", 1005: "smallint[]", 1007: "integer[]", 1016: "bigint[]", 1009: "varchar[]",
+                1015: "varchar[]", 1021: "real[]", 1022: "double precision[]", 1231: "numeric[]", 1182: "date[]",
+                1115: "timestamp[]", 1185: "timestamptz[]"}
 
 
 def _param_count(sql: str) -> int:
@@ -613,6 +619,17 @@ def sql_literal(value: Any, oid: int) -> str:
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NUMERIC_OIDS = (20, 21, 23, 700, 701, 1700)
 _BOOLS = {"t": "TRUE", "true": "TRUE", "f": "FALSE", "false": "FALSE"}
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_template(text: str) -> FastInsert | None:
+    """``INSERT ... VALUES`` with its ``$n`` placeholders, parsed (the parse depends on the text
+    only: the table is resolved at each execution)."""
+    try:
+        stmt = parse_statement(text)
+    except RisingSparkError:
+        return None
+    return stmt if isinstance(stmt, FastInsert) else None
 
 
 def plain_literal(value: Any, oid: int) -> str:

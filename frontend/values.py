@@ -86,9 +86,20 @@ def read_values(text: str, ncols: int) -> list[list[str | None]] | None:
     return cols
 
 
+_INT_BITS = {TypeName.SMALLINT: 16, TypeName.INT: 32, TypeName.BIGINT: 64}
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+SCALAR_VALUES = 16  # at most this many values of an integer or text column are converted in Python
+
+
 def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
     """Arrow's cast of literal texts to a column type, rounding numerics as Postgres does; None
-    when a value does not convert (the general path then reports the error)."""
+    when a value does not convert (the general path then reports the error). A few values of an
+    integer or text column are converted in Python: an Arrow cast costs ~0.3 ms a call, which was a
+    third of a single-row INSERT's time in the frontend."""
+    if len(values) <= SCALAR_VALUES and (bits := _INT_BITS.get(t.name)) is not None:
+        return _scalar_ints(values, bits, t)
+    if len(values) <= SCALAR_VALUES and t.name is TypeName.VARCHAR:
+        return pa.array(values, pa.string())
     arr = pa.array(values, pa.string())
     if t.name is TypeName.JSONB:
         return jsonb.op_in(arr)  # 22P02 for a text that is no JSON, as PostgreSQL
@@ -172,6 +183,25 @@ def special_numeric_error(value: str) -> FeatureNotSupported | None:
         return None
     return FeatureNotSupported(f'numeric value "{value}" is not supported: numeric is stored as a fixed-scale '
                                f"decimal, which holds no NaN or Infinity (use double precision for them)")
+
+
+def _scalar_ints(values: list[str | None], bits: int, t: DataType) -> pa.Array | None:
+    """Integer texts (``[+-]digits``, PostgreSQL's blanks around them) in Python; None for any
+    other text or a value out of the type's range (the general path reports either)."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out: list[int | None] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        text = v.strip()
+        if not _INT_TEXT.fullmatch(text):
+            return None
+        n = int(text)
+        if not low <= n <= high:
+            return None
+        out.append(n)
+    return pa.array(out, t.to_arrow())
 
 
 def _is_int(v: str) -> bool:

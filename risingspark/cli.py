@@ -129,11 +129,11 @@ class Playground:
         try:
             asyncio.run(serve())
         finally:
+            frontend.close()  # (first: it records asynchronously committed writes in meta)
             http.stop()
             compactor.stop()
             meta.stop()
             cluster.stop()
-            frontend.close()
             spark.stop()
             meta_store.close()
             lock.release()

@@ -277,6 +277,36 @@ def _parse_array(text: str) -> list[str | None] | None:
     return items
 
 
+def untyped_array_comparisons(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """``x = ANY('{a,b}')`` -> ``x IN ('a', 'b')``, ``x <> ALL('{a,b}')`` -> ``x NOT IN ('a', 'b')``.
+
+    PostgreSQL types an untyped array literal by the other operand (psycopg sends a list of strings
+    untyped: ``'{a,b}'``); DuckDB's ANY of a string would fail (not a list), and of a list of strings
+    would compare text with the column, where IN types its string constants by the column as
+    PostgreSQL does. IN is defined as ``= ANY`` (NULLs compare alike); an empty array: false and true."""
+    for node in list(query.find_all(exp.EQ, exp.NEQ)):
+        arg, inner = node.expression, None
+        if isinstance(node, exp.EQ) and isinstance(arg, exp.Any):
+            inner = arg.this
+        elif isinstance(node, exp.NEQ) and isinstance(arg, exp.Anonymous) and arg.name.lower() == "all" and \
+                len(arg.expressions) == 1:
+            inner = arg.expressions[0]
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if not (isinstance(inner, exp.Literal) and inner.is_string):
+            continue
+        items = _parse_array(inner.this)
+        if items is None:
+            continue
+        if not items:
+            node.replace(exp.false() if isinstance(node, exp.EQ) else exp.true())
+            continue
+        found = exp.In(this=node.this.copy(), expressions=[exp.null() if v is None else exp.Literal.string(v)
+                                                            for v in items])
+        node.replace(exp.Paren(this=found if isinstance(node, exp.EQ) else exp.Not(this=found)))
+    return query
+
+
 def array_literals(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """``'{a,b}'::text[]`` -> ``CAST(['a', 'b'] AS TEXT[])``."""
     for node in list(query.find_all(exp.Cast)):
@@ -421,7 +451,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape, array_literals, casts,
+RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape, untyped_array_comparisons, array_literals, casts,
                            functions)
 
 

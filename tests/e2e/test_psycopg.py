@@ -243,3 +243,24 @@ def test_asynchronous_commit_as_postgres_shows_it_and_flush_sees_every_write(pla
         c.execute("flush")
         assert c.execute(f"select count(*), sum(b), min(b) from {table}").fetchone() == \
             (1000, sum(k % 7 for i in range(4) for k in range(i * 1000, i * 1000 + 250)), 0)
+
+
+def test_list_parameters_as_postgres_takes_them(conn: psycopg.Connection, oracle_dsn: str) -> None:
+    """A Python list is an array parameter (``= ANY(%s)``), sent in text format (``{1,3}``)."""
+    name = unique_name("lists")
+    queries = [(f"select k from {name} where k = any(%s) order by k", ([1, 3, 99],)),
+               (f"select k from {name} where c = any(%s) order by k", ([1 << 40, -5],)),
+               (f"select k from {name} where h = any(%s) order by k", (["b", 'q"uo,te', "zz"],)),
+               (f"select k from {name} where d = any(%s) order by k", ([0.5, 2.5],)),
+               (f"select k from {name} where k <> all(%s) order by k", ([2],)),
+               ("select %s::int[]", ([1, None, 3],))]
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute(f"create table {name} (k int primary key, c bigint, h varchar, d double precision)")
+            c.execute(f"insert into {name} values (1, {1 << 40}, 'a', 0.5), (2, 2, 'b', 1.5), "
+                      f"(3, -5, 'q\"uo,te', 2.5)")
+        conn.execute("flush")
+        for sql, params in queries:
+            assert conn.execute(sql, params).fetchall() == pg.execute(sql, params).fetchall(), sql
+        pg.execute(f"drop table {name}")
+    conn.execute(f"drop table {name}")

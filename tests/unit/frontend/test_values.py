@@ -3,8 +3,13 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import psycopg
+import pytest
+
 from frontend.values import cast_column, read_values
 from risingspark.types import DataType
+
+PG = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 
 
 def test_reads_literals_by_column() -> None:
@@ -34,3 +39,26 @@ def test_values_that_do_not_convert_fall_back() -> None:
     assert cast_column(["abc"], DataType.parse("int")) is None
     assert cast_column(["1.5"], DataType.parse("int")) is None  # Postgres rounds: the general path does it
     assert cast_column(["99999"], DataType.parse("numeric(4,1)")) is None
+
+
+TEXTS = ["0", "7", "-7", "+7", " 12 ", "007", "32767", "32768", "-32768", "-32769", "2147483647", "2147483648",
+         "-2147483649", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1.5", "1e3", "",
+         " ", "--5", "+-5", "5-", "²", "١٢", "0x10", "1_000", "abc", None]
+
+
+@pytest.mark.parametrize("type_name", ["smallint", "integer", "bigint"])
+def test_a_few_integer_texts_convert_as_postgres_or_fall_back(type_name: str) -> None:
+    """A few values are converted in Python (`cast_column`'s scalar path): each either gives what
+    PostgreSQL gives or falls back to the general path (None) where PostgreSQL fails or rounds."""
+    with psycopg.connect(PG, autocommit=True) as pg:
+        for text in TEXTS:
+            got = cast_column([text], DataType.parse(type_name))
+            try:
+                expected = pg.execute(f"SELECT %s::text::{type_name}", (text,)).fetchone()[0]
+            except psycopg.Error:
+                assert got is None, text
+                continue
+            assert got is None or got.to_pylist() == [expected], text
+            assert got is None or got.type == DataType.parse(type_name).to_arrow()
+    assert cast_column(["1", None, "-3"], DataType.parse("int")).to_pylist() == [1, None, -3]
+    assert cast_column(["a", None, ""], DataType.parse("varchar")).to_pylist() == ["a", None, ""]
