@@ -127,8 +127,9 @@ def sustain(dsn: str, meta_port: int, name: str, rates: list[int], seconds: floa
 def rate_phase(dsn: str, meta_port: int, names: list[str], rates: list[int], seconds: float,
                interval: int, relative: bool = False) -> dict:
     # the baseline's latency at the lowest rate, plus two barrier intervals, bounds every query's;
-    # relative: each query's own latency at the lowest rate, twice, plus one interval
-    base = sustain(dsn, meta_port, BASELINE, rates, seconds, interval, lambda low: low + 2 * interval)
+    # relative: each one's own (the baseline's too) latency at the lowest rate, twice, plus one interval
+    base = sustain(dsn, meta_port, BASELINE, rates, seconds, interval,
+                   (lambda low: 2 * low + interval) if relative else (lambda low: low + 2 * interval))
     max_latency = base["steps"][0]["mean_barrier_latency_ms"] + 2 * interval
     out = {BASELINE: base}
     print(json.dumps({BASELINE: out[BASELINE]}), file=sys.stderr)
