@@ -25,7 +25,9 @@ for it. The rows become visible
 at the first checkpoint after that commit, as every write's. What a crash of the frontend can lose is
 what was queued and not yet committed (one commit's worth of acknowledged statements; each whole or
 not at all), exactly the risk PostgreSQL documents for the setting. A failed commit is retried (the
-queued rows stay queued, in order, and the error is logged); ``FLUSH`` and ``rw_implicit_flush`` first
+queued rows stay queued, in order, and the error is logged); its files are written once, and meta
+records a path it already has only once, so a commit that failed after meta recorded it (a lost
+reply) does not record the rows twice; ``FLUSH`` and ``rw_implicit_flush`` first
 wait for the queue (`drain`), and fail with the commit's error when one fails meanwhile. The queue is
 bounded (`MAX_QUEUED_ROWS`): past it a writer waits for the flusher, so a stalled meta store slows
 the writers down rather than filling the frontend's memory. Order is kept: every batch, synchronous or
@@ -65,9 +67,11 @@ RETRY_S = (0.05, 2.0)  # asynchronous commit: first and longest wait before retr
 class _Batch:
     table_id: int
     rows: int
-    path: str | None = None  # the file the statement wrote; None: `data`, which the commit writes
-    data: pa.Table | None = None
+    path: str | None = None  # the file holding the rows (the statement's, or the commit's once written)
+    data: pa.Table | None = None  # rows the commit still has to write
     waits: bool = True  # a statement waits for the commit (False: asynchronous commit)
+    file_rows: int = 0  # rows of the file at `path` (a commit's file holds a run of batches)
+    seq: int = 0  # order of arrival
     receipt: DmlReceipt | None = None
     error: BaseException | None = None
     done: bool = field(default=False)
@@ -81,18 +85,19 @@ class GroupCommit:
         self._cond = threading.Condition()
         self._pending: list[_Batch] = []
         self._committing = False
-        self._appended = 0  # batches ever appended to the pending list
-        self._finished = 0  # of them, those whose commit ended (recorded, or failed and reported)
+        self._appended = 0  # batches ever appended to the pending list (the last one's `seq`)
+        self._unfinished: dict[int, _Batch] = {}  # by seq, in order: appended, not recorded nor failed
         self._queued_rows = 0  # rows of asynchronous batches not yet recorded
         self._stalled: dict[int, bool] = {}  # by table: the last commit's write-stall flag
         self._failures = 0  # failed commits of asynchronous batches
         self._last_error: BaseException | None = None  # the last one's error
         self._flusher: threading.Thread | None = None
+        self._closing = False  # `close` began: asynchronous writes wait for their commit
         self._closed = False
 
     def submit(self, table_id: int, path: str, rows: int) -> DmlReceipt:
         """Record one batch (already in the object store); returns once it is durable."""
-        return self._wait_for(_Batch(table_id, rows, path=path))
+        return self._wait_for(_Batch(table_id, rows, path=path, file_rows=rows))
 
     def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
         """Record the rows `data` (at most `MEMORY_ROWS`), written by the commit. Durable: returns
@@ -101,16 +106,19 @@ class GroupCommit:
         if durable:
             return self._wait_for(batch)
         with self._cond:
-            while self._queued_rows >= MAX_QUEUED_ROWS and not self._closed:
+            while self._queued_rows >= MAX_QUEUED_ROWS and not self._closing:
                 self._cond.wait()
-            self._append(batch)
-            self._queued_rows += batch.rows
-            QUEUED_ROWS.set(self._queued_rows)
-            if self._flusher is None:
-                self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
-                self._flusher.start()
-            self._cond.notify_all()
-        return None
+            if not self._closing:
+                self._append(batch)
+                self._queued_rows += batch.rows
+                QUEUED_ROWS.set(self._queued_rows)
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
+                    self._flusher.start()
+                self._cond.notify_all()
+                return None
+        batch.waits = True  # the frontend is closing: nothing may be acknowledged unrecorded
+        return self._wait_for(batch)
 
     def stalled(self, table_id: int) -> bool:
         """Whether the last commit of a batch of `table_id` found its writes held (a write stall):
@@ -124,7 +132,7 @@ class GroupCommit:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             target, failures = self._appended, self._failures
-            while self._finished < target:
+            while self._unfinished and next(iter(self._unfinished)) <= target:
                 if self._failures > failures:  # a commit tried since the call failed (not an older one)
                     assert self._last_error is not None
                     raise copy.copy(self._last_error)
@@ -134,21 +142,35 @@ class GroupCommit:
                 self._cond.wait(left)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Record what is queued (waiting at most `timeout`), then stop the flusher."""
-        try:
-            self.drain(timeout)
-        except Exception as e:  # noqa: BLE001 - closing: say what is lost, do not fail the shutdown
-            with self._cond:
-                lost = self._queued_rows
-            logger.error("closing with %d asynchronously committed rows not recorded: %s", lost, e)
+        """Record what is queued, retrying failed commits for at most `timeout` seconds, then stop
+        the flusher. From the start of the call, asynchronous writes wait for their commit."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        while True:
+            try:
+                self.drain(max(deadline - time.monotonic(), 0.0))
+                break
+            except TimeoutError:
+                break
+            except Exception:  # noqa: BLE001 - the flusher retries; so does closing, until the deadline
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(RETRY_S[0])
         with self._cond:
             self._closed = True
+            lost = self._queued_rows
             self._cond.notify_all()
+        if lost:
+            logger.error("closing with %d asynchronously committed rows not recorded in meta", lost)
 
     # ---- the commit --------------------------------------------------------------------------------
     def _append(self, batch: _Batch) -> None:
-        self._pending.append(batch)
         self._appended += 1
+        batch.seq = self._appended
+        self._pending.append(batch)
+        self._unfinished[batch.seq] = batch
 
     def _wait_for(self, mine: _Batch) -> DmlReceipt:
         group: list[_Batch] = []
@@ -203,8 +225,8 @@ class GroupCommit:
                 for b in group:
                     if b.waits:
                         b.error, b.done = e, True
+                        del self._unfinished[b.seq]
                 self._pending[:0] = retry
-                self._finished += len(group) - len(retry)
                 if retry:
                     self._failures += 1
                     self._last_error = e
@@ -218,10 +240,10 @@ class GroupCommit:
         with self._cond:
             for b in group:
                 b.done = True
+                del self._unfinished[b.seq]
                 if not b.waits:
                     self._queued_rows -= b.rows
             QUEUED_ROWS.set(self._queued_rows)
-            self._finished += len(group)
             self._committing = False
             self._cond.notify_all()
         return True
@@ -240,6 +262,8 @@ class GroupCommit:
             path = f"dml/{run[0].table_id}/{uuid.uuid4().hex}.parquet"
             assert self._store is not None, "in-memory DML batches need the object store"
             self._store.write_parquet(path, data)
+            for b in run:  # written once: a retried commit records the same file (meta skips a path it has)
+                b.path, b.data, b.file_rows = path, None, data.num_rows
             files.append((run[0].table_id, path, data.num_rows))
             run.clear()
 
@@ -247,14 +271,14 @@ class GroupCommit:
             if b.data is None:
                 write_run()
                 assert b.path is not None
-                files.append((b.table_id, b.path, b.rows))
-            else:
-                head = run[0].data if run else None
-                if run and (run[0].table_id != b.table_id or head is None or not head.schema.equals(b.data.schema)):
-                    write_run()
-                run.append(b)
-                of_batch.append(len(files))
+                if not files or files[-1][1] != b.path:  # (a run written by a failed commit: one file)
+                    files.append((b.table_id, b.path, b.file_rows))
+                of_batch.append(len(files) - 1)
                 continue
-            of_batch.append(len(files) - 1)
+            head = run[0].data if run else None
+            if run and (run[0].table_id != b.table_id or head is None or not head.schema.equals(b.data.schema)):
+                write_run()
+            run.append(b)
+            of_batch.append(len(files))
         write_run()
         return files, of_batch

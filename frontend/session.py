@@ -303,14 +303,12 @@ class Session:
 
     @staticmethod
     def _plain_insert(key: PlanKey, params: list[Any], typed: str) -> FastInsert | None:
-        """A parameterized ``INSERT ... VALUES`` for the fast path: its values with the parameters
-        as plain literals (`plain_literal`: a number's text bare where the typed text casts it, which
-        the fast path cannot read), the typed text (`typed`) kept for the general path it falls back
-        to. None for any other statement. The statement with its ``$n`` is parsed once per text."""
+        """A parameterized ``INSERT ... VALUES`` for the fast path, parsed once per text: the
+        values with the parameters substituted. None for any other statement."""
         template = _insert_template(key.text) if _INSERT.match(key.text) else None
         if template is None:
             return None
-        values = substitute_params(template.values_text, params, list(key.param_oids), plain=True)
+        values = substitute_params(template.values_text, params, list(key.param_oids))
         return replace(template, values_text=values, text=typed)
 
     def _compile(self, key: PlanKey, version: int) -> tuple[Plan, Statement | None, StatementResult | None]:
@@ -616,11 +614,6 @@ def sql_literal(value: Any, oid: int) -> str:
     return f"CAST({text} AS {cast})" if cast and oid not in (25, 1043) else text
 
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_NUMERIC_OIDS = (20, 21, 23, 700, 701, 1700)
-_BOOLS = {"t": "TRUE", "true": "TRUE", "f": "FALSE", "false": "FALSE"}
-
-
 @functools.lru_cache(maxsize=256)
 def _insert_template(text: str) -> FastInsert | None:
     """``INSERT ... VALUES`` with its ``$n`` placeholders, parsed (the parse depends on the text
@@ -632,29 +625,8 @@ def _insert_template(text: str) -> FastInsert | None:
     return stmt if isinstance(stmt, FastInsert) else None
 
 
-def plain_literal(value: Any, oid: int) -> str:
-    """A parameter as the untyped literal an ``INSERT ... VALUES`` of plain literals holds, for the
-    fast path of `frontend.values`: a number or boolean parameter's text bare, anything else as
-    `sql_literal`. Stored in a column of the parameter's kind (a number in a numeric column) it
-    gives what the typed literal gives; where it would not (``2.5`` from a double into an integer
-    column rounds otherwise) the fast path's cast fails and the typed statement answers.
-
-    >>> plain_literal("42", 20), plain_literal("-1.5e3", 701), plain_literal("t", 16), plain_literal("NaN", 701)
-    ('42', '-1.5e3', 'TRUE', "CAST('NaN' AS double precision)")
-    """
-    if oid in _NUMERIC_OIDS:
-        text = str(value) if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else value
-        if isinstance(text, str) and _NUMBER.fullmatch(text):
-            return text
-    if oid == 16 and isinstance(value, str) and value.lower() in _BOOLS:
-        return _BOOLS[value.lower()]
-    return sql_literal(value, oid)
-
-
-def substitute_params(sql: str, params: list[Any], oids: list[int], plain: bool = False) -> str:
-    """Replace ``$n`` outside quotes and comments by the literal of parameter n (with `plain`, its
-    `plain_literal`)."""
-    literal = plain_literal if plain else sql_literal
+def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:
+    """Replace ``$n`` outside quotes and comments by the literal of parameter n."""
 
     def repl(m: re.Match) -> str:
         if m.group(1) is None:
@@ -664,7 +636,7 @@ def substitute_params(sql: str, params: list[Any], oids: list[int], plain: bool 
             from risingspark.errors import ProtocolViolation
 
             raise ProtocolViolation(f"there is no parameter ${i + 1}")
-        return literal(params[i], oids[i] if i < len(oids) else 0)
+        return sql_literal(params[i], oids[i] if i < len(oids) else 0)
 
     return _PARAM.sub(repl, sql) if params else sql
 

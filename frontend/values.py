@@ -194,7 +194,7 @@ def _scalar_ints(values: list[str | None], bits: int, t: DataType) -> pa.Array |
         if v is None:
             out.append(None)
             continue
-        text = v.strip()
+        text = v.strip(" \t\n\r\v\f")  # PostgreSQL's blanks (isspace), not Unicode's
         if not _INT_TEXT.fullmatch(text):
             return None
         n = int(text)

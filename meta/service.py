@@ -515,20 +515,27 @@ class MetaService:
     def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
         """Record DML batches ``(table id, path, row count)`` in one transaction, in this order (a
         frontend's group commit, `frontend.dml_commit`: the batches of concurrent statements share
-        one commit of the meta store). Durable, as `submit_dml`, once this returns."""
+        one commit of the meta store). Durable, as `submit_dml`, once this returns. A path already
+        recorded is not recorded again (its receipt is the recorded batch's): a frontend retries a
+        commit whose reply it lost with the same files."""
+        ids: dict[str, int] = {}
         with self.store.transaction() as tx:
-            first = next_ids(tx.conn, "dml_batch", len(batches))
-            for i, (table_id, path, row_count) in enumerate(batches):
+            # a path recorded already (a frontend's retry after a reply it lost) keeps its batch
+            paths = list(dict.fromkeys(path for _, path, _ in batches))
+            ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
+                                       .where(dml_batches.c.path.in_(paths))).tuples().all())
+            new = [b for b in dict.fromkeys(batches) if b[1] not in ids]
+            first = next_ids(tx.conn, "dml_batch", len(new)) if new else 0
+            for i, (table_id, path, row_count) in enumerate(new):
+                ids[path] = first + i
                 tx.conn.execute(dml_batches.insert().values(id=first + i, table_id=table_id, path=path,
                                                             row_count=row_count, committed_epoch=None))
-        receipts = []
-        for i, (table_id, _, row_count) in enumerate(batches):
+        for table_id, _, row_count in new:
             rel = self.catalog.snapshot.relations.get(table_id)
             name = rel.name if rel else str(table_id)
             METRICS.dml_rows.labels(job=name).inc(row_count)
             METRICS.dml_batches.labels(job=name).inc()
-            receipts.append(DmlReceipt(first + i, self.is_write_stalled(table_id)))
-        return receipts
+        return [DmlReceipt(ids[path], self.is_write_stalled(table_id)) for table_id, path, _ in batches]
 
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait

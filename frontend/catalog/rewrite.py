@@ -278,12 +278,13 @@ def _parse_array(text: str) -> list[str | None] | None:
 
 
 def untyped_array_comparisons(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
-    """``x = ANY('{a,b}')`` -> ``x IN ('a', 'b')``, ``x <> ALL('{a,b}')`` -> ``x NOT IN ('a', 'b')``.
+    """``x = ANY('{a,b}')`` -> ``x = ANY(['a', 'b'])``, and ``<> ALL`` alike.
 
-    PostgreSQL types an untyped array literal by the other operand (psycopg sends a list of strings
-    untyped: ``'{a,b}'``); DuckDB's ANY of a string would fail (not a list), and of a list of strings
-    would compare text with the column, where IN types its string constants by the column as
-    PostgreSQL does. IN is defined as ``= ANY`` (NULLs compare alike); an empty array: false and true."""
+    PostgreSQL types an untyped array literal by the other operand; psycopg sends a list of strings
+    untyped (``'{a,b}'``), which DuckDB's ANY refuses (not a list). As a list of strings it compares
+    with a text column as PostgreSQL does, and against any other column fails (DuckDB: "an explicit
+    cast is required") rather than converting the items its own way. An empty array: false and true
+    (PostgreSQL's, for a NULL operand too); a nested array is left alone."""
     for node in list(query.find_all(exp.EQ, exp.NEQ)):
         arg, inner = node.expression, None
         if isinstance(node, exp.EQ) and isinstance(arg, exp.Any):
@@ -293,7 +294,7 @@ def untyped_array_comparisons(query: exp.Expression, ctx: RewriteContext | None)
             inner = arg.expressions[0]
         while isinstance(inner, exp.Paren):
             inner = inner.this
-        if not (isinstance(inner, exp.Literal) and inner.is_string):
+        if not (isinstance(inner, exp.Literal) and inner.is_string) or inner.this.strip()[1:].lstrip().startswith("{"):
             continue
         items = _parse_array(inner.this)
         if items is None:
@@ -301,9 +302,7 @@ def untyped_array_comparisons(query: exp.Expression, ctx: RewriteContext | None)
         if not items:
             node.replace(exp.false() if isinstance(node, exp.EQ) else exp.true())
             continue
-        found = exp.In(this=node.this.copy(), expressions=[exp.null() if v is None else exp.Literal.string(v)
-                                                            for v in items])
-        node.replace(exp.Paren(this=found if isinstance(node, exp.EQ) else exp.Not(this=found)))
+        inner.replace(exp.Array(expressions=[exp.null() if v is None else exp.Literal.string(v) for v in items]))
     return query
 
 

@@ -243,3 +243,41 @@ def test_the_queue_is_bounded(monkeypatch):
     assert not writer.is_alive()
     commit.drain()
     assert [v for _, values in _recorded(meta, store) for v in values] == list(range(7))
+
+
+def test_flush_waits_for_queued_rows_a_failed_durable_group_put_back(monkeypatch):
+    """A durable statement leads a commit of the queued batch and its own, which fails: the queued
+    batch goes back to the queue, and a drain begun before must not count the failed statement's
+    batch as the end of its wait."""
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.3, 0.3))
+    meta, store = FlakyMeta(failures=2), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(1), durable=False)
+    with pytest.raises(OSError):
+        commit.drain()  # the flusher's first commit fails
+    with pytest.raises(OSError):
+        commit.submit_rows(1, _rows(2))  # leads [queued, own]: fails; the queued one is retried
+    commit.drain(timeout=5)
+    assert _recorded(meta, store) == [(1, [1])]
+
+
+def test_a_retried_commit_records_the_same_file():
+    meta, store = FlakyMeta(failures=1), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(1), durable=False)
+    deadline = time.monotonic() + 5
+    while not meta.calls:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert len(store.files) == 1  # the failed attempt's file is the one recorded, not a second copy
+    assert meta.calls == [[(1, next(iter(store.files)), 1)]]
+
+
+def test_close_records_the_queue_through_failures_and_later_writes_wait():
+    meta, store = FlakyMeta(failures=3), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(1), durable=False)
+    commit.close(timeout=10)  # retries until recorded, where one failure used to end it
+    assert _recorded(meta, store) == [(1, [1])]
+    assert commit.submit_rows(1, _rows(2), durable=False) is not None  # closed: recorded before it returns
+    assert _recorded(meta, store) == [(1, [1]), (1, [2])]

@@ -1,6 +1,6 @@
 """Parameterized single-row INSERTs (what drivers send) take the fast VALUES path of
-`frontend.values` — no batch query — with the parameters as plain literals, and fall back to the
-typed statement where a plain literal would store something else; with ``synchronous_commit = off``
+`frontend.values` — no batch query — and a parameter whose typed literal the fast path cannot read
+(a double) takes the general path, storing what PostgreSQL stores; with ``synchronous_commit = off``
 they return once queued, and FLUSH's drain records them. A real meta service over SQLite and a real
 object store; no compute node (nothing here runs an epoch)."""
 
@@ -22,7 +22,7 @@ from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize
 from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT4, INT8, VARCHAR, DataType, Field
 
-INT8_OID, FLOAT8_OID, NUMERIC_OID, UNKNOWN_OID = 20, 701, 1700, 0
+INT8_OID, FLOAT8_OID, UNKNOWN_OID = 20, 701, 0
 
 
 def _table(meta: MetaService, name: str, fields: tuple[Field, ...]) -> RelationCatalog:
@@ -74,21 +74,22 @@ def test_driver_parameters_take_the_fast_path(session: Session, monkeypatch) -> 
     batch_queries: list = []
     run_batch = Session.run_batch
     monkeypatch.setattr(Session, "run_batch", lambda self, *a, **kw: batch_queries.append(a) or run_batch(self, *a, **kw))
-    _insert(session, ["1", "7", "a'b", "1.25"], [INT8_OID, INT8_OID, UNKNOWN_OID, NUMERIC_OID])
-    _insert(session, ["2", None, None, "12"], [INT8_OID, UNKNOWN_OID, UNKNOWN_OID, INT8_OID])  # psycopg's NULLs
+    # as the wire decodes them: integers as ints, strings (untyped) as str, NULLs untyped
+    _insert(session, [1, 7, "a'b", 12], [INT8_OID, INT8_OID, UNKNOWN_OID, INT8_OID])
+    _insert(session, [2, None, None, 3], [INT8_OID, UNKNOWN_OID, UNKNOWN_OID, INT8_OID])
     assert batch_queries == []
-    # a double's 2.5 into an integer column: PostgreSQL rounds it to even (2), a plain 2.5 would
-    # round away from zero (3): the typed statement answers, through a batch query
-    _insert(session, ["3", "2.5", "z", "0.125"], [INT8_OID, FLOAT8_OID, UNKNOWN_OID, FLOAT8_OID])
+    # a double's 2.5 into an integer column: PostgreSQL rounds it to even (2); the typed statement
+    # answers, through a batch query
+    _insert(session, [3, 2.5, "z", 0.125], [INT8_OID, FLOAT8_OID, UNKNOWN_OID, FLOAT8_OID])
     assert len(batch_queries) == 1
-    assert _stored(session) == [(1, 7, "a'b", Decimal("1.25")), (2, None, None, Decimal("12.00")),
+    assert _stored(session) == [(1, 7, "a'b", Decimal("12.00")), (2, None, None, Decimal("3.00")),
                                 (3, 2, "z", Decimal("0.13"))]
 
 
 def test_asynchronous_inserts_are_recorded_in_order_by_the_drain(session: Session) -> None:
     session.vars.set("synchronous_commit", "off")
     for k in range(200):
-        _insert(session, [str(k % 50), str(k), "v", "1"], [INT8_OID, INT8_OID, UNKNOWN_OID, INT8_OID])
+        _insert(session, [k % 50, k, "v", 1], [INT8_OID, INT8_OID, UNKNOWN_OID, INT8_OID])
     session.frontend.dml.drain()
     stored = _stored(session)
     assert [r[1] for r in stored] == list(range(200))

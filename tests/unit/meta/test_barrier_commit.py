@@ -224,3 +224,17 @@ def test_a_round_run_elsewhere_keeps_its_files_until_it_commits(store_url: str, 
         assert meta.garbage.collect(retention_s=0) == [lost]
     finally:
         meta.stop()
+
+
+def test_a_path_recorded_again_keeps_its_batch(store_url: str, tmp_path) -> None:
+    """A frontend retries a commit whose reply it lost with the same files: meta records each once."""
+    store = MetaStore(store_url)
+    store.upgrade()
+    meta = MetaService(store, ObjectStore(str(tmp_path / "objects")), ScriptedCompute())
+    rel = _table(meta, "t")
+    first = meta.submit_dml_batches([(rel.id, "dml/a.parquet", 3), (rel.id, "dml/b.parquet", 2)])
+    again = meta.submit_dml_batches([(rel.id, "dml/b.parquet", 2), (rel.id, "dml/c.parquet", 1)])
+    assert again[0].batch_id == first[1].batch_id and again[1].batch_id > first[1].batch_id
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT path FROM dml_batches ORDER BY id").scalars().all() == \
+            ["dml/a.parquet", "dml/b.parquet", "dml/c.parquet"]
