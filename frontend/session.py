@@ -297,19 +297,19 @@ class Session:
             if not stmts[0]:
                 return StatementResult("", empty=True)
             run.text = stmts[0]
-            stmt = (params and self._plain_insert(key, params, run.text)) or parse_statement(run.text)
+            stmt = (params and self._cached_insert(key, params, run.text)) or parse_statement(run.text)
         run.kind = statement_kind(stmt)
         return self._dispatch(stmt)
 
     @staticmethod
-    def _plain_insert(key: PlanKey, params: list[Any], typed: str) -> FastInsert | None:
+    def _cached_insert(key: PlanKey, params: list[Any], text: str) -> FastInsert | None:
         """A parameterized ``INSERT ... VALUES`` for the fast path, parsed once per text: the
         values with the parameters substituted. None for any other statement."""
         template = _insert_template(key.text) if _INSERT.match(key.text) else None
         if template is None:
             return None
         values = substitute_params(template.values_text, params, list(key.param_oids))
-        return replace(template, values_text=values, text=typed)
+        return replace(template, values_text=values, text=text)
 
     def _compile(self, key: PlanKey, version: int) -> tuple[Plan, Statement | None, StatementResult | None]:
         """The plan of a statement not in the cache; the statement parsed when it was (without

@@ -94,8 +94,9 @@ SCALAR_VALUES = 16  # at most this many values of an integer or text column are 
 def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
     """Arrow's cast of literal texts to a column type, rounding numerics as Postgres does; None
     when a value does not convert (the general path then reports the error). A few values of an
-    integer or text column are converted in Python: an Arrow cast costs ~0.3 ms a call, which was a
-    third of a single-row INSERT's time in the frontend."""
+    integer or text column are converted in Python: an Arrow cast costs ~0.3 ms a call, and
+    `cast_column` was 29 % of an asynchronous single-row INSERT's time in the session's thread
+    (cProfile, 1,000 INSERTs)."""
     if len(values) <= SCALAR_VALUES and (bits := _INT_BITS.get(t.name)) is not None:
         return _scalar_ints(values, bits, t)
     if len(values) <= SCALAR_VALUES and t.name is TypeName.VARCHAR:

@@ -220,8 +220,8 @@ class MetaClient:
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         return self.rpc.call("submit_dml", table_id, path, row_count)
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
-        return self.rpc.call("submit_dml_batches", batches)
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
+        return self.rpc.call("submit_dml_batches", batches, retried)
 
     def compute_nodes(self) -> list[str]:
         """Addresses of the live compute nodes of the default resource group."""

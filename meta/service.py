@@ -512,19 +512,21 @@ class MetaService:
         durable: the next barriers deliver them until an epoch that consumed them commits."""
         return self.submit_dml_batches([(table_id, path, row_count)])[0]
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
         """Record DML batches ``(table id, path, row count)`` in one transaction, in this order (a
         frontend's group commit, `frontend.dml_commit`: the batches of concurrent statements share
-        one commit of the meta store). Durable, as `submit_dml`, once this returns. A path already
-        recorded is not recorded again (its receipt is the recorded batch's): a frontend retries a
-        commit whose reply it lost with the same files."""
+        one commit of the meta store). Durable, as `submit_dml`, once this returns. `retried`: the
+        frontend retries a failed commit with the same files (its reply may have been lost after the
+        commit): a path already recorded is not recorded again, its receipt is the recorded batch's.
+        Only a retry looks the paths up (the path column has no index; the table holds the batches
+        not yet consumed)."""
         ids: dict[str, int] = {}
         with self.store.transaction() as tx:
-            # a path recorded already (a frontend's retry after a reply it lost) keeps its batch
-            paths = list(dict.fromkeys(path for _, path, _ in batches))
-            ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
-                                       .where(dml_batches.c.path.in_(paths))).tuples().all())
-            new = [b for b in dict.fromkeys(batches) if b[1] not in ids]
+            if retried:
+                paths = [path for _, path, _ in batches]
+                ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
+                                           .where(dml_batches.c.path.in_(paths))).tuples().all())
+            new = [b for b in batches if b[1] not in ids]
             first = next_ids(tx.conn, "dml_batch", len(new)) if new else 0
             for i, (table_id, path, row_count) in enumerate(new):
                 ids[path] = first + i

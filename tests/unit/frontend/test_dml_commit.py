@@ -23,13 +23,14 @@ class SlowMeta:
     def __init__(self, seconds: float = 0.05) -> None:
         self.seconds = seconds
         self.calls: list[list[tuple[int, str, int]]] = []
+        self.retried: list[bool] = []  # per successful call: whether the commit said it retries
         self.fail_paths: set[str] = set()
         self._next = 1
         self._lock = threading.Lock()
         self.active = 0
         self.most_active = 0
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
         with self._lock:
             self.active += 1
             self.most_active = max(self.most_active, self.active)
@@ -39,6 +40,7 @@ class SlowMeta:
                 raise OSError("disk full")
             with self._lock:
                 self.calls.append(list(batches))
+                self.retried.append(retried)
                 first, self._next = self._next, self._next + len(batches)
             return [DmlReceipt(first + i, False) for i in range(len(batches))]
         finally:
@@ -114,12 +116,12 @@ class FlakyMeta(SlowMeta):
         super().__init__(0)
         self.failures_left = failures
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
         with self._lock:
             fail, self.failures_left = self.failures_left > 0, max(self.failures_left - 1, 0)
         if fail:
             raise OSError("meta store unreachable")
-        return super().submit_dml_batches(batches)
+        return super().submit_dml_batches(batches, retried)
 
 
 class GatedMeta(SlowMeta):
@@ -129,9 +131,9 @@ class GatedMeta(SlowMeta):
         super().__init__(0)
         self.gate = threading.Event()
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]]) -> list[DmlReceipt]:
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
         self.gate.wait()
-        return super().submit_dml_batches(batches)
+        return super().submit_dml_batches(batches, retried)
 
 
 class RecordingStore:
@@ -271,6 +273,9 @@ def test_a_retried_commit_records_the_same_file():
         time.sleep(0.01)
     assert len(store.files) == 1  # the failed attempt's file is the one recorded, not a second copy
     assert meta.calls == [[(1, next(iter(store.files)), 1)]]
+    assert meta.retried == [True]  # meta is told, so it looks the path up
+    commit.submit_rows(1, _rows(2))
+    assert meta.retried == [True, False]  # a first attempt costs meta no lookup
 
 
 def test_close_records_the_queue_through_failures_and_later_writes_wait():

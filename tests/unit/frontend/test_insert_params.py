@@ -15,28 +15,11 @@ import pytest
 from frontend.session import Frontend, Session, _Running
 from meta.service import MetaService
 from meta.store.store import MetaStore
-from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
-from risingspark.storage.desc import StateTableDesc
 from risingspark.storage.object_store import ObjectStore
-from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, node_to_json
-from risingspark.table_kind import ConflictBehavior
 from risingspark.types import INT4, INT8, VARCHAR, DataType, Field
+from support.meta_tables import create_table
 
 INT8_OID, FLOAT8_OID, UNKNOWN_OID = 20, 701, 0
-
-
-def _table(meta: MetaService, name: str, fields: tuple[Field, ...]) -> RelationCatalog:
-    rid = meta.allocate_ids(1)
-    desc = StateTableDesc(rid, fields, (0,), (0,))
-    plan = StreamMaterialize(fields=fields, stream_key=(0,), table=desc, conflict=ConflictBehavior.OVERWRITE,
-                             input=StreamExchange(fields=fields, stream_key=(0,), dist_key=(0,),
-                                                  input=StreamDml(fields=fields, stream_key=(0,), table_id=rid)))
-    snap = meta.catalog_snapshot()
-    db = snap.database("dev")
-    schema = snap.schema(db.id, "public")
-    return meta.create_relation(RelationCatalog(rid, db.id, schema.id, name, RelationKind.TABLE, fields, (0,), (0,),
-                                                f"CREATE TABLE {name}", JobStatus.CREATED, plan=node_to_json(plan),
-                                                state_tables=(desc,)))
 
 
 @pytest.fixture
@@ -45,7 +28,7 @@ def session(tmp_path) -> Iterator[Session]:
     store.upgrade()
     objects = ObjectStore(str(tmp_path / "objects"))
     meta = MetaService(store, objects, None)
-    _table(meta, "t", (Field("k", INT8), Field("n", INT4), Field("v", VARCHAR),
+    create_table(meta, "t", (Field("k", INT8), Field("n", INT4), Field("v", VARCHAR),
                        Field("x", DataType.parse("numeric(10,2)"))))
     frontend = Frontend(meta, objects, cache_bytes=1 << 20, workers=2)
     s = frontend.new_session()

@@ -15,12 +15,9 @@ import pytest
 from meta.service import MetaService
 from meta.store.store import MetaStore
 from risingspark.barrier import AddJobs, Barrier, EpochResult
-from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
-from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.desc import SstableInfo
 from risingspark.storage.object_store import ObjectStore
-from risingspark.stream_plan import StreamDml, StreamExchange, StreamMaterialize, node_to_json
-from risingspark.table_kind import ConflictBehavior
-from risingspark.types import INT8, Field
+from support.meta_tables import create_table
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 
@@ -64,20 +61,6 @@ def store_url(request, tmp_path) -> Iterator[str]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _table(meta: MetaService, name: str) -> RelationCatalog:
-    rid = meta.allocate_ids(1)
-    fields = (Field("id", INT8),)
-    desc = StateTableDesc(rid, fields, (0,), (0,))
-    plan = StreamMaterialize(fields=fields, stream_key=(0,), table=desc, conflict=ConflictBehavior.OVERWRITE, input=StreamExchange(
-        fields=fields, stream_key=(0,), dist_key=(0,), input=StreamDml(fields=fields, stream_key=(0,), table_id=rid)))
-    snap = meta.catalog_snapshot()
-    db = snap.database("dev")
-    schema = snap.schema(db.id, "public")
-    return meta.create_relation(RelationCatalog(rid, db.id, schema.id, name, RelationKind.TABLE, fields, (0,), (0,),
-                                                f"CREATE TABLE {name}", JobStatus.CREATED, plan=node_to_json(plan),
-                                                state_tables=(desc,)))
-
-
 def _meta(store_url: str, tmp_path, compute: ScriptedCompute) -> MetaService:
     store = MetaStore(store_url)
     store.upgrade()
@@ -91,7 +74,7 @@ def test_dml_is_delivered_once_and_committed_atomically(store_url: str, tmp_path
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
     try:
-        rel = _table(meta, "t")
+        rel = create_table(meta, "t")
         b1 = meta.submit_dml(rel.id, "dml/a.parquet", 10).batch_id
         b2 = meta.submit_dml(rel.id, "dml/b.parquet", 5).batch_id
         epoch = meta.flush(timeout=30)
@@ -113,7 +96,7 @@ def test_batches_recorded_in_one_transaction_are_delivered_in_order(store_url: s
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
     try:
-        rel, other = _table(meta, "t"), _table(meta, "u")
+        rel, other = create_table(meta, "t"), create_table(meta, "u")
         receipts = meta.submit_dml_batches([(rel.id, "dml/g1.parquet", 2), (other.id, "dml/g2.parquet", 3),
                                             (rel.id, "dml/g3.parquet", 4)])
         ids = [r.batch_id for r in receipts]
@@ -130,7 +113,7 @@ def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
     try:
-        rel = _table(meta, "t")
+        rel = create_table(meta, "t")
         meta.flush(timeout=30)
         resets = compute.resets
         compute.fail_next.set()
@@ -148,7 +131,7 @@ def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
 def test_version_and_catalog_survive_restart(store_url: str, tmp_path) -> None:
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
-    rel = _table(meta, "t")
+    rel = create_table(meta, "t")
     meta.submit_dml(rel.id, "dml/d.parquet", 3)
     meta.flush(timeout=30)
     version = meta.hummock.version
@@ -192,7 +175,7 @@ def test_a_round_run_elsewhere_keeps_its_files_until_it_commits(store_url: str, 
     the meantime; a round given up leaves garbage."""
     meta = _meta(store_url, tmp_path, ScriptedCompute())
     try:
-        t = _table(meta, "t")
+        t = create_table(meta, "t")
 
         def written(epoch: int, name: str) -> str:
             path = f"hummock/{t.id}/{epoch}-{name}.parquet"
@@ -231,9 +214,9 @@ def test_a_path_recorded_again_keeps_its_batch(store_url: str, tmp_path) -> None
     store = MetaStore(store_url)
     store.upgrade()
     meta = MetaService(store, ObjectStore(str(tmp_path / "objects")), ScriptedCompute())
-    rel = _table(meta, "t")
+    rel = create_table(meta, "t")
     first = meta.submit_dml_batches([(rel.id, "dml/a.parquet", 3), (rel.id, "dml/b.parquet", 2)])
-    again = meta.submit_dml_batches([(rel.id, "dml/b.parquet", 2), (rel.id, "dml/c.parquet", 1)])
+    again = meta.submit_dml_batches([(rel.id, "dml/b.parquet", 2), (rel.id, "dml/c.parquet", 1)], retried=True)
     assert again[0].batch_id == first[1].batch_id and again[1].batch_id > first[1].batch_id
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT path FROM dml_batches ORDER BY id").scalars().all() == \
