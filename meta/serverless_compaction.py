@@ -14,8 +14,10 @@ Here meta's controller, every `CHECK_INTERVAL_S`:
   other (with ``--spark-master`` when `spark_master` is set: its big tasks then run as Spark jobs on
   that cluster, whose dynamic allocation gives them executors). The next start waits until the last
   one has registered;
-* **scales down** when it wants fewer than it runs and has for `idle_s`: the youngest is stopped
-  with SIGTERM (it finishes the task in hand first; meta gives up a task only if it dies);
+* **scales down** when it wants fewer than it runs and has for `idle_s`: the youngest registered
+  one is stopped with SIGTERM (it finishes the task in hand first; meta gives up a task only if it
+  dies). One still starting is left to register first: stopped mid-start, its start was wasted, and
+  on a loaded machine a start can take longer than `idle_s`;
 * forgets a compactor that died (meta gives its task up, as any dead compactor's); the next check
   starts another if still needed.
 
@@ -162,8 +164,9 @@ class ServerlessCompactionController:
         elif self.wanted < len(running):
             if self._below_since is None:
                 self._below_since = now
-            elif now - self._below_since >= self.cfg.idle_s:
-                youngest = max(running, key=lambda c: c.started_at)
+            elif now - self._below_since >= self.cfg.idle_s and (registered := [
+                    c for c in running if c.node_id is not None]):
+                youngest = max(registered, key=lambda c: c.started_at)
                 logger.info("compaction caught up (%d bytes pending): retiring extra compactor %s",
                             self.pending_bytes, youngest.name)
                 self._retire(youngest, now)

@@ -116,9 +116,18 @@ def test_rate_limit_zero_pauses_the_backfill(playground: PlaygroundProcess, stra
         conn.execute("SET backfill_rate_limit = 0")
         conn.execute(f"CREATE MATERIALIZED VIEW {t}_mv AS SELECT id, v FROM {t}")
         conn.execute(f"INSERT INTO {t} VALUES (5000, 1)")  # upstream changes still flow while paused
-        time.sleep(3)
-        rows = [r for r in conn.execute("SELECT ddl_statement, progress FROM rw_ddl_progress").fetchall()
-                if f"{t}_mv" in r[0]]
+        conn.execute("FLUSH")
+
+        def progress() -> list[tuple[str, str]]:
+            return [r for r in conn.execute("SELECT ddl_statement, progress FROM rw_ddl_progress").fetchall()
+                    if f"{t}_mv" in r[0]]
+
+        # (the progress moves at the rounds after the insert's: on a loaded machine, a few seconds)
+        deadline = time.monotonic() + 60
+        while (rows := progress()) and rows[0][1] != f"0.00% (0/{total})" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(2)  # a few more rounds: paused, it stays at 0
+        rows = progress()
         assert rows and rows[0][1] == f"0.00% (0/{total})", rows
         conn.execute(f"ALTER MATERIALIZED VIEW {t}_mv SET BACKFILL_RATE_LIMIT = DEFAULT")
         conn.execute(f"WAIT MATERIALIZED VIEW {t}_mv")

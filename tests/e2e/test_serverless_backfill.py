@@ -312,16 +312,33 @@ def test_serverless_compaction_adds_a_compactor_while_compaction_is_behind(serve
         conn.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
         conn.execute(f"INSERT INTO {t} SELECT g, 0 FROM generate_series(1, 5000) AS s(g)")
         conn.execute("FLUSH")  # (an UPDATE reads the committed rows)
-        updates = 0
+    updates = 0
+    stop = threading.Event()
+
+    def update() -> None:  # a checkpoint per update: L0 deepens until compaction is due
+        nonlocal updates
+        with serverless.connect() as writer:
+            while not stop.is_set():
+                writer.execute(f"UPDATE {t} SET v = v + 1 WHERE k % 10 = {updates % 10}")
+                writer.execute("FLUSH")
+                updates += 1
+
+    updater = threading.Thread(target=update, daemon=True)
+    updater.start()
+    try:  # (the API is polled beside the updates: a compactor runs for a few seconds only)
         deadline = time.monotonic() + 180
-        while True:  # a checkpoint per update: L0 deepens until compaction is due
-            conn.execute(f"UPDATE {t} SET v = v + 1 WHERE k % 10 = {updates % 10}")
-            conn.execute("FLUSH")
-            updates += 1
+        while True:
             state = httpx.get(f"{api}/api/serverless_compaction", timeout=10).json()
             if any(c["state"] == "running" for c in state["compactors"]):
                 break
+            assert updater.is_alive(), "the updates failed"
             assert time.monotonic() < deadline, f"no extra compactor: {state}\n{serverless.log_tail()}"
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        updater.join(60)
+    assert not updater.is_alive()
+    with serverless.connect() as conn:
         assert state["enabled"] and state["max_compactors"] == 1 and len(state["compactors"]) == 1
         (extra,) = state["compactors"]
         nodes = httpx.get(f"{api}/api/nodes", timeout=10).json()["nodes"]

@@ -110,6 +110,21 @@ def test_the_backlog_coming_back_cancels_the_retirement(controller):
     assert len(c.live()) == 1
 
 
+def test_a_compactor_still_starting_is_not_retired_for_idleness(controller):
+    """On a loaded machine a start can outlast `idle_s`: the compactor registers first."""
+    c = controller
+    c.pending = 50 * MB
+    c.check(now=0)
+    (starting,) = c.compactors()
+    c.pending = 0
+    c.check(now=1)
+    c.check(now=100)
+    assert c.live() == [starting]
+    c.register_all()
+    c.check(now=101)  # idle since 1, and now registered
+    assert c.live() == [] and starting.retiring_since == 101
+
+
 def test_a_compactor_that_died_is_replaced(controller):
     c = controller
     c.pending = 50 * MB
