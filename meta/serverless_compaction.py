@@ -151,16 +151,16 @@ class ServerlessCompactionController:
         per = max(1, self.cfg.pending_mb) << 20
         self.wanted = min(self.cfg.max_compactors, math.ceil(self.pending_bytes / per)) if self.pending_bytes else 0
         running = [c for c in self._reap(now) if c.retiring_since is None]
+        stuck = [c for c in running if c.node_id is None and now - c.started_at > REGISTER_TIMEOUT_S]
+        for c in stuck:  # (wanted or not: an idle one is not retired before it registers)
+            logger.warning("extra compactor %s did not register in %.0f s: stopping it", c.name, REGISTER_TIMEOUT_S)
+            self._retire(c, now)
+        if stuck:
+            return
         if self.wanted > len(running):
             self._below_since = None
             if all(c.node_id is not None for c in running) and not self._stop.is_set():
                 self._launch(now)  # (the last one started has registered)
-            elif any(now - c.started_at > REGISTER_TIMEOUT_S for c in running if c.node_id is None):
-                for c in running:
-                    if c.node_id is None and now - c.started_at > REGISTER_TIMEOUT_S:
-                        logger.warning("extra compactor %s did not register in %.0f s: stopping it",
-                                       c.name, REGISTER_TIMEOUT_S)
-                        self._retire(c, now)
         elif self.wanted < len(running):
             if self._below_since is None:
                 self._below_since = now

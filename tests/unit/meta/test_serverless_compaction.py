@@ -11,7 +11,11 @@ from dataclasses import dataclass
 import pytest
 
 from meta.cluster import WorkerNode
-from meta.serverless_compaction import ServerlessCompactionConfig, ServerlessCompactionController
+from meta.serverless_compaction import (
+    REGISTER_TIMEOUT_S,
+    ServerlessCompactionConfig,
+    ServerlessCompactionController,
+)
 
 MB = 1 << 20
 
@@ -123,6 +127,18 @@ def test_a_compactor_still_starting_is_not_retired_for_idleness(controller):
     c.register_all()
     c.check(now=101)  # idle since 1, and now registered
     assert c.live() == [] and starting.retiring_since == 101
+
+
+def test_a_compactor_that_never_registers_is_stopped_wanted_or_not(controller):
+    c = controller
+    c.pending = 50 * MB
+    c.check(now=0)
+    (stuck,) = c.compactors()
+    c.pending = 0  # no longer wanted: it is still stopped once its start has taken too long
+    c.check(now=100)
+    assert c.live() == [stuck]
+    c.check(now=REGISTER_TIMEOUT_S + 1)
+    assert c.live() == [] and stuck.retiring_since == REGISTER_TIMEOUT_S + 1
 
 
 def test_a_compactor_that_died_is_replaced(controller):
