@@ -58,6 +58,7 @@ class Playground:
         from compactor.service import CompactorService
         from compute.batch_query import SparkBatchRunner
         from compute.node import CacheBudgets, ComputeNode
+        from compute.server import spark_conf_pairs
         from compute.spark import SparkSettings, create_spark_session
         from frontend.authentication import setup_auth
         from frontend.pgwire.server import PgServer
@@ -88,7 +89,8 @@ class Playground:
         meta_store.upgrade()
         spark = create_spark_session(SparkSettings(master=cfg.spark_master, ui=cfg.spark_ui,
                                                    driver_memory=cfg.spark_driver_memory, host=cfg.host,
-                                                   parallelism=cfg.parallelism))
+                                                   parallelism=cfg.parallelism,
+                                                   extra=spark_conf_pairs(cfg.spark_conf)))
         compute = ComputeNode(spark, store, parallelism=cfg.parallelism,
                               caches=CacheBudgets(cfg.state_cache_mb, cfg.block_cache_mb))
         meta = MetaService(meta_store, store, compute)

@@ -92,6 +92,7 @@ class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings,
     spark_master: str = _f("local[*]", "Spark master URL for the compute node")
     spark_ui: bool = _f(False, "enable the Spark web UI")
     spark_driver_memory: str = _f("2g", "Spark driver memory")
+    spark_conf: str = _f("", "extra Spark settings, comma-separated key=value (e.g. spark.cores.max=2)")
     parallelism: int = _f(0, "default streaming parallelism (0: one actor per Spark core)")
     block_cache_mb: int = _f(512, "block cache of decoded SSTs per process (the frontend's and, shared by its "
                                   "Spark cores, the compute node's), in MiB")

@@ -105,11 +105,14 @@ def test_a_distributed_query_times_out_and_the_session_goes_on(playground: Playg
     t = unique_name("qm_slow")
     with playground.connect() as conn:
         conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY)")
-        conn.execute(f"INSERT INTO {t} SELECT i FROM generate_series(1, 3000) AS s(i)")
+        conn.execute(f"INSERT INTO {t} SELECT i FROM generate_series(1, 2000) AS s(i)")
         conn.execute("FLUSH")
         conn.execute("SET query_mode = distributed")
         conn.execute("SET statement_timeout = '2s'")
+        # 4 billion pairs of comparisons (~8 s of Spark on two idle cores). Its Spark tasks are not
+        # interrupted by the cancel (a nested-loop join never checks: docs/notes/test-suite.md), so
+        # the query is one whose run after the cancel stays bounded on any JIT.
         with pytest.raises(psycopg.errors.QueryCanceled, match="statement timeout"):
-            conn.execute(f"SELECT count(*) FROM {t} a, {t} b, {t} c WHERE a.id + b.id + c.id = -1")
+            conn.execute(f"SELECT count(*) FROM {t} a, {t} b, {t} c WHERE a.id > b.id AND b.id > c.id AND c.id > a.id")
         conn.execute("SET statement_timeout = 0")
-        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (3000,)
+        assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (2000,)
