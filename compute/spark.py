@@ -45,6 +45,9 @@ def create_spark_session(settings: SparkSettings):
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.default.parallelism", str(shuffle_partitions))
         .config("spark.sql.adaptive.enabled", "false")
+        # Pools share the cores fairly: a snapshot read off the barrier's path runs in a pool of its own
+        # (`compute.stream.snapshot`); every other job is in the default pool, first come first served.
+        .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

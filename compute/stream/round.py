@@ -14,6 +14,7 @@ overlap; measured with four MVs on one table, an epoch took the sum of its jobs'
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -62,7 +63,7 @@ from risingspark.types import spark_ddl
 from risingspark.vnode import VNODE_COUNT, actor_vnodes
 
 if TYPE_CHECKING:
-    from compute.stream.snapshot import ReadBucket
+    from compute.stream.snapshot import PendingRead, ReadBucket
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class JobRuntime:
     reading: frozenset[int] = frozenset()  # the scans that read in the latest round
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
     bucket: ReadBucket | None = None  # what a rate-limited snapshot backfill may read (`snapshot.ReadBucket`)
+    pending: PendingRead | None = None  # a snapshot read running off the barrier's path (`snapshot.PendingRead`)
 
     @property
     def scan(self) -> StreamTableScan | None:
@@ -169,6 +171,34 @@ class EpochRound:
         return EpochResult(self.env.epoch, tuple(o.ssts), tuple(o.change_logs), dict(o.row_deltas),
                            tuple(o.backfill), tuple(o.finished), consumed, o.spark_jobs, dict(o.rows_in),
                            o.cache_hits, o.cache_misses)
+
+    def fork(self) -> EpochRound:
+        """A round of its own for work that outlives this one (a snapshot read off the barrier's
+        path): the same epoch, inputs and committed version, an output of its own that a later round
+        takes into its commit (`adopt`)."""
+        other = copy.copy(self)
+        other.out = RoundOutput()
+        other.changelogs = defaultdict(list)
+        other._lock = threading.Lock()
+        return other
+
+    def adopt(self, out: RoundOutput) -> None:
+        """Commit another round's output with this epoch. Its SSTs keep the epoch they were written
+        at (older than this one): only the job that wrote them writes their tables, and it wrote
+        nothing since, so readers at this epoch or later see exactly them. Its change logs are this
+        epoch's."""
+        with self._lock:
+            self.out.ssts.extend(out.ssts)
+            for log in out.change_logs:
+                self.out.change_logs.append(replace(log, epoch=self.env.epoch))
+                self.changelogs[log.table_id].append(log.path)
+            for table_id, delta in out.row_deltas.items():
+                self.out.row_deltas[table_id] += delta
+            for job_id, rows in out.rows_in.items():
+                self.out.rows_in[job_id] += rows
+            self.out.spark_jobs += out.spark_jobs
+            self.out.cache_hits += out.cache_hits
+            self.out.cache_misses += out.cache_misses
 
     # ---- one job ------------------------------------------------------------------------------
     def _run_job(self, rt: JobRuntime) -> None:

@@ -9,13 +9,25 @@ spends the rows it actually read. So a rate limit holds on average, a new limit 
 next round on (no pause computed from the old one), and a smaller limit makes the next read smaller,
 not only later — what the adaptive rate (`meta.backfill_rate`) needs to shorten the rounds that were
 slow. A job reads once its bucket covers the next split, or once the bucket is full.
+
+A rate-limited read runs **off the barrier's path**, as RisingWave's snapshot backfill reads its
+snapshot apart from the upstream's barriers: the round that starts it hands it to a thread with a
+round of its own (`EpochRound.fork`) and goes on, and the first round after it finished commits its
+files and progress (`EpochRound.adopt`). A read's cost is mostly fixed (seconds of Spark planning and
+scheduling, measured in bench/isolation.py), so in the round it made every other job's barrier wait
+for it whatever its size. Nothing else of the job runs meanwhile (upstream changes wait in the change
+log, as they do for the whole snapshot phase), so its tables are its own until the read is
+committed, and the next read starts from that commit. Unlimited, a read stays in the round: the
+backfill takes the cluster, and a read committed a round later would leave the job idle for a round
+between reads.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -47,6 +59,8 @@ logger = logging.getLogger(__name__)
 BURST_S = 10.0
 # What a rate-limited job may read in its first round (and after a pause): one second of its limit.
 FIRST_READ_S = 1.0
+# The Spark scheduler pool of reads off the barrier's path (`compute.spark` schedules pools fairly).
+READ_POOL = "snapshot-read"
 
 
 @dataclass
@@ -86,36 +100,108 @@ def run_snapshot_backfill(rnd: EpochRound, rt: JobRuntime) -> None:
 
 
 def _snapshot_split(rnd: EpochRound, rt: JobRuntime) -> None:
-    state, upstream = rt.snapshot, rt.scan.upstream_desc  # type: ignore[union-attr]
-    assert state is not None and upstream is not None and rt.progress is not None
+    state = rt.snapshot
+    assert state is not None and rt.progress is not None
+    if rt.pending is not None:
+        if rt.pending.done.is_set():
+            _adopt(rnd, rt)
+        else:
+            _report(rnd, rt, [], 0)  # still reading: the barrier goes on without it
+        return
     rate = rt.job.backfill_rate_limit
     if rate == 0:
         rt.bucket = None  # resumed, it starts again from one second's worth
         return  # paused: the snapshot waits; upstream changes wait in the change log
     now = time.monotonic()
-    rows = 0
     split = _next_read(rt, state, rate, now)
-    if split is not None:
-        lo, hi = split
-        read = read_split(rnd.spark, rnd.store.url, upstream, state, lo, hi, rnd.read_files)
-        try:
-            Dataflow(rnd, rt, source=read.rows).run()
-        finally:
-            read.release()
-        rows = read.row_count()
-        BACKFILL_SNAPSHOT_ROWS.labels(**backfill_labels(rt.job)).inc(rows)
-        if rate is not None and rt.bucket is not None:
-            rt.bucket.rows -= rows
-        by_vnode = {p.vnode: p for p in rt.progress[0]}
-        changed = [VnodeProgress(v, None, True, rows if v == lo else 0) for v in range(lo, hi + 1)]
-        for p in changed:
-            by_vnode[p.vnode] = p
-        rt.progress[0] = [by_vnode[v] for v in sorted(by_vnode)]
-        logger.info("job %d: snapshot read vnodes %d..%d: %d rows in %.2f s", rt.job.job_id, lo, hi, rows,
-                    time.monotonic() - now)
+    if split is None:
+        _report(rnd, rt, [], 0)
+    elif rate is None:
+        rows = _read(rnd, rt, *split)
+        _advance(rnd, rt, split, rows, now)
     else:
-        changed = []
-    done = next_split(state, rt.progress[0]) is None
+        _start(rnd, rt, split, now)
+        _report(rnd, rt, [], 0)
+
+
+@dataclass
+class PendingRead:
+    """A rate-limited snapshot read running off the barrier's path, in a round of its own
+    (`EpochRound.fork`): the rows it read, or the error it failed with, once `done` is set."""
+
+    split: tuple[int, int]
+    started: float
+    round: EpochRound
+    done: threading.Event = field(default_factory=threading.Event)
+    rows: int = 0
+    error: BaseException | None = None
+
+
+def _start(rnd: EpochRound, rt: JobRuntime, split: tuple[int, int], now: float) -> None:
+    """Read `split` in a thread of its own. Nothing else of the job runs until a round has committed
+    the read (`_adopt`), so its state and SSTs are the job's alone meanwhile, and the next read starts
+    over what this one committed."""
+    pending = PendingRead(split, now, rnd.fork())
+
+    def run() -> None:
+        try:
+            # its own pool: the rounds' jobs get their share of the cores while the read runs
+            rnd.spark.sparkContext.setLocalProperty("spark.scheduler.pool", READ_POOL)
+            pending.rows = _read(pending.round, rt, *split)
+        except BaseException as e:  # noqa: BLE001 (handed to the round that adopts the read)
+            pending.error = e
+        finally:
+            pending.done.set()
+
+    rt.pending = pending
+    logger.info("job %d: snapshot read vnodes %d..%d started off the barrier's path", rt.job.job_id, *split)
+    threading.Thread(target=run, name=f"snapshot-read-{rt.job.job_id}", daemon=True).start()
+
+
+def _adopt(rnd: EpochRound, rt: JobRuntime) -> None:
+    """Commit a finished read with this round; a failed one fails the round (the recovery that
+    follows reads the split again)."""
+    pending, rt.pending = rt.pending, None
+    assert pending is not None
+    if pending.error is not None:
+        raise pending.error
+    rnd.adopt(pending.round.out)
+    _advance(rnd, rt, pending.split, pending.rows, pending.started)
+
+
+def _read(rnd: EpochRound, rt: JobRuntime, lo: int, hi: int) -> int:
+    """Run the job over the snapshot rows of vnodes ``lo..hi``; the rows read."""
+    state, upstream = rt.snapshot, rt.scan.upstream_desc  # type: ignore[union-attr]
+    assert state is not None and upstream is not None
+    read = read_split(rnd.spark, rnd.store.url, upstream, state, lo, hi, rnd.read_files)
+    try:
+        Dataflow(rnd, rt, source=read.rows).run()
+    finally:
+        read.release()
+    return read.row_count()
+
+
+def _advance(rnd: EpochRound, rt: JobRuntime, split: tuple[int, int], rows: int, started: float) -> None:
+    """Record a read of `split` in this round: its vnodes are finished."""
+    assert rt.progress is not None
+    lo, hi = split
+    BACKFILL_SNAPSHOT_ROWS.labels(**backfill_labels(rt.job)).inc(rows)
+    if rt.job.backfill_rate_limit is not None and rt.bucket is not None:
+        rt.bucket.rows -= rows
+    by_vnode = {p.vnode: p for p in rt.progress[0]}
+    changed = [VnodeProgress(v, None, True, rows if v == lo else 0) for v in range(lo, hi + 1)]
+    for p in changed:
+        by_vnode[p.vnode] = p
+    rt.progress[0] = [by_vnode[v] for v in sorted(by_vnode)]
+    logger.info("job %d: snapshot read vnodes %d..%d: %d rows in %.2f s", rt.job.job_id, lo, hi, rows,
+                time.monotonic() - started)
+    _report(rnd, rt, changed, rows)
+
+
+def _report(rnd: EpochRound, rt: JobRuntime, changed: list[VnodeProgress], rows: int) -> None:
+    state, upstream = rt.snapshot, rt.scan.upstream_desc  # type: ignore[union-attr]
+    assert state is not None and upstream is not None and rt.progress is not None
+    done = rt.pending is None and next_split(state, rt.progress[0]) is None
     rt.snapshot = replace(state, snapshot_done=done)
     rnd.out.backfill.append(BackfillReport(rt.job.job_id, upstream.table_id, tuple(changed), rows,
                                            snapshot_done=done))

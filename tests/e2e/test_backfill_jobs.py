@@ -230,3 +230,44 @@ def test_adaptive_backfill_rate_follows_the_barrier_latency(playground: Playgrou
             copy_table(conn, pg, t)
             assert assert_same(conn, pg, f"{t}_m", query) == 11
             assert assert_same(conn, pg, f"{t}_s", query) == 11
+
+
+# A function that takes 20 s a row: the snapshot read of the view below lasts that long.
+SLOW_JS = """CREATE FUNCTION {name}(x int) RETURNS int LANGUAGE javascript AS $$
+  const end = Date.now() + 20000;
+  while (Date.now() < end) {{}}
+  return x;
+$$"""
+
+
+def test_a_rate_limited_snapshot_read_runs_off_the_barrier_path(playground: PlaygroundProcess,
+                                                                 oracle_dsn: str) -> None:
+    """Barriers commit while a rate-limited snapshot read runs (a later round commits the read), and
+    the view is PostgreSQL's answer. With the read in the round, the FLUSH would wait for it."""
+    import psycopg
+
+    from support.oracle import assert_same, copy_table
+
+    t = unique_name("offpath")
+    with playground.connect() as conn:
+        conn.execute(SLOW_JS.format(name=f"{t}_slow"))
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT)")
+        conn.execute(f"CREATE TABLE {t}_other (id INT PRIMARY KEY)")
+        conn.execute(f"INSERT INTO {t} VALUES (1, 10)")
+        conn.execute("FLUSH")
+        conn.execute("SET background_ddl = true")
+        conn.execute("SET streaming_use_snapshot_backfill = true")
+        conn.execute("SET backfill_rate_limit = 1")  # its first read is due in its first round
+        conn.execute(f"CREATE MATERIALIZED VIEW {t}_m AS SELECT id, {t}_slow(v) AS v FROM {t}")
+        conn.execute(f"INSERT INTO {t}_other VALUES (1)")
+        conn.execute("FLUSH")
+        assert conn.execute(f"SELECT count(*) FROM {t}_other").fetchone() == (1,)
+        progress = [p for s, p in conn.execute("SELECT ddl_statement, progress FROM rw_ddl_progress").fetchall()
+                    if f"{t}_m " in s]
+        assert progress and progress[0].startswith("0.00%"), progress  # the read is still running
+        conn.execute(f"INSERT INTO {t} VALUES (2, 20)")  # a change that waits in the change log meanwhile
+        conn.execute(f"WAIT MATERIALIZED VIEW {t}_m")
+        conn.execute("FLUSH")
+        with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+            copy_table(conn, pg, t)
+            assert assert_same(conn, pg, f"{t}_m", f"SELECT id, v FROM {t}") == 2
