@@ -16,13 +16,18 @@ once (one client thread each), as fast as they can:
 Reported: statements per second on each system and the ratio RisingSpark / PostgreSQL (the issue's
 goals: ≥ 0.5× for the first two, ≥ 0.3× for the INSERT).
 
+``--standalone`` also runs them against a cluster of separate processes (meta, a compute node, a
+compactor and a ``risingspark frontend``, as deployed): the frontend then has a process of its own,
+with no Spark and no streaming work beside it. Reported as ``standalone_frontend``, against PostgreSQL
+and against the playground.
+
 ``--load N`` runs the statements while a writer inserts N rows/s into another table (on RisingSpark,
 one with a materialized view of an aggregate over it): the streaming work a serving path shares its
 process with. ``--switch-intervals 5,0.5`` runs RisingSpark once per interpreter switch interval
 (the playground's ``--switch-interval-ms``, each in a fresh playground), the first the baseline.
 
 Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--load 0]
-[--switch-intervals 5] [--out result.json]``
+[--switch-intervals 5] [--standalone] [--out result.json]``
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +49,7 @@ from pathlib import Path
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backfill import free_port  # noqa: E402
 from state_scaling import start_playground, stop_playground  # noqa: E402
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
@@ -169,6 +176,48 @@ def measure(dsn: str, args: argparse.Namespace, *, ours: bool) -> dict[str, floa
     return out
 
 
+READY = {"meta": b"RisingSpark meta is ready", "compute": b"RisingSpark compute node is ready",
+         "compactor": b"RisingSpark compactor is ready", "frontend": b"RisingSpark frontend is ready"}
+
+
+class Standalone:
+    """Meta, a compute node (``local[2]``), a compactor and a frontend, each a process of its own,
+    under `work` (logs ``<kind>.log``); `port` is the frontend's."""
+
+    def __init__(self, work: Path) -> None:
+        self.work, self.procs = work, []
+        self.meta = f"http://127.0.0.1:{free_port()}"
+        self.port = free_port()
+
+    def __enter__(self) -> Standalone:
+        try:
+            self._start("meta", "--port", self.meta.rsplit(":", 1)[1], "--data-dir", str(self.work / "data"))
+            self._start("compute", "--port", str(free_port()), "--meta-address", self.meta, "--spark-master",
+                        "local[2]", "--spark-driver-memory", "4g")
+            self._start("compactor", "--port", str(free_port()), "--meta-address", self.meta)
+            self._start("frontend", "--port", str(self.port), "--metrics-port", str(free_port()),
+                        "--meta-address", self.meta)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self, kind: str, *args: str) -> None:
+        log = open(self.work / f"{kind}.log", "wb")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen([sys.executable, "-m", "risingspark.cli", kind, *args], stdout=subprocess.PIPE,
+                                stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if READY[kind] in line:
+                return
+        raise RuntimeError(f"{kind} did not start; see {self.work / f'{kind}.log'}")
+
+    def __exit__(self, *exc) -> None:
+        for proc in reversed(self.procs):  # the frontend first, meta last
+            stop_playground(proc)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1000)
@@ -177,6 +226,8 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=0, help="rows/s a writer inserts meanwhile (0: none)")
     parser.add_argument("--switch-intervals", default="5",
                         help="comma-separated playground switch intervals in ms, one run each; the first is the baseline")
+    parser.add_argument("--standalone", action="store_true",
+                        help="also measure a frontend in a process of its own (a cluster of separate services)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     intervals = [float(x) for x in args.switch_intervals.split(",")]
@@ -189,6 +240,14 @@ def main() -> None:
             runs[interval] = measure(f"host=127.0.0.1 port={port} user=root dbname=dev", args, ours=True)
         finally:
             stop_playground(proc)
+            shutil.rmtree(work, ignore_errors=True)
+    standalone = None
+    if args.standalone:
+        work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+        try:
+            with Standalone(work) as cluster:
+                standalone = measure(f"host=127.0.0.1 port={cluster.port} user=root dbname=dev", args, ours=True)
+        finally:
             shutil.rmtree(work, ignore_errors=True)
     try:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
@@ -208,6 +267,10 @@ def main() -> None:
         result[f"switch_interval_{interval:g}ms"] = {
             k: {"risingspark": round(other[k]), "vs_baseline": round(other[k] / ours[k], 3),
                 "vs_postgresql": round(other[k] / pg[k], 3)} for k in other}
+    if standalone is not None:
+        result["standalone_frontend"] = {
+            k: {"risingspark": round(standalone[k]), "vs_postgresql": round(standalone[k] / pg[k], 3),
+                "vs_playground": round(standalone[k] / ours[k], 3)} for k in standalone}
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
