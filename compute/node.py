@@ -50,8 +50,16 @@ class ComputeNode:
 
     def reset(self) -> None:
         with self._lock:
+            self._cancel_reads(self._jobs.values())
             self._jobs.clear()
             self._resets += 1
+
+    @staticmethod
+    def _cancel_reads(jobs) -> None:
+        """Stop the snapshot reads running off the barrier's path of jobs this node lets go."""
+        for rt in jobs:
+            if rt.pending is not None:
+                rt.pending.cancel()
 
     def run_epoch(self, barrier: Barrier) -> EpochResult:
         with self._lock:
@@ -76,12 +84,15 @@ class ComputeNode:
             return
         if isinstance(mutation, AddJobs):
             for job in mutation.jobs:
+                self._cancel_reads([self._jobs[job.job_id]] if job.job_id in self._jobs else [])
                 self._jobs[job.job_id] = self._runtime(job)
                 logger.info("job %d (%s) added%s", job.job_id, job.name,
                             " (backfilling)" if job.backfill is not None else "")
         else:
             for job_id in mutation.job_ids:
-                if self._jobs.pop(job_id, None) is not None:
+                rt = self._jobs.pop(job_id, None)
+                if rt is not None:
+                    self._cancel_reads([rt])
                     logger.info("job %d dropped", job_id)
 
     def _runtime(self, job: StreamJob) -> JobRuntime:

@@ -184,9 +184,10 @@ class EpochRound:
 
     def adopt(self, out: RoundOutput) -> None:
         """Commit another round's output with this epoch. Its SSTs keep the epoch they were written
-        at (older than this one): only the job that wrote them writes their tables, and it wrote
-        nothing since, so readers at this epoch or later see exactly them. Its change logs are this
-        epoch's."""
+        at (older than this one), as a serverless backfiller's rounds do when meta commits them with
+        a later epoch (`meta.barrier.manager`): only the job that wrote them writes their tables, and
+        it wrote nothing since, so readers at this epoch or later see exactly them. Its change logs
+        are this epoch's."""
         with self._lock:
             self.out.ssts.extend(out.ssts)
             for log in out.change_logs:

@@ -132,21 +132,30 @@ class PendingRead:
     split: tuple[int, int]
     started: float
     round: EpochRound
+    group: str  # the Spark job group of its jobs
     done: threading.Event = field(default_factory=threading.Event)
     rows: int = 0
     error: BaseException | None = None
+
+    def cancel(self) -> None:
+        """Stop its Spark jobs: the job was dropped, or the node recovers (its output would never
+        be committed)."""
+        if not self.done.is_set():
+            self.round.spark.sparkContext.cancelJobGroup(self.group)
 
 
 def _start(rnd: EpochRound, rt: JobRuntime, split: tuple[int, int], now: float) -> None:
     """Read `split` in a thread of its own. Nothing else of the job runs until a round has committed
     the read (`_adopt`), so its state and SSTs are the job's alone meanwhile, and the next read starts
     over what this one committed."""
-    pending = PendingRead(split, now, rnd.fork())
+    pending = PendingRead(split, now, rnd.fork(), f"snapshot-read-{rt.job.job_id}-{rnd.env.epoch}")
 
     def run() -> None:
         try:
+            sc = rnd.spark.sparkContext
+            sc.setJobGroup(pending.group, f"snapshot read of job {rt.job.job_id}", interruptOnCancel=True)
             # its own pool: the rounds' jobs get their share of the cores while the read runs
-            rnd.spark.sparkContext.setLocalProperty("spark.scheduler.pool", READ_POOL)
+            sc.setLocalProperty("spark.scheduler.pool", READ_POOL)
             pending.rows = _read(pending.round, rt, *split)
         except BaseException as e:  # noqa: BLE001 (handed to the round that adopts the read)
             pending.error = e

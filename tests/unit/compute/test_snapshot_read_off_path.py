@@ -29,11 +29,22 @@ ROWS = 1000
 
 
 class FakeContext:
+    """What the rounds and the read's thread ask of a SparkContext: local properties, job groups."""
+
+    defaultParallelism = 2  # noqa: N815 (Spark's name)
+
     def __init__(self) -> None:
         self.properties: dict[str, str] = {}
+        self.cancelled: list[str] = []
 
     def setLocalProperty(self, key: str, value: str) -> None:  # noqa: N802 (Spark's name)
         self.properties[key] = value
+
+    def setJobGroup(self, group: str, description: str, interruptOnCancel: bool = False) -> None:  # noqa: N802,N803
+        self.properties["spark.jobGroup.id"] = group
+
+    def cancelJobGroup(self, group: str) -> None:  # noqa: N802
+        self.cancelled.append(group)
 
 
 def runtime(rate: int | None) -> JobRuntime:
@@ -90,6 +101,7 @@ def test_a_limited_read_is_committed_by_the_first_round_after_it_finished(tmp_pa
     assert reads.started.wait(10) and reads.calls == [(0, VNODE_COUNT - 1, 10)]
     assert first.out.ssts == [] and [r.vnodes for r in first.out.backfill] == [()]
     assert context.properties["spark.scheduler.pool"] == snapshot.READ_POOL
+    assert context.properties["spark.jobGroup.id"] == rt.pending.group
 
     second = round_at(11, tmp_path, context)
     snapshot.run_snapshot_backfill(second, rt)  # still reading: no progress, no second read
@@ -128,3 +140,19 @@ def test_an_unlimited_read_stays_in_its_round(tmp_path, monkeypatch, context) ->
     snapshot.run_snapshot_backfill(rnd, rt)
     assert rt.pending is None and [s.path for s in rnd.out.ssts] == ["hummock/2/0.parquet"]
     assert rnd.out.backfill[0].snapshot_done and "spark.scheduler.pool" not in context.properties
+
+
+def test_a_dropped_job_cancels_its_read(tmp_path, monkeypatch, context) -> None:
+    from compute.node import ComputeNode
+    from risingspark.barrier import DropJobs
+
+    reads = Reads(block=True)
+    monkeypatch.setattr(snapshot, "_read", reads)
+    rt = runtime(rate=100_000)
+    snapshot.run_snapshot_backfill(round_at(10, tmp_path, context), rt)
+    assert reads.started.wait(10) and rt.pending is not None
+    node = ComputeNode(SimpleNamespace(sparkContext=context), ObjectStore(str(tmp_path)))
+    node._jobs[rt.job.job_id] = rt
+    node._apply(DropJobs((rt.job.job_id,)))
+    assert context.cancelled == [rt.pending.group]
+    reads.release.set()
