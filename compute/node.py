@@ -84,7 +84,12 @@ class ComputeNode:
             return
         if isinstance(mutation, AddJobs):
             for job in mutation.jobs:
-                self._cancel_reads([self._jobs[job.job_id]] if job.job_id in self._jobs else [])
+                old = self._jobs.get(job.job_id)
+                if old is not None and old.pending is not None:
+                    # The read let go may still write through the executor caches at an epoch that
+                    # will never commit: a new generation makes every cache start again.
+                    self._cancel_reads([old])
+                    self._resets += 1
                 self._jobs[job.job_id] = self._runtime(job)
                 logger.info("job %d (%s) added%s", job.job_id, job.name,
                             " (backfilling)" if job.backfill is not None else "")

@@ -50,6 +50,13 @@ class HummockManager:
             self._pins[v.id] += 1
             return v
 
+    def pin_again(self, version: HummockVersion) -> None:
+        """One more pin of a version the caller holds pinned (a round's, for a snapshot read that
+        outlives the round): protected until as many `unpin`s."""
+        with self._lock:
+            assert self._pins[version.id] > 0, "pin_again of a version nobody pins"
+            self._pins[version.id] += 1
+
     def unpin(self, version: HummockVersion) -> None:
         with self._lock:
             self._pins[version.id] -= 1

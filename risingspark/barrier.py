@@ -149,12 +149,18 @@ class Barrier:
     dml: tuple[DmlBatch, ...] = ()
     recovery: bool = False
     log_batches: tuple[LogBatch, ...] = ()
+    # Meta keeps what a snapshot read running off the barrier's path needs (`BackfillReport.reading_epoch`)
+    # for these jobs: a rate-limited read may outlive the round. Otherwise every read stays in its round.
+    reads_off_path: bool = False
 
 
 @dataclass(frozen=True)
 class BackfillReport:
     """Backfill progress of one job in one round. For a snapshot backfill, `consumed_epoch` is the
-    newest upstream epoch applied and `snapshot_done` says the snapshot read is complete."""
+    newest upstream epoch applied and `snapshot_done` says the snapshot read is complete.
+    `reading_epoch`: a snapshot read started by the round of that epoch is still running off the
+    barrier's path (`compute.stream.snapshot`): that round's version must stay pinned and its epoch
+    outstanding (its files not garbage) until a report of the job no longer says so."""
 
     job_id: int
     upstream_id: int
@@ -164,6 +170,7 @@ class BackfillReport:
     scan_id: int = 0
     consumed_epoch: int | None = None
     snapshot_done: bool = False
+    reading_epoch: int | None = None
 
 
 @dataclass(frozen=True)

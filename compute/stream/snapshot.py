@@ -17,9 +17,12 @@ files and progress (`EpochRound.adopt`). A read's cost is mostly fixed (seconds 
 scheduling, measured in bench/isolation.py), so in the round it made every other job's barrier wait
 for it whatever its size. Nothing else of the job runs meanwhile (upstream changes wait in the change
 log, as they do for the whole snapshot phase), so its tables are its own until the read is
-committed, and the next read starts from that commit. Unlimited, a read stays in the round: the
-backfill takes the cluster, and a read committed a round later would leave the job idle for a round
-between reads.
+committed, and the next read starts from that commit. Meta keeps the version the read started
+from pinned and its epoch outstanding until a round reports it adopted (`BackfillReport.
+reading_epoch`), so compaction's vacuum and the full GC leave its inputs and outputs alone; only
+barriers whose manager does that (`Barrier.reads_off_path`: the default resource group's) start
+reads off the path. Unlimited, a read stays in the round: the backfill takes the cluster, and a
+read committed a round later would leave the job idle for a round between reads.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ BURST_S = 10.0
 FIRST_READ_S = 1.0
 # The Spark scheduler pool of reads off the barrier's path (`compute.spark` schedules pools fairly).
 READ_POOL = "snapshot-read"
+CANCEL_POLL_S = 0.5
 
 
 @dataclass
@@ -116,7 +120,7 @@ def _snapshot_split(rnd: EpochRound, rt: JobRuntime) -> None:
     split = _next_read(rt, state, rate, now)
     if split is None:
         _report(rnd, rt, [], 0)
-    elif rate is None:
+    elif rate is None or not rnd.barrier.reads_off_path:
         rows = _read(rnd, rt, *split)
         _advance(rnd, rt, split, rows, now)
     else:
@@ -139,9 +143,18 @@ class PendingRead:
 
     def cancel(self) -> None:
         """Stop its Spark jobs: the job was dropped, or the node recovers (its output would never
-        be committed)."""
+        be committed). Cancelled again every `CANCEL_POLL_S` until the read ends: a job it submits
+        after a cancel (it was still planning one) is cancelled too."""
+        sc = self.round.spark.sparkContext
+
+        def cancel_until_done() -> None:
+            while True:
+                sc.cancelJobGroup(self.group)
+                if self.done.wait(CANCEL_POLL_S):
+                    return
+
         if not self.done.is_set():
-            self.round.spark.sparkContext.cancelJobGroup(self.group)
+            threading.Thread(target=cancel_until_done, name=f"cancel-{self.group}", daemon=True).start()
 
 
 def _start(rnd: EpochRound, rt: JobRuntime, split: tuple[int, int], now: float) -> None:
@@ -159,6 +172,7 @@ def _start(rnd: EpochRound, rt: JobRuntime, split: tuple[int, int], now: float) 
             pending.rows = _read(pending.round, rt, *split)
         except BaseException as e:  # noqa: BLE001 (handed to the round that adopts the read)
             pending.error = e
+            logger.warning("job %d: snapshot read of vnodes %d..%d failed: %s", rt.job.job_id, *split, e)
         finally:
             pending.done.set()
 
@@ -212,8 +226,9 @@ def _report(rnd: EpochRound, rt: JobRuntime, changed: list[VnodeProgress], rows:
     assert state is not None and upstream is not None and rt.progress is not None
     done = rt.pending is None and next_split(state, rt.progress[0]) is None
     rt.snapshot = replace(state, snapshot_done=done)
+    reading = rt.pending.round.env.epoch if rt.pending is not None else None
     rnd.out.backfill.append(BackfillReport(rt.job.job_id, upstream.table_id, tuple(changed), rows,
-                                           snapshot_done=done))
+                                           snapshot_done=done, reading_epoch=reading))
     if done:
         logger.info("job %d: snapshot read done at epoch %d; catching up from epoch %d", rt.job.job_id,
                     rnd.env.epoch, state.consumed_epoch)

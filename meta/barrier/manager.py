@@ -43,6 +43,7 @@ from risingspark.catalog import JobStatus, RelationCatalog
 from risingspark.epoch import Epoch, EpochGenerator, EpochPair
 from risingspark.errors import ServiceUnavailable
 from risingspark.keys import decode_key, encode_key
+from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
 from risingspark.stream_plan import node_from_json, scans
 
@@ -96,6 +97,7 @@ class BarrierManager:
         self.jobs_elsewhere: Callable[[], set[int]] = set
         self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
         self._outstanding: set[int] = set()  # epochs of rounds run elsewhere, not committed yet
+        self._reads: dict[int, tuple[int, HummockVersion]] = {}  # job -> a snapshot read off the path (`_track_reads`)
 
     # ---- control ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -185,9 +187,36 @@ class BarrierManager:
     def _backfilling(self, result: EpochResult) -> bool:
         snapshot = self._catalog.snapshot
         finished = set(result.finished_jobs) | self.jobs_elsewhere()
-        return any(r.job_id not in finished and r.job_id in snapshot.relations and
+        return any(r.job_id not in finished and r.job_id in snapshot.relations and r.reading_epoch is None and
                    snapshot.relations[r.job_id].extra.get("backfill_rate_limit") is None
                    for r in result.backfill)
+
+    # ---- snapshot reads off the barrier's path --------------------------------------------------
+    def _track_reads(self, result: EpochResult, version: HummockVersion) -> None:
+        """Keep what the snapshot reads still running need (`BackfillReport.reading_epoch`): the
+        version of the round that started each (pinned once more here, while this round's own pin
+        holds it) and its epoch, outstanding for the full GC. A read no report names any more
+        (committed with this round, failed, its job dropped) lets both go."""
+        reading = {r.job_id: r.reading_epoch for r in result.backfill if r.reading_epoch is not None}
+        with self._cond:
+            for job_id, (epoch, pinned) in list(self._reads.items()):
+                if reading.get(job_id) != epoch:
+                    del self._reads[job_id]
+                    self._hummock.unpin(pinned)
+                    self._outstanding.discard(epoch)
+            for job_id, epoch in reading.items():
+                if job_id not in self._reads:  # started by this round, over its version
+                    self._hummock.pin_again(version)
+                    self._outstanding.add(epoch)
+                    self._reads[job_id] = (epoch, version)
+
+    def _release_reads(self) -> None:
+        """A recovery: the compute node let every read go."""
+        with self._cond:
+            for epoch, pinned in self._reads.values():
+                self._hummock.unpin(pinned)
+                self._outstanding.discard(epoch)
+            self._reads.clear()
 
     def _dml_backlog_upto(self, batch_id: int) -> bool:
         """Whether an uncommitted DML batch with an id at most `batch_id` remains."""
@@ -252,6 +281,7 @@ class BarrierManager:
         elsewhere = self.jobs_elsewhere()
         if recovery:
             self._compute.reset()
+            self._release_reads()
             everything = self._all_jobs(elsewhere)
             mutations = [everything, *[m for m in mutations if not isinstance(m, AddJobs)]]
             logger.info("recovery: re-adding %d streaming jobs at epoch %d", len(everything.jobs), epoch)
@@ -260,8 +290,9 @@ class BarrierManager:
         started = time.monotonic()
         try:
             barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), recovery,
-                              tuple(self._snapshots.log_batches(prev, exclude=elsewhere)))
+                              tuple(self._snapshots.log_batches(prev, exclude=elsewhere)), reads_off_path=True)
             result = self._compute.run_epoch(barrier)
+            self._track_reads(result, version)
         finally:
             self._hummock.unpin(version)
         with self._cond:  # rounds run elsewhere with older epochs commit with this one

@@ -9,6 +9,7 @@ rounds are real `EpochRound`s over a real local object store."""
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -86,8 +87,8 @@ def context():
     return FakeContext()
 
 
-def round_at(epoch: int, tmp_path, context: FakeContext) -> EpochRound:
-    barrier = Barrier(EpochPair(epoch, epoch - 1), True, HummockVersion(1, epoch - 1))
+def round_at(epoch: int, tmp_path, context: FakeContext, off_path: bool = True) -> EpochRound:
+    barrier = Barrier(EpochPair(epoch, epoch - 1), True, HummockVersion(1, epoch - 1), reads_off_path=off_path)
     return EpochRound(SimpleNamespace(sparkContext=context), ObjectStore(str(tmp_path)), barrier, 1.0)
 
 
@@ -100,6 +101,7 @@ def test_a_limited_read_is_committed_by_the_first_round_after_it_finished(tmp_pa
     snapshot.run_snapshot_backfill(first, rt)  # returns while the read runs
     assert reads.started.wait(10) and reads.calls == [(0, VNODE_COUNT - 1, 10)]
     assert first.out.ssts == [] and [r.vnodes for r in first.out.backfill] == [()]
+    assert first.out.backfill[0].reading_epoch == 10  # meta pins this round's version meanwhile
     assert context.properties["spark.scheduler.pool"] == snapshot.READ_POOL
     assert context.properties["spark.jobGroup.id"] == rt.pending.group
 
@@ -107,6 +109,7 @@ def test_a_limited_read_is_committed_by_the_first_round_after_it_finished(tmp_pa
     snapshot.run_snapshot_backfill(second, rt)  # still reading: no progress, no second read
     assert second.out.ssts == [] and [r.vnodes for r in second.out.backfill] == [()]
     assert not second.out.backfill[0].snapshot_done and len(reads.calls) == 1
+    assert second.out.backfill[0].reading_epoch == 10
 
     reads.release.set()
     assert rt.pending is not None and rt.pending.done.wait(10)
@@ -117,6 +120,7 @@ def test_a_limited_read_is_committed_by_the_first_round_after_it_finished(tmp_pa
     assert third.changelogs[2] == ["log/2/0.parquet"] and third.out.row_deltas[2] == 7
     report = third.out.backfill[0]
     assert report.rows_read == 7 and report.snapshot_done and len(report.vnodes) == VNODE_COUNT
+    assert report.reading_epoch is None
     assert all(p.finished for p in rt.progress[0]) and rt.pending is None
 
 
@@ -154,5 +158,35 @@ def test_a_dropped_job_cancels_its_read(tmp_path, monkeypatch, context) -> None:
     node = ComputeNode(SimpleNamespace(sparkContext=context), ObjectStore(str(tmp_path)))
     node._jobs[rt.job.job_id] = rt
     node._apply(DropJobs((rt.job.job_id,)))
-    assert context.cancelled == [rt.pending.group]
+    deadline = time.monotonic() + 10
+    while not context.cancelled:  # (from a thread that cancels again until the read ends)
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert set(context.cancelled) == {rt.pending.group}
     reads.release.set()
+
+
+def test_a_job_re_added_while_reading_starts_a_new_cache_generation(tmp_path, monkeypatch, context) -> None:
+    from compute.node import ComputeNode
+    from risingspark.barrier import AddJobs
+
+    reads = Reads(block=True)
+    monkeypatch.setattr(snapshot, "_read", reads)
+    rt = runtime(rate=100_000)
+    snapshot.run_snapshot_backfill(round_at(10, tmp_path, context), rt)
+    node = ComputeNode(SimpleNamespace(sparkContext=context), ObjectStore(str(tmp_path)))
+    node._jobs[rt.job.job_id] = rt
+    generation = node.generation
+    node._apply(AddJobs((rt.job,)))  # the read let go may still write through the caches at epoch 10
+    assert node.generation != generation and node._jobs[rt.job.job_id].pending is None
+    reads.release.set()
+
+
+def test_a_limited_read_stays_in_its_round_where_meta_does_not_track_reads(tmp_path, monkeypatch, context) -> None:
+    reads = Reads(block=False)
+    monkeypatch.setattr(snapshot, "_read", reads)
+    rt = runtime(rate=100_000)
+    rnd = round_at(10, tmp_path, context, off_path=False)  # another resource group's round, say
+    snapshot.run_snapshot_backfill(rnd, rt)
+    assert rt.pending is None and [s.path for s in rnd.out.ssts] == ["hummock/2/0.parquet"]
+    assert rnd.out.backfill[0].snapshot_done and rnd.out.backfill[0].reading_epoch is None
