@@ -13,10 +13,14 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
 - the limit stays within ``[floor, ceiling]``: the floor is above 0, so a backfill always progresses,
   and the ceiling is never exceeded.
 
-A backfill round shares the barrier with every other job, so its cost shows in the very barrier that
-carries it: the signal answers within one round, and a multiplicative decrease after a slow round
-gives the existing jobs their latency back at once, while the additive increase probes slowly for
-the rate the cluster absorbs. The limit oscillates in a saw-tooth just under that rate.
+An arrangement or no-shuffle backfill round shares the barrier with every other job, so its cost
+shows in the very barrier that carries it: the signal answers within one round, and a multiplicative
+decrease after a slow round gives the existing jobs their latency back at once, while the additive
+increase probes slowly for the rate the cluster absorbs. The limit oscillates in a saw-tooth just
+under that rate. A rate-limited snapshot read runs off the barrier's path (`compute.stream.snapshot`):
+its cost shows only as the cores and the driver it takes from the rounds while it runs (Spark's fair
+pools give the rounds their share of the cores, not priority), so the signal is weaker and later
+there: the limit then decides how much each read takes and how often one starts.
 
 A changed limit reaches the compute nodes as the `Throttle` mutation a fixed limit uses, in the
 next barrier (without forcing one), so every strategy follows it unchanged: arrangement and
