@@ -232,9 +232,10 @@ def test_adaptive_backfill_rate_follows_the_barrier_latency(playground: Playgrou
             assert assert_same(conn, pg, f"{t}_s", query) == 11
 
 
-# A function that takes 20 s a row: the snapshot read of the view below lasts that long.
+# A function that takes 8 s a row (a call may take 10 s: `risingspark.js_udf.CALL_TIME_LIMIT_S`): the
+# snapshot read of four rows below lasts 16 s or more on two cores.
 SLOW_JS = """CREATE FUNCTION {name}(x int) RETURNS int LANGUAGE javascript AS $$
-  const end = Date.now() + 20000;
+  const end = Date.now() + 8000;
   while (Date.now() < end) {{}}
   return x;
 $$"""
@@ -253,7 +254,7 @@ def test_a_rate_limited_snapshot_read_runs_off_the_barrier_path(playground: Play
         conn.execute(SLOW_JS.format(name=f"{t}_slow"))
         conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT)")
         conn.execute(f"CREATE TABLE {t}_other (id INT PRIMARY KEY)")
-        conn.execute(f"INSERT INTO {t} VALUES (1, 10)")
+        conn.execute(f"INSERT INTO {t} VALUES (1, 10), (2, 20), (3, 30), (4, 40)")
         conn.execute("FLUSH")
         conn.execute("SET background_ddl = true")
         conn.execute("SET streaming_use_snapshot_backfill = true")
@@ -265,9 +266,9 @@ def test_a_rate_limited_snapshot_read_runs_off_the_barrier_path(playground: Play
         progress = [p for s, p in conn.execute("SELECT ddl_statement, progress FROM rw_ddl_progress").fetchall()
                     if f"{t}_m " in s]
         assert progress and progress[0].startswith("0.00%"), progress  # the read is still running
-        conn.execute(f"INSERT INTO {t} VALUES (2, 20)")  # a change that waits in the change log meanwhile
+        conn.execute(f"UPDATE {t} SET v = 21 WHERE id = 2")  # a change that waits in the change log meanwhile
         conn.execute(f"WAIT MATERIALIZED VIEW {t}_m")
         conn.execute("FLUSH")
         with psycopg.connect(oracle_dsn, autocommit=True) as pg:
             copy_table(conn, pg, t)
-            assert assert_same(conn, pg, f"{t}_m", f"SELECT id, v FROM {t}") == 2
+            assert assert_same(conn, pg, f"{t}_m", f"SELECT id, v FROM {t}") == 4
