@@ -70,23 +70,28 @@ CANCEL_POLL_S = 0.5
 @dataclass
 class ReadBucket:
     """The rows a rate-limited snapshot backfill may read: earned at its current limit (rows/s, all
-    parallelism), at most `BURST_S` seconds' worth; a read spends the rows it read (going into debt
-    when it read more than it had).
+    parallelism), at most `BURST_S` seconds' worth — or, when it last earned longer ago (a read in
+    flight off the barrier's path, a round that took that long), that long's worth: the time a read
+    takes is earned in full, so the limit holds on average however long reads take. A read spends
+    the rows it read (going into debt when it read more than it had).
 
     >>> b = ReadBucket(rows=2000.0, at=10.0)
-    >>> b.earn(1000, now=13.0), b.earn(1000, now=30.0)  # at most 10 s of the limit
+    >>> b.earn(1000, now=13.0), b.earn(1000, now=18.0)  # at most 10 s of the limit saved
     (5000.0, 10000.0)
-    >>> b.rows -= 12000; b.earn(4000, now=31.0)  # a raised limit pays the debt back faster
+    >>> b.rows -= 12000; b.earn(4000, now=19.0)  # a raised limit pays the debt back faster
     2000.0
-    >>> b.earn(100, now=31.0)  # a lowered one caps what was saved up
+    >>> b.earn(100, now=19.0)  # a lowered one caps what was saved up
     1000.0
+    >>> b.rows = 0.0; b.earn(1000, now=49.0)  # the 30 s a read took are earned in full
+    30000.0
     """
 
     rows: float
     at: float
 
     def earn(self, rate: float, now: float) -> float:
-        self.rows = min(rate * BURST_S, self.rows + rate * max(0.0, now - self.at))
+        elapsed = max(0.0, now - self.at)
+        self.rows = min(rate * max(BURST_S, elapsed), self.rows + rate * elapsed)
         self.at = now
         return self.rows
 

@@ -101,6 +101,19 @@ def test_a_limit_holds_on_average_over_rounds_of_any_length() -> None:
         assert total >= rate * PARALLELISM * (now - 6.0) - 2 * PER_VNODE  # and not much less
 
 
+def test_reads_longer_than_the_burst_earn_their_whole_time() -> None:
+    """A read off the barrier's path takes longer than `BURST_S` and the bucket is not asked
+    meanwhile: the next read takes what the whole cycle earned, so the limit holds on average (with
+    the cap alone, a cycle of 19 s read 10 s worth: half the limit)."""
+    rate = 100_000
+    rt = runtime(per_vnode(), rate)
+    now, reads = 0.0, []
+    for _ in range(3):  # (10M rows: the fourth read would find less left)
+        reads.append(read(rt, now))
+        now += 19.0  # a read of ~13 s, then a round or two before the next one starts
+    assert all(abs(r - rate * PARALLELISM * 19.0) <= PER_VNODE for r in reads[1:]), reads
+
+
 def test_a_split_bigger_than_the_bucket_is_read_once_the_bucket_is_full() -> None:
     rt = runtime(per_vnode(), 100)  # 200 rows/s: a vnode (39K rows) never fits a 2K-row bucket
     times = [t for t in range(0, 400) if read(rt, float(t))]
