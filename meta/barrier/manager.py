@@ -192,31 +192,36 @@ class BarrierManager:
                    for r in result.backfill)
 
     # ---- snapshot reads off the barrier's path --------------------------------------------------
-    def _track_reads(self, result: EpochResult, version: HummockVersion) -> None:
+    def _track_reads(self, result: EpochResult, version: HummockVersion) -> list[tuple[int, HummockVersion]]:
         """Keep what the snapshot reads still running need (`BackfillReport.reading_epoch`): the
         version of the round that started each (pinned once more here, while this round's own pin
-        holds it) and its epoch, outstanding for the full GC. A read no report names any more
-        (committed with this round, failed, its job dropped) lets both go."""
+        holds it) and its epoch, outstanding for the full GC. Returns the reads no report names any
+        more (committed with this round, failed, their job dropped): `_let_go` releases them once
+        this round has committed."""
         reading = {r.job_id: r.reading_epoch for r in result.backfill if r.reading_epoch is not None}
+        ended = []
         with self._cond:
-            for job_id, (epoch, pinned) in list(self._reads.items()):
+            for job_id, (epoch, _) in list(self._reads.items()):
                 if reading.get(job_id) != epoch:
-                    del self._reads[job_id]
-                    self._hummock.unpin(pinned)
-                    self._outstanding.discard(epoch)
+                    ended.append(self._reads.pop(job_id))
             for job_id, epoch in reading.items():
                 if job_id not in self._reads:  # started by this round, over its version
                     self._hummock.pin_again(version)
                     self._outstanding.add(epoch)
                     self._reads[job_id] = (epoch, version)
+        return ended
+
+    def _let_go(self, reads: list[tuple[int, HummockVersion]]) -> None:
+        with self._cond:
+            for epoch, pinned in reads:
+                self._hummock.unpin(pinned)
+                self._outstanding.discard(epoch)
 
     def _release_reads(self) -> None:
         """A recovery: the compute node let every read go."""
         with self._cond:
-            for epoch, pinned in self._reads.values():
-                self._hummock.unpin(pinned)
-                self._outstanding.discard(epoch)
-            self._reads.clear()
+            reads, self._reads = list(self._reads.values()), {}
+        self._let_go(reads)
 
     def _dml_backlog_upto(self, batch_id: int) -> bool:
         """Whether an uncommitted DML batch with an id at most `batch_id` remains."""
@@ -292,18 +297,21 @@ class BarrierManager:
             barrier = Barrier(EpochPair(epoch, prev), True, version, tuple(mutations), tuple(dml), recovery,
                               tuple(self._snapshots.log_batches(prev, exclude=elsewhere)), reads_off_path=True)
             result = self._compute.run_epoch(barrier)
-            self._track_reads(result, version)
+            ended = self._track_reads(result, version)
         finally:
             self._hummock.unpin(version)
-        with self._cond:  # rounds run elsewhere with older epochs commit with this one
-            external += [e for e in self._external if e[0].epoch < epoch]
-            self._external = [e for e in self._external if e[0].epoch >= epoch]
-        for other, other_dml, _ in external:
-            result = merge_results(result, other)
-            dml = dml + other_dml
-        committing = time.monotonic()
-        self._commit(result, dml)
-        commit_s = time.monotonic() - committing
+        try:
+            with self._cond:  # rounds run elsewhere with older epochs commit with this one
+                external += [e for e in self._external if e[0].epoch < epoch]
+                self._external = [e for e in self._external if e[0].epoch >= epoch]
+            for other, other_dml, _ in external:
+                result = merge_results(result, other)
+                dml = dml + other_dml
+            committing = time.monotonic()
+            self._commit(result, dml)
+            commit_s = time.monotonic() - committing
+        finally:  # (a read committed by this round is protected until its files are in the version)
+            self._let_go(ended)
         elapsed = time.monotonic() - started
         METRICS.barrier_latency.observe(elapsed)
         METRICS.epoch_commit_latency.observe(commit_s)
