@@ -176,10 +176,6 @@ def measure(dsn: str, args: argparse.Namespace, *, ours: bool) -> dict[str, floa
     return out
 
 
-READY = {"meta": b"RisingSpark meta is ready", "compute": b"RisingSpark compute node is ready",
-         "compactor": b"RisingSpark compactor is ready", "frontend": b"RisingSpark frontend is ready"}
-
-
 class Standalone:
     """Meta, a compute node (``local[2]``), a compactor and a frontend, each a process of its own,
     under `work` (logs ``<kind>.log``); `port` is the frontend's."""
@@ -203,13 +199,19 @@ class Standalone:
         return self
 
     def _start(self, kind: str, *args: str) -> None:
+        from compactor.main import READY as COMPACTOR
+        from compute.server import READY as COMPUTE
+        from frontend.main import READY as FRONTEND
+        from meta.main import READY as META
+
+        ready = {"meta": META, "compute": COMPUTE, "compactor": COMPACTOR, "frontend": FRONTEND}[kind].encode()
         log = open(self.work / f"{kind}.log", "wb")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen([sys.executable, "-m", "risingspark.cli", kind, *args], stdout=subprocess.PIPE,
                                 stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         self.procs.append(proc)
         assert proc.stdout is not None
         for line in proc.stdout:
-            if READY[kind] in line:
+            if ready in line:
                 return
         raise RuntimeError(f"{kind} did not start; see {self.work / f'{kind}.log'}")
 

@@ -50,16 +50,10 @@ class ComputeNode:
 
     def reset(self) -> None:
         with self._lock:
-            self._cancel_reads(self._jobs.values())
+            for rt in self._jobs.values():
+                _cancel_read(rt)
             self._jobs.clear()
             self._resets += 1
-
-    @staticmethod
-    def _cancel_reads(jobs) -> None:
-        """Stop the snapshot reads running off the barrier's path of jobs this node lets go."""
-        for rt in jobs:
-            if rt.pending is not None:
-                rt.pending.cancel()
 
     def run_epoch(self, barrier: Barrier) -> EpochResult:
         with self._lock:
@@ -88,7 +82,7 @@ class ComputeNode:
                 if old is not None and old.pending is not None:
                     # The read let go may still write through the executor caches at an epoch that
                     # will never commit: a new generation makes every cache start again.
-                    self._cancel_reads([old])
+                    _cancel_read(old)
                     self._resets += 1
                 self._jobs[job.job_id] = self._runtime(job)
                 logger.info("job %d (%s) added%s", job.job_id, job.name,
@@ -97,7 +91,7 @@ class ComputeNode:
             for job_id in mutation.job_ids:
                 rt = self._jobs.pop(job_id, None)
                 if rt is not None:
-                    self._cancel_reads([rt])
+                    _cancel_read(rt)
                     logger.info("job %d dropped", job_id)
 
     def _runtime(self, job: StreamJob) -> JobRuntime:
@@ -109,3 +103,9 @@ class ComputeNode:
     def job_ids(self) -> list[int]:
         with self._lock:
             return sorted(self._jobs)
+
+
+def _cancel_read(rt: JobRuntime) -> None:
+    """Stop the snapshot read running off the barrier's path of a job this node lets go."""
+    if rt.pending is not None:
+        rt.pending.cancel()

@@ -232,8 +232,8 @@ def test_adaptive_backfill_rate_follows_the_barrier_latency(playground: Playgrou
             assert assert_same(conn, pg, f"{t}_s", query) == 11
 
 
-# A function that takes 8 s a row (a call may take 10 s: `risingspark.js_udf.CALL_TIME_LIMIT_S`): the
-# snapshot read of four rows below lasts 16 s or more on two cores.
+# A function that takes 8 s a row (a call may take 10 s: `risingspark.js_udf.CALL_TIME_LIMIT_S`): a
+# snapshot read of any of the rows below outlasts a FLUSH.
 SLOW_JS = """CREATE FUNCTION {name}(x int) RETURNS int LANGUAGE javascript AS $$
   const end = Date.now() + 8000;
   while (Date.now() < end) {{}}
