@@ -2,7 +2,8 @@
 
 Settings follow what was measured on this kind of machine (see the developers' notes on Spark):
 Python workers must run this interpreter (``PYSPARK_PYTHON``), are reused between tasks, shuffles
-use one partition per core, AQE is off for tiny per-epoch jobs, and timestamps are UTC.
+use one partition per core, AQE is off for tiny per-epoch jobs, and timestamps are UTC. The workers'
+daemon is `compute.python_daemon` (no full garbage collection after every task).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def create_spark_session(settings: SparkSettings):
         # (`compute.stream.snapshot`); every other job is in the default pool, first come first served.
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.python.worker.reuse", "true")
+        # PySpark's daemon, but a reused worker does not traverse its whole heap after each task
+        .config("spark.python.daemon.module", "compute.python_daemon")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
