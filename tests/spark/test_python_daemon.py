@@ -45,6 +45,6 @@ def test_a_reused_worker_collects_young_generations_only(spark) -> None:
     full = [f for _, f in counts]
     # after each task the daemon collected generation 1 (and 0) ...
     assert all(b > a for a, b in zip(young, young[1:], strict=False)), young
-    # ... and no task was followed by a full collection (PySpark's daemon makes one after every task;
-    # the interpreter's own full passes need far more allocation than these tasks make)
-    assert full[-1] == full[0], full
+    # ... and not a full one: PySpark's daemon makes one after every task (the interpreter's own
+    # full passes, which may still come, need far more allocation than these tasks make)
+    assert full[-1] - full[0] < len(full) - 1, full
