@@ -36,6 +36,8 @@ def test_a_reused_worker_collects_young_generations_only(spark) -> None:
 
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == "compute.python_daemon"
     seen: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    # a worker's first task is followed by a full collection (its memory grew from nothing)
+    spark.sparkContext.parallelize([0], 1).flatMap(_collections).collect()
     for _ in range(TASKS):  # one task a job, one after the other: the idle worker is reused
         for pid, young, full in spark.sparkContext.parallelize([0], 1).flatMap(_collections).collect():
             seen[pid].append((young, full))
@@ -48,3 +50,33 @@ def test_a_reused_worker_collects_young_generations_only(spark) -> None:
     # ... and not a full one: PySpark's daemon makes one after every task (the interpreter's own
     # full passes, which may still come, need far more allocation than these tasks make)
     assert full[-1] - full[0] < len(full) - 1, full
+
+
+def test_a_worker_whose_memory_grew_by_half_makes_a_full_collection(spark) -> None:
+    def _task(hold: bool | None):  # in the worker (pickled by value)
+        def run(_: object) -> list[tuple[int, int, int]]:
+            import builtins
+            import gc
+            import os
+
+            stats = gc.get_stats()
+            if hold:  # written, so resident: more than half again a worker's memory
+                builtins._rs_test_hold = b"x" * (600 << 20)  # type: ignore[attr-defined]
+            elif hold is False:
+                del builtins._rs_test_hold  # type: ignore[attr-defined]
+            return [(os.getpid(), stats[1]["collections"], stats[2]["collections"])]
+
+        return run
+
+    def reading(hold: bool | None) -> tuple[int, int, int]:
+        return spark.sparkContext.parallelize([0], 1).flatMap(_task(hold)).collect()[0]
+
+    reading(None)
+    reading(None)  # the worker's first full collection (after its first task) is behind
+    before = reading(True)
+    after_growth = reading(False)
+    after_release = reading(None)
+    assert before[0] == after_growth[0] == after_release[0], "the worker was not reused"
+    assert after_growth[2] > before[2], f"no full collection after the memory grew: {before}, {after_growth}"
+    # releasing memory is no growth: no full collection after that task
+    assert after_release[2] == after_growth[2]
