@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import gc
 import math
-import os
-import resource
 import time
 from types import ModuleType
 
+import psutil
 from pyspark import daemon
 
 FULL_GC_GROWTH = 1.5  # a full collection once resident memory is this much what it was after the last
@@ -45,11 +44,7 @@ FULL_GC_COST_RATIO = 50.0  # ... but never sooner than this many times the last 
 
 
 def _resident_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):  # not Linux: the peak (only ratios of it matter here)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return psutil.Process().memory_info().rss  # (of this process: a worker, once the daemon forked it)
 
 
 class _YoungGenerationsGc(ModuleType):
