@@ -38,6 +38,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
     session.register()
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
     meta = MetaClient(session)
+    meta.start()  # (the catalog and the current version, kept up to date by meta's pushes)
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                         distributed=RemoteBatchRunner(meta))
@@ -60,6 +61,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
         asyncio.run(serve())
     finally:
         frontend.close()  # (first: it records asynchronously committed writes in meta)
+        meta.stop()
         session.stop()
         if http is not None:
             http.stop()

@@ -82,9 +82,13 @@ from risingspark.errors import (
     FeatureNotSupported,
     InvalidAuthorizationSpecification,
     InvalidCatalogName,
+    InvalidSchemaName,
     QueryCanceled,
     RisingSparkError,
     SyntaxError_,
+    UndefinedColumn,
+    UndefinedFunction,
+    UndefinedObject,
     UndefinedTable,
 )
 from risingspark.storage.object_store import ObjectStore
@@ -92,6 +96,9 @@ from risingspark.types import DataType, TypeName
 from risingspark.users import DEFAULT_SUPER_USER_ID
 
 logger = logging.getLogger(__name__)
+# what a statement raises for a name the catalog does not have
+_MISSING_OBJECT = (UndefinedTable, UndefinedColumn, UndefinedFunction, UndefinedObject, InvalidSchemaName,
+                   InvalidCatalogName)
 
 
 class Frontend:
@@ -173,6 +180,9 @@ class Session:
         self.user = params.get("user") or DEFAULT_USER
         self.database = params.get("database") or self.user
         snap = self.frontend.meta.catalog_snapshot()
+        if (snap.user(self.user) is None or snap.database(self.database) is None) \
+                and self.frontend.meta.sync_catalog():  # (made through another frontend just now?)
+            snap = self.frontend.meta.catalog_snapshot()
         user = snap.user(self.user)
         if user is None:
             raise InvalidAuthorizationSpecification(f'role "{self.user}" does not exist')
@@ -247,7 +257,7 @@ class Session:
         self.query, self.query_started_at = key.text, time.time()
         timer = self._statement_timer(seq)
         try:
-            result = await asyncio.get_running_loop().run_in_executor(pool, self._run_planned, key, params, run)
+            result = await asyncio.get_running_loop().run_in_executor(pool, self._run_current, key, params, run)
             if self.cancel_event.is_set() and not result.tag:
                 raise QueryCanceled("canceling statement due to user request")
         except QueryCanceled:
@@ -267,6 +277,17 @@ class Session:
             QUERY_DURATION.labels(NODE, run.kind).observe(time.monotonic() - started)
             self.query_started_at = None
         return result
+
+    def _run_current(self, key: PlanKey, params: list[Any], run: _Running) -> StatementResult:
+        """`_run_planned`, once more when the statement named an object this frontend's copy of the
+        catalog did not have and the catalog has moved since (made through another frontend a few
+        milliseconds ago: `meta.client`). Those errors are raised while binding, before any effect."""
+        try:
+            return self._run_planned(key, params, run)
+        except _MISSING_OBJECT:
+            if not self.frontend.meta.sync_catalog():
+                raise
+        return self._run_planned(key, params, run)
 
     def _run_planned(self, key: PlanKey, params: list[Any], run: _Running) -> StatementResult:
         """Run a statement by its cached plan, compiling it first when the cache has none for the

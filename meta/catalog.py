@@ -112,6 +112,7 @@ class CatalogManager:
         self._lock = threading.Lock()
         self._snapshot = self._load()
         self._changed = threading.Condition(self._lock)
+        self._listeners: list[Callable[[], None]] = []
 
     @property
     def snapshot(self) -> CatalogSnapshot:
@@ -156,6 +157,12 @@ class CatalogManager:
             s = self._snapshot
             self._snapshot = replace(s, version=s.version + 1, **changes)
             self._changed.notify_all()
+        for listener in self._listeners:
+            listener()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (without locks held) after each new snapshot is installed."""
+        self._listeners.append(listener)
 
     def stage_acl(self, tx: Txn) -> tuple[dict[int, UserCatalog], dict[int, GrantPrivilege]]:
         """The users and privileges as `tx` changes them (`meta.users`), installed when it commits."""

@@ -1,6 +1,15 @@
 """The other services' side of meta: registration and heartbeats (`MetaSession`), and the
 frontend's `MetaClient`, which offers the operations of `meta.service.MetaService` over RPC so a
 frontend process works exactly as the playground's frontend does.
+
+A statement reads the catalog and pins a version without a call to meta, as in RisingWave's
+frontend (its observer manager and `HummockSnapshotManager`): the client keeps a copy of both,
+which a thread keeps up to date with a long poll (`meta.rpc.MetaRpc.watch`). Pins are counted here;
+meta holds one pin for this frontend, at the oldest version still in use, which the poll reports.
+What the frontend changes itself it sees at once: a DDL call, `wait_created` and FLUSH bring the
+copy up to date before they return. A change made through another frontend arrives within
+milliseconds; a statement that names an object this copy does not have yet asks meta again first
+(`sync_catalog`), and FLUSH makes every commit before it visible here.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -114,8 +124,8 @@ class RemoteParams:
 class RemoteUsers:
     """Users and privileges changed through meta (`meta.users.UserManager`'s calls)."""
 
-    def __init__(self, rpc: RpcClient) -> None:
-        self._rpc = rpc
+    def __init__(self, rpc: Any) -> None:
+        self._rpc = rpc  # (`MetaClient`'s changing calls: the catalog copy follows each)
 
     def bootstrap(self, initial: list[tuple[str, str]]) -> None:
         self._rpc.call("users_bootstrap", list(initial))
@@ -144,8 +154,8 @@ class RemoteUsers:
 class RemoteFunctions:
     """User-defined functions changed through meta (`meta.functions.FunctionManager`'s calls)."""
 
-    def __init__(self, rpc: RpcClient) -> None:
-        self._rpc = rpc
+    def __init__(self, rpc: Any) -> None:
+        self._rpc = rpc  # (`MetaClient`'s changing calls: the catalog copy follows each)
 
     def create_function(self, fn: FunctionCatalog) -> FunctionCatalog:
         return self._rpc.call("functions_create", fn)
@@ -154,23 +164,110 @@ class RemoteFunctions:
         self._rpc.call("functions_drop", actor_id, function_id)
 
 
+class _Changing:
+    """`RpcClient.call` for calls that change the catalog: the client's copy follows each."""
+
+    def __init__(self, client: MetaClient) -> None:
+        self._client = client
+
+    def call(self, method: str, *args: Any) -> Any:
+        result = self._client.rpc.call(method, *args)
+        self._client.sync()
+        return result
+
+
 class MetaClient:
-    """What a frontend process calls meta for, with `MetaService`'s signatures."""
+    """What a frontend process calls meta for, with `MetaService`'s signatures.
+
+    Until `start`, every catalog read and pin is a call to meta; after it, both are read from the
+    copy kept up to date by the watch thread (see the module docstring)."""
+
+    WATCH_S = 10.0  # a long poll's longest wait (it answers at once when something changed)
 
     def __init__(self, session: MetaSession, *, wait_poll_s: float = 1.0) -> None:
         self.session = session
         self.rpc = session.rpc
+        changing = _Changing(self)
         self.params = RemoteParams(self.rpc)
-        self.users = RemoteUsers(self.rpc)
-        self.functions = RemoteFunctions(self.rpc)
+        self.users = RemoteUsers(changing)
+        self.functions = RemoteFunctions(changing)
+        self._changing = changing
         self._wait_poll_s = wait_poll_s
         self._lock = threading.Lock()
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
         self._version: HummockVersion | None = None
         self._background = ThreadPoolExecutor(1, thread_name_prefix="meta-unpin")
+        # the pushed copy (`start`): meta's incarnation, and the pins of this frontend's statements
+        self._incarnation: str | None = None
+        self._pins: Counter[int] = Counter()
+        self._watching = False
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # ---- the pushed copy ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Fetch the catalog and the current version, and keep them up to date from a thread."""
+        self._sync(0.0)
+        self._watching = True
+        self._watcher = threading.Thread(target=self._watch, name="meta-watch", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+
+    def sync(self) -> bool:
+        """Bring the copy up to date now; whether the catalog moved. (An error is logged: the watch
+        thread retries, and a statement that misses an object asks again.)"""
+        if not self._watching:
+            return False
+        try:
+            return self._sync(0.0)
+        except RisingSparkError as e:
+            logger.warning("reading the catalog from meta failed: %s", e.message)
+            return False
+
+    def sync_catalog(self) -> bool:
+        """Whether the catalog moved since this frontend last heard (a statement that named an
+        object its copy lacks runs again when it did)."""
+        return self.sync()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._sync(self.WATCH_S)
+            except RisingSparkError as e:
+                logger.warning("watching meta's catalog failed: %s", e.message)
+                self._stop.wait(1.0)
+            except Exception:
+                logger.exception("watching meta's catalog failed")
+                self._stop.wait(1.0)
+
+    def _sync(self, wait_s: float) -> bool:
+        with self._lock:
+            known = None
+            if self._incarnation is not None and self._snapshot is not None and self._version is not None:
+                known = (self._incarnation, self._snapshot[1], self._version.id)
+            floor = min([*self._pins, self._version.id]) if self._version is not None and known else None
+        incarnation, snap, version = self.rpc.call("watch", self.session.node_id, known, floor, wait_s,
+                                                   timeout_s=wait_s + 30.0)
+        with self._lock:
+            moved = False
+            if incarnation != self._incarnation:  # a new meta (or the first answer): take all of it
+                self._incarnation, self._snapshot, self._version = incarnation, None, None
+            if snap is not None and (self._snapshot is None or snap.version > self._snapshot[1]):
+                self._snapshot, moved = (incarnation, snap.version, snap), True
+            if version is not None and (self._version is None or version.id > self._version.id):
+                self._version = version
+        return moved
 
     # ---- catalog ------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
+        if self._watching:
+            snapshot = self._snapshot
+            assert snapshot is not None
+            return snapshot[2]
         with self._lock:
             known = self._snapshot
         fresh = self.rpc.call("catalog_snapshot", known[:2] if known else None)
@@ -186,34 +283,35 @@ class MetaClient:
         return self.rpc.call("allocate_ids", count)
 
     def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
-        return self.rpc.call("create_relation", rel)
+        return self._changing.call("create_relation", rel)
 
     def create_schema(self, database_id: int, name: str, owner: int = DEFAULT_SUPER_USER_ID) -> SchemaCatalog:
-        return self.rpc.call("create_schema", database_id, name, owner)
+        return self._changing.call("create_schema", database_id, name, owner)
 
     def create_database(self, name: str, resource_group: str, owner: int = DEFAULT_SUPER_USER_ID) -> DatabaseCatalog:
-        return self.rpc.call("create_database", name, resource_group, owner)
+        return self._changing.call("create_database", name, resource_group, owner)
 
     def drop_database(self, database_id: int) -> None:
-        self.rpc.call("drop_database", database_id)
+        self._changing.call("drop_database", database_id)
 
     def set_comment(self, rel_id: int, column: str | None, comment: str | None) -> None:
-        self.rpc.call("set_comment", rel_id, column, comment)
+        self._changing.call("set_comment", rel_id, column, comment)
 
     def drop_relation(self, rel_id: int, *, cascade: bool = False) -> list[RelationCatalog]:
-        return self.rpc.call("drop_relation", rel_id, cascade)
+        return self._changing.call("drop_relation", rel_id, cascade)
 
     def set_backfill_rate_limit(self, rel_id: int, rate: int | str | None) -> None:
-        self.rpc.call("set_backfill_rate_limit", rel_id, rate)
+        self._changing.call("set_backfill_rate_limit", rel_id, rate)
 
     def set_parallelism(self, rel_id: int, parallelism: int) -> None:
-        self.rpc.call("set_parallelism", rel_id, parallelism)
+        self._changing.call("set_parallelism", rel_id, parallelism)
 
     def wait_created(self, rel_id: int, cancelled: threading.Event | None = None) -> RelationCatalog:
         while True:
             if cancelled is not None and cancelled.is_set():
                 raise QueryCanceled("canceling statement due to user request")
             if self.rpc.call("wait_created", rel_id, self._wait_poll_s):
+                self.sync()
                 return self.catalog_snapshot().relations[rel_id]
 
     # ---- DML, FLUSH and reads -----------------------------------------------------------------
@@ -228,9 +326,18 @@ class MetaClient:
         return self.rpc.call("compute_nodes")
 
     def flush(self, timeout: float | None = None) -> int:
-        return self.rpc.call("flush", timeout, timeout_s=None)
+        """Wait for a checkpoint after every write submitted before; then this frontend reads it."""
+        epoch = self.rpc.call("flush", timeout, timeout_s=None)
+        self.sync()
+        return epoch
 
     def pin_version(self) -> HummockVersion:
+        if self._watching:
+            with self._lock:
+                version = self._version
+                assert version is not None
+                self._pins[version.id] += 1
+                return version
         with self._lock:
             known = self._version
         got = self.rpc.call("pin_version", self.session.node_id, known.id if known else None)
@@ -242,8 +349,15 @@ class MetaClient:
         return got
 
     def unpin_version(self, version: HummockVersion) -> None:
-        """Unpin in the background: the query is done, and nothing waits for meta's answer (a pin
+        """Unpin: in this frontend's memory when the copy is pushed (meta learns the new oldest
+        version at the next poll), else in the background, as nothing waits for meta's answer (a pin
         left behind by a failed unpin is released when this frontend leaves the cluster)."""
+        if self._watching:
+            with self._lock:
+                self._pins[version.id] -= 1
+                if self._pins[version.id] <= 0:
+                    del self._pins[version.id]
+            return
         self._background.submit(self._unpin, self.session.node_id, version.id)
 
     def _unpin(self, node_id: int, version_id: int) -> None:

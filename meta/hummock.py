@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 import sqlalchemy as sa
@@ -36,6 +37,7 @@ class HummockManager:
         # backfill's) may still commit files for them, which go to the deletion queue instead of
         # bringing the table back. (Ids are never reused; a restarted meta has no such rounds.)
         self._dropped: set[int] = set()
+        self._listeners: list[Callable[[], None]] = []
         self._version = self._load()
 
     # ---- reading ------------------------------------------------------------------------------
@@ -56,6 +58,17 @@ class HummockManager:
         with self._lock:
             assert self._pins[version.id] > 0, "pin_again of a version nobody pins"
             self._pins[version.id] += 1
+
+    def pin_at(self, version_id: int) -> None:
+        """Pin by id a version the caller read before (a frontend's oldest version in use, which
+        meta pins for it: `meta.rpc.MetaRpc.watch`). Files replaced after `version_id` are kept
+        until as many `unpin`s."""
+        with self._lock:
+            self._pins[version_id] += 1
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (without locks held) after each new version is installed."""
+        self._listeners.append(listener)
 
     def unpin(self, version: HummockVersion) -> None:
         with self._lock:
@@ -90,6 +103,8 @@ class HummockManager:
     def _install(self, version: HummockVersion) -> None:
         with self._lock:
             self._version = version
+        for listener in self._listeners:
+            listener()
 
     def commit_epoch(self, tx: Txn, epoch: int, new_ssts: list[SstableInfo],
                      new_change_logs: list[ChangeLogInfo]) -> HummockVersion:

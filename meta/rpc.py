@@ -1,7 +1,8 @@
 """Meta's RPC methods for the other services (``POST /rpc/<method>``, see `risingspark.rpc`).
 
-Frontends call the same operations the playground's frontend calls on `MetaService` directly;
-compute nodes, compactors and frontends register and heartbeat; compactors take and report
+Frontends call the same operations the playground's frontend calls on `MetaService` directly, and
+keep a copy of the catalog and the current version that meta pushes to them (`watch`, a long poll,
+as RisingWave's notification service pushes both to its frontends); compute nodes, compactors and frontends register and heartbeat; compactors take and report
 compaction tasks. Whatever a worker holds (pinned versions, compaction tasks) is released when the
 cluster manager declares it dead.
 """
@@ -20,7 +21,7 @@ from meta.compaction.picker import CompactionTask
 from meta.service import MetaService
 from meta.users import GrantTarget
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatalog
-from risingspark.errors import QueryCanceled
+from risingspark.errors import QueryCanceled, ServiceUnavailable
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
 
 
@@ -36,6 +37,7 @@ class MetaRpc:
         self._lock = threading.Lock()
         self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
         self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> task id -> task
+        self._floors: dict[int, int] = {}  # node -> the oldest version it reads, pinned for it (`watch`)
         cluster.on_leave(self._release)
 
     def methods(self) -> dict[str, Any]:
@@ -49,7 +51,7 @@ class MetaRpc:
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml,
             "submit_dml_batches": m.submit_dml_batches, "flush": m.flush,
-            "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
+            "pin_version": self.pin_version, "watch": self.watch, "unpin_version": self.unpin_version, "row_count": m.row_count,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
@@ -76,6 +78,9 @@ class MetaRpc:
         with self._lock:
             pins = self._pins.pop(node.id, {})
             tasks = self._tasks.pop(node.id, {})
+            floor = self._floors.pop(node.id, None)
+        if floor is not None:
+            pins = {**pins, floor: pins.get(floor, 0) + 1}
         for version_id, n in pins.items():
             for _ in range(n):
                 self.meta.unpin_version(HummockVersion(version_id, 0))
@@ -121,6 +126,53 @@ class MetaRpc:
         with self._lock:
             self._pins[node_id][version.id] += 1
         return version.id if version.id == known_id else version
+
+    def watch(self, node_id: int, known: tuple[str, int, int] | None, floor: int | None,
+              timeout_s: float) -> tuple[str, CatalogSnapshot | None, HummockVersion | None]:
+        """A frontend's copy of the catalog and the current version, kept up to date by a long poll:
+        answers once either differs from `known` (meta's incarnation, the catalog version and the
+        version id the frontend has) or after `timeout_s`, with ``(incarnation, catalog, version)``,
+        each None when unchanged.
+
+        Pins as RisingWave's frontends do (`unpin_version_before`): one pin per frontend, at `floor`,
+        the oldest version it still reads (or the newest it has, when none is read). Every version it
+        reads is that one or newer, and files replaced after a version are kept while it is pinned,
+        so that one pin protects them all; a frontend's queries pin and unpin in its own memory.
+        A floor only moves forward; a frontend that sends none yet gets the current version pinned.
+        """
+        if not self.cluster.is_alive(node_id):
+            raise ServiceUnavailable(f"node {node_id} is not registered with this meta")
+        if floor is not None:
+            self._move_floor(node_id, floor)
+        same = known is not None and known[0] == self.incarnation
+        catalog_version, version_id = (known[1], known[2]) if known is not None and same else (-1, -1)
+        snap, version = self.meta.wait_for_change(catalog_version, version_id, max(0.0, min(timeout_s, 30.0)))
+        with self._lock:
+            unpinned = node_id not in self._floors
+        if unpinned:
+            version = self.meta.pin_version()  # (the current one: not yet replaced, nothing deleted)
+            self._move_floor(node_id, version.id, pinned=True)
+        return (self.incarnation, None if snap.version == catalog_version else snap,
+                None if version.id == version_id else version)
+
+    def _move_floor(self, node_id: int, floor: int, pinned: bool = False) -> None:
+        """Pin `floor` for the node instead of its older floor (`pinned`: the caller pinned it)."""
+        with self._lock:
+            old = self._floors.get(node_id)
+            if old is not None and floor <= old:
+                release = floor if pinned else None
+            else:
+                if not pinned:
+                    self.meta.pin_version_at(floor)
+                self._floors[node_id] = floor
+                release = old
+        if release is not None:
+            self.meta.unpin_version(HummockVersion(release, 0))
+        if not self.cluster.is_alive(node_id):  # declared dead meanwhile: `_release` may have run before
+            with self._lock:
+                left = self._floors.pop(node_id, None)
+            if left is not None:
+                self.meta.unpin_version(HummockVersion(left, 0))
 
     def unpin_version(self, node_id: int, version_id: int) -> None:
         with self._lock:

@@ -126,6 +126,9 @@ class MetaService:
         self.users = UserManager(store, self.catalog)  # users, privileges, ownership (`meta.users`)
         self.functions = FunctionManager(store, self.catalog)  # user-defined functions (`meta.functions`)
         self.hummock = HummockManager(store, objects)
+        self._changes = threading.Condition()  # a new catalog or version (`wait_for_change`)
+        self.catalog.on_change(self._notify_change)
+        self.hummock.on_change(self._notify_change)
         self.snapshots = SnapshotBackfills(store)
         self.barriers = BarrierManager(store, self.catalog, self.hummock, objects, compute, self.snapshots,
                                        interval_ms=self._round_interval_ms,
@@ -557,6 +560,27 @@ class MetaService:
 
     def unpin_version(self, version: HummockVersion) -> None:
         self.hummock.unpin(version)
+
+    def pin_version_at(self, version_id: int) -> None:
+        """Pin a version by id (a frontend's oldest in use: `meta.rpc.MetaRpc.watch`)."""
+        self.hummock.pin_at(version_id)
+
+    def sync_catalog(self) -> bool:
+        """Whether the catalog moved since the caller read it: never here, where every read is of
+        the current one (a frontend of its own reads a copy: `meta.client.MetaClient.sync_catalog`)."""
+        return False
+
+    def wait_for_change(self, catalog_version: int, version_id: int,
+                        timeout_s: float) -> tuple[CatalogSnapshot, HummockVersion]:
+        """The current catalog and version, once either is not the one given or after `timeout_s`."""
+        with self._changes:
+            self._changes.wait_for(lambda: (self.catalog.snapshot.version != catalog_version
+                                            or self.hummock.version.id != version_id), timeout_s)
+        return self.catalog.snapshot, self.hummock.version
+
+    def _notify_change(self) -> None:
+        with self._changes:
+            self._changes.notify_all()
 
     @property
     def default_parallelism(self) -> int | None:

@@ -51,9 +51,20 @@ class FakeMeta:
             7, {DB: DatabaseCatalog(DB, "dev")},
             {PUBLIC: SchemaCatalog(PUBLIC, DB, "public"), OTHER: SchemaCatalog(OTHER, DB, "other")},
             {r.id: r for r in relations})
+        self.pending: CatalogSnapshot | None = None  # a change made through another frontend
+        self.syncs = 0
 
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.snapshot
+
+    def sync_catalog(self) -> bool:
+        """Install `pending`, as `meta.client.MetaClient.sync_catalog` brings a frontend's copy up
+        to date."""
+        self.syncs += 1
+        if self.pending is None:
+            return False
+        self.snapshot, self.pending = self.pending, None
+        return True
 
     def pin_version(self) -> HummockVersion:
         return HummockVersion(1, 0)

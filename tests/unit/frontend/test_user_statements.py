@@ -41,6 +41,9 @@ class StoreMeta:
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.catalog.snapshot
 
+    def sync_catalog(self) -> bool:
+        return False  # (the catalog read is the current one)
+
     def pin_version(self) -> HummockVersion:
         return HummockVersion(1, 0)
 

@@ -1,0 +1,137 @@
+"""A frontend of its own keeps a copy of the catalog and the current version that meta pushes
+(`meta.rpc.MetaRpc.watch`, `meta.client.MetaClient`): over real HTTP, against a real meta service
+whose barriers commit a version every 50 ms. Statements read and pin without calling meta; changes
+made elsewhere arrive; the frontend's own changes are in its copy when the call returns; meta holds
+one pin per frontend, at the oldest version the frontend still reads."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi import FastAPI
+
+from meta.client import MetaClient, MetaSession
+from meta.cluster import ClusterManager
+from meta.rpc import MetaRpc
+from meta.service import MetaService
+from meta.store.store import MetaStore
+from risingspark.barrier import Barrier, EpochResult
+from risingspark.catalog import DEFAULT_DATABASE
+from risingspark.rpc import mount_rpc
+from risingspark.runtime import HttpServer
+from risingspark.storage.object_store import ObjectStore
+
+
+class IdleCompute:
+    """Commits every barrier with nothing in it: each is a new version."""
+
+    def reset(self) -> None:
+        pass
+
+    def run_epoch(self, barrier: Barrier) -> EpochResult:
+        return EpochResult(barrier.epoch.curr)
+
+
+class Cluster:
+    def __init__(self, tmp_path) -> None:
+        store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
+        store.upgrade()
+        self.meta = MetaService(store, ObjectStore(str(tmp_path / "objects")), IdleCompute())
+        self.meta.params.set("barrier_interval_ms", 50)
+        self.meta.start()
+        self.cluster = ClusterManager(store, heartbeat_timeout_s=60.0)
+        self.rpc = MetaRpc(self.meta, self.cluster, str(tmp_path / "objects"))
+        app = FastAPI()
+        mount_rpc(app, self.rpc.methods())
+        self.http = HttpServer(app, "127.0.0.1", 0, "meta-test")
+        self.http.start()
+        self.session = MetaSession(f"127.0.0.1:{self.http.port}", "frontend", "http://127.0.0.1:1")
+        self.session.register()
+        self.client = MetaClient(self.session)
+        self.client.start()
+        self.calls: Counter[str] = Counter()
+        call = self.client.rpc.call
+
+        def counted(method: str, *args, **kwargs):
+            self.calls[method] += 1
+            return call(method, *args, **kwargs)
+        self.client.rpc.call = counted  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        self.client.stop()
+        self.http.stop()
+        self.meta.stop()
+
+    @property
+    def database_id(self) -> int:
+        db = self.meta.catalog_snapshot().database(DEFAULT_DATABASE)
+        assert db is not None
+        return db.id
+
+    def newest_seen(self) -> int:
+        """The id of the newest version the frontend has (one pin and unpin, in its memory)."""
+        version = self.client.pin_version()
+        self.client.unpin_version(version)
+        return version.id
+
+
+@pytest.fixture
+def cluster(tmp_path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _eventually(check: Callable[[], bool], what: str, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_statements_read_the_copy_without_calling_meta(cluster: Cluster) -> None:
+    for _ in range(200):
+        cluster.client.catalog_snapshot()
+        cluster.client.unpin_version(cluster.client.pin_version())
+    assert not {"catalog_snapshot", "pin_version", "unpin_version"} & set(cluster.calls)
+
+
+def test_changes_made_elsewhere_arrive(cluster: Cluster) -> None:
+    current = cluster.meta.hummock.version.id
+    _eventually(lambda: cluster.newest_seen() >= current, "the frontend's version does not follow meta's")
+    cluster.meta.create_schema(cluster.database_id, "made_elsewhere")  # (as through another frontend)
+    _eventually(lambda: cluster.client.catalog_snapshot().schema(cluster.database_id, "made_elsewhere") is not None,
+                "the new schema never reached the frontend")
+    assert cluster.calls["watch"] >= 1
+
+
+def test_the_frontends_own_changes_are_in_its_copy_when_the_call_returns(cluster: Cluster) -> None:
+    cluster.client.stop()  # (no pushes: only what the calls themselves bring)
+    cluster.client.create_schema(cluster.database_id, "mine")
+    assert cluster.client.catalog_snapshot().schema(cluster.database_id, "mine") is not None
+    committed = cluster.client.flush(timeout=30)
+    assert cluster.client.pin_version().committed_epoch >= committed
+
+
+def test_meta_pins_the_oldest_version_the_frontend_reads(cluster: Cluster) -> None:
+    node = cluster.session.node_id
+    held = cluster.client.pin_version()  # a long query's version
+    _eventually(lambda: cluster.newest_seen() > held.id + 3, "no newer versions arrived")
+    _eventually(lambda: cluster.rpc._floors.get(node) == held.id, "meta's pin is not the held version")  # noqa: SLF001
+    assert cluster.meta.hummock._pins[held.id] >= 1  # noqa: SLF001 (the vacuum keeps what it reads)
+    cluster.client.unpin_version(held)
+    _eventually(lambda: cluster.rpc._floors.get(node, 0) > held.id, "meta's pin did not move on")  # noqa: SLF001
+    _eventually(lambda: held.id not in cluster.meta.hummock._pins, "the old version stays pinned")  # noqa: SLF001
+    # a frontend that leaves gives its pin up
+    cluster.client.stop()
+    floor = cluster.rpc._floors[node]  # noqa: SLF001
+    _eventually(lambda: cluster.meta.hummock.version.id > floor + 5, "barriers stopped")  # (no round pins it)
+    pins = cluster.meta.hummock._pins[floor]  # noqa: SLF001
+    cluster.cluster.unregister(node)
+    assert node not in cluster.rpc._floors  # noqa: SLF001
+    assert cluster.meta.hummock._pins.get(floor, 0) == pins - 1  # noqa: SLF001
