@@ -28,7 +28,13 @@ from meta.catalog import CatalogSnapshot
 from meta.compaction.picker import CompactionConfig, CompactionTask
 from meta.users import GrantTarget
 from risingspark.barrier import DmlReceipt
-from risingspark.catalog import DEFAULT_RESOURCE_GROUP, DatabaseCatalog, RelationCatalog, SchemaCatalog
+from risingspark.catalog import (
+    DEFAULT_RESOURCE_GROUP,
+    DatabaseCatalog,
+    JobStatus,
+    RelationCatalog,
+    SchemaCatalog,
+)
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.functions import FunctionCatalog
 from risingspark.rpc import RpcClient
@@ -213,9 +219,11 @@ class MetaClient:
         self._watcher.start()
 
     def stop(self) -> None:
+        """Stop watching (a poll in flight is abandoned: the thread is a daemon and reads nothing
+        more)."""
         self._stop.set()
         if self._watcher is not None:
-            self._watcher.join(timeout=5)
+            self._watcher.join(timeout=0.1)
 
     def sync(self) -> bool:
         """Bring the copy up to date now; whether the catalog moved. (An error is logged: the watch
@@ -237,11 +245,13 @@ class MetaClient:
         while not self._stop.is_set():
             try:
                 self._sync(self.WATCH_S)
-            except RisingSparkError as e:
-                logger.warning("watching meta's catalog failed: %s", e.message)
-                self._stop.wait(1.0)
-            except Exception:
-                logger.exception("watching meta's catalog failed")
+            except Exception as e:
+                if self._stop.is_set():
+                    return
+                if isinstance(e, RisingSparkError):
+                    logger.warning("watching meta's catalog failed: %s", e.message)
+                else:
+                    logger.exception("watching meta's catalog failed")
                 self._stop.wait(1.0)
 
     def _sync(self, wait_s: float) -> bool:
@@ -312,7 +322,9 @@ class MetaClient:
                 raise QueryCanceled("canceling statement due to user request")
             if self.rpc.call("wait_created", rel_id, self._wait_poll_s):
                 self.sync()
-                return self.catalog_snapshot().relations[rel_id]
+                rel = self.catalog_snapshot().relations.get(rel_id)
+                if rel is not None and rel.status is JobStatus.CREATED:  # (else the sync failed: ask again)
+                    return rel
 
     # ---- DML, FLUSH and reads -----------------------------------------------------------------
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
