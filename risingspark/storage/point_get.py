@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from risingspark.chunk import EPOCH, KEY, VNODE
+from risingspark.chunk import EPOCH, KEY, TOMBSTONE, VNODE
 from risingspark.errors import InternalError
-from risingspark.storage.bloom import FEW_KEYS, hash_keys
+from risingspark.storage.bloom import FEW_KEYS, hash_key, hash_keys
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
@@ -309,6 +309,64 @@ def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, met
     if not pieces:
         return None
     return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+class PointKey:
+    """One full key of a point lookup, encoded in Python (`encode_scalar_parts`): the same steps as a
+    batch of `LookupKeys` with scalars, as Hummock's ``get`` of one key."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+        self.encoded = b"".join(parts)
+        self.lo = np.array([self.encoded], dtype=f"S{len(self.encoded) + 1}")
+        self.hi = np.array([self.encoded + b"\xff"])
+        # compared as an S element is: without trailing zero bytes (see `lookup_rows`)
+        self.range = (self.encoded.rstrip(b"\x00"), self.encoded + b"\xff")
+        self._hashes: dict[int, int] = {}
+
+    def hash(self, columns: int) -> int:
+        """The bloom hash of the key's first `columns` pk columns (with its vnode)."""
+        h = self._hashes.get(columns)
+        if h is None:
+            h = self._hashes[columns] = hash_key(b"".join(self.parts[:columns + 1]))
+        return h
+
+
+def get_row(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+            key: PointKey) -> pa.Table | None:
+    """The live row of one full key at `epoch` (`file_schema`'s SST columns, one row), or None: the
+    newest version at or before `epoch` among every SST's (each SST holds a key's versions newest
+    first), none when it is a tombstone. Two SSTs with one epoch: the first in `ssts` wins, as the
+    stable sort of `merge_versions` picks."""
+    columns = len(desc.pk)
+    lo, hi = key.range
+    best: tuple[int, pa.Table, int] | None = None  # (epoch, rows, row)
+    for sst in ssts:
+        if epoch is not None and sst.min_epoch > epoch:
+            continue
+        if sst.max_key and not (lo <= sst.max_key and sst.min_key < hi):
+            continue
+        meta = reader.meta(sst.path)
+        bloom = meta.bloom if meta.bloom is not None and meta.bloom_prefix <= columns else None
+
+        def probe(wanted: np.ndarray, bloom=bloom, prefix=meta.bloom_prefix) -> np.ndarray:
+            if bloom is not None:
+                wanted[0] = wanted[0] and bloom.may_contain_hash(key.hash(prefix))
+            return wanted
+
+        rows = _read_range(reader, desc, sst, meta, key.lo, key.hi, probe)
+        if rows is None or not rows.num_rows:
+            continue
+        epochs = rows.column(EPOCH).to_pylist()
+        i = next((j for j, e in enumerate(epochs) if epoch is None or e <= epoch), None)
+        if i is not None and (best is None or epochs[i] > best[0]):
+            best = (epochs[i], rows, i)
+    if best is None:
+        return None
+    _, rows, i = best
+    if rows.column(TOMBSTONE)[i].as_py():
+        return None
+    return rows.slice(i, 1)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
 from risingspark.errors import InvalidParameterValue
 from risingspark.storage.cache import BlockCache
 from risingspark.storage.desc import SstableInfo, StateTableDesc
-from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
+from risingspark.storage.memcmp import encode_keys, encode_scalar_parts, key_matrix, upper_bounds
 from risingspark.storage.mvcc import (
     compare_rows,
     compare_to_positions,
@@ -34,7 +34,15 @@ from risingspark.storage.mvcc import (
     vnode_array,
 )
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.point_get import BlockReader, LookupKeys, lookup_rows, ranges_to_indices, read_ranges
+from risingspark.storage.point_get import (
+    BlockReader,
+    LookupKeys,
+    PointKey,
+    get_row,
+    lookup_rows,
+    ranges_to_indices,
+    read_ranges,
+)
 from risingspark.storage.sst import read_sst
 
 logger = logging.getLogger(__name__)
@@ -157,6 +165,20 @@ class StateTableReader:
         logger.debug("table %d: looked up %d keys at epoch %s, %d found", desc.table_id, len(wanted), epoch,
                      rows.num_rows)
         return to_read_shape(desc, rows)
+
+    def get(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
+            values: Sequence[object]) -> pa.Table | None:
+        """`lookup` of one full key (its vnode and every pk column's value), in read shape (0 or 1
+        row), with the key encoded and merged in Python (`risingspark.storage.point_get.get_row`);
+        None when a key column's type has no Python encoding (then call `lookup`)."""
+        schema = desc.sst_schema()
+        parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
+        if parts is None:
+            return None
+        row = get_row(self.blocks, desc, ssts, epoch, PointKey(parts))
+        if row is None:
+            return read_schema(desc).empty_table()
+        return to_read_shape(desc, row)
 
     def read_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
                    lo: int, hi: int) -> pa.Table:

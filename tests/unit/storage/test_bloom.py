@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from risingspark.errors import InternalError
-from risingspark.storage.bloom import FEW_KEYS, BloomFilter, hash_keys, num_hashes_for
+from risingspark.storage.bloom import FEW_KEYS, BloomFilter, hash_key, hash_keys, num_hashes_for
 
 M64 = (1 << 64) - 1
 
@@ -297,3 +297,9 @@ def test_constructor_validates() -> None:
     with pytest.raises(ValueError):
         bloom.bits[0] = 1  # read-only
     words[0] = 1  # the caller's array stays writable
+
+
+def test_one_key_hashed_in_python_as_the_vectorized_hash() -> None:
+    rng = np.random.default_rng(5)
+    keys = random_keys(rng, 300, min_len=0, max_len=70).to_pylist() + [b"\x00", b"a\x00\x00", b"\x00" * 9]
+    assert [hash_key(k) for k in keys] == [int(x) for x in hash_keys(binary(keys))]

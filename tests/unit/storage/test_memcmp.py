@@ -510,3 +510,32 @@ def test_order_matches_postgres(pg, order):
     _, inverse = np.unique(key_matrix(encode_keys(vnodes, cols)), return_inverse=True)
     ours = {r[0]: int(inverse[i]) + 1 for i, r in enumerate(rows)}
     assert ours == pg_rank
+
+
+def test_scalar_encoding_of_one_key_equals_the_vectorized_one():
+    """`encode_scalar_parts` (a point lookup's key, in Python) gives `encode_keys`' bytes, prefixes too."""
+    rng = random.Random(7)
+    types = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.string(), pa.large_string()]
+    texts = ["", "a", "a\x00", "abcdefg", "abcdefgh", "abcdefghi", "é" * 9, "x" * 17, None]
+
+    def value(t: pa.DataType) -> Any:
+        if rng.random() < 0.1:
+            return None
+        if pa.types.is_integer(t):
+            bits = t.bit_width - 1
+            return rng.choice([0, 1, -1, -(1 << bits), (1 << bits) - 1, rng.randrange(-(1 << bits), 1 << bits)])
+        return rng.choice(texts)
+
+    for _ in range(400):
+        row_types = [rng.choice(types) for _ in range(rng.randint(1, 3))]
+        vnode, values = rng.randrange(256), [value(t) for t in row_types]
+        parts = memcmp.encode_scalar_parts(vnode, values, row_types)
+        assert parts is not None
+        for n in range(len(values) + 1):
+            want = encode_keys(pa.array([vnode], pa.int16()),
+                               [pa.array([v], t) for v, t in zip(values[:n], row_types[:n], strict=True)])
+            assert b"".join(parts[:n + 1]) == want[0].as_py(), (values, row_types, n)
+    # types without a Python encoding, and values of the wrong kind, are left to `encode_keys`
+    assert memcmp.encode_scalar_parts(0, [1.5], [pa.float64()]) is None
+    assert memcmp.encode_scalar_parts(0, ["1"], [pa.int32()]) is None
+    assert memcmp.encode_scalar_parts(0, [True], [pa.int32()]) is None

@@ -99,6 +99,9 @@ def test_lookup_matches_the_model(store, seed):
                      names=TABLE.sst_schema().names)
         ssts.append(write_sst(store, TABLE, t, f"m/{epoch}.parquet", level=0, sub_level=epoch,
                               row_group_size=rng.choice([1, 2, 3, 7, 100])))
+    merged = write_sst(store, TABLE, pa.table([pa.array(c, ty) for c, ty in zip(
+        zip(*versions, strict=True), TABLE.sst_schema().types, strict=True)], names=TABLE.sst_schema().names),
+        "m/all.parquet", level=1, sub_level=0, row_group_size=rng.choice([1, 2, 3, 7]))
     reader = StateTableReader(store, BlockCache(1 << 30), metas=BlockCache(1 << 20))
     everything = sorted({(r[0], r[1], r[2]) for r in versions}, key=repr)
     for epoch in (3, 8, 12):
@@ -111,6 +114,14 @@ def test_lookup_matches_the_model(store, seed):
                          "n": pa.array([p[2] for p in probe], pa.int64())})
         got = reader.lookup(TABLE, ssts, epoch, keys)
         want = {k: r for k, r in newest.items() if k in set(probe) and not r[5]}
+        # one key at a time, encoded and merged in Python (a point query's `get`): the same rows,
+        # from the L0 SSTs and from one SST holding every version of every key (a compaction's)
+        for p in probe:
+            for files in (ssts, [merged]):
+                one = reader.get(TABLE, files, epoch, p[0], [p[1], p[2]])
+                assert one is not None and one.schema == got.schema
+                assert [tuple(r.values()) for r in one.to_pylist()] == \
+                    ([(p[0], p[1], p[2], want[p][3])] if p in want else []), (p, epoch)
         assert sorted(zip(got.column("_vnode").to_pylist(), got.column("name").to_pylist(),
                           got.column("n").to_pylist(), got.column("v").to_pylist(), strict=True), key=repr) == \
             sorted(((k[0], k[1], k[2], r[3]) for k, r in want.items()), key=repr)
