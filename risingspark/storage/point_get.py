@@ -20,8 +20,10 @@ the rows of the blocks read, whatever the table holds.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,16 +111,38 @@ class LookupKeys:
         return encode_keys(self.rows.column(VNODE), [self.rows.column(n) for n in names])
 
 
+class WouldRead(Exception):
+    """A read in `BlockReader.cached_only` mode needed a file: the caller retries where it may wait."""
+
+
 class BlockReader:
-    """Reads SST indexes and blocks through a meta cache and a block cache (both may be None)."""
+    """Reads SST indexes and blocks through a meta cache and a block cache (both may be None).
+
+    In `cached_only` mode (of the calling thread), a read that would open a file raises `WouldRead`
+    instead: a frontend answers a point query on its event loop when the blocks are cached, and on a
+    thread when they are not (a file read must not hold every connection of the loop)."""
 
     def __init__(self, store: ObjectStore, blocks: BlockCache | None, metas: BlockCache | None) -> None:
         self.store = store
         self.block_cache = blocks
         self.meta_cache = metas
+        self._mode = threading.local()
+
+    @contextlib.contextmanager
+    def cached_only(self) -> Iterator[None]:
+        self._mode.cached_only = True
+        try:
+            yield
+        finally:
+            self._mode.cached_only = False
+
+    def _may_read(self) -> None:
+        if getattr(self._mode, "cached_only", False):
+            raise WouldRead()
 
     def meta(self, path: str) -> SstMeta:
         def load() -> SstMeta:
+            self._may_read()
             with self.store.filesystem.open_input_file(self.store.full_path(path)) as f:
                 return meta_of_footer(pq.ParquetFile(f).metadata, path)
 
@@ -136,6 +160,8 @@ class BlockReader:
                 missing.append(i)
             else:
                 out[i] = block
+        if missing:
+            self._may_read()
         if self.block_cache is not None:
             self.block_cache.count(hits=len(ids) - len(missing), misses=len(missing))
         if missing:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import ProtocolViolation, UndefinedColumn
 from risingspark.storage.desc import HummockVersion, StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.object_store import ObjectStore
+from risingspark.storage.point_get import WouldRead
 from risingspark.storage.sst import write_sst
 from risingspark.types import INT4, INT8, VARCHAR, Field
 from risingspark.vnode import vnode_of
@@ -335,3 +337,54 @@ def test_the_cache_keys_and_capacity():
     cache.put(replace(key, text="a"), FullPlan(1))
     cache.put(replace(key, text="b"), FullPlan(1))
     assert len(cache) == 2 and cache.get(key, 1) is None  # least recently used out
+
+
+class CountingPool(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+def test_a_point_query_runs_on_the_event_loop_once_its_blocks_are_cached(stored, monkeypatch):
+    frontend, _ = stored
+    pool = CountingPool()
+    monkeypatch.setattr(frontend, "key_pool", pool)
+    blocks = frontend.engine.reader.blocks
+    session = new_session(frontend)
+    sql = "SELECT balance FROM accounts a WHERE a.id = $1"
+    first = run(session, sql, [20], [7])  # compiled (on the shared pool: not yet known as a key query)
+    assert pool.submitted == 0
+    blocks.block_cache.clear()
+    blocks.meta_cache.clear()
+    assert run(session, sql, [20], [7]) == first  # not cached: read from the files on the key pool
+    assert pool.submitted == 1
+    assert run(session, sql, [20], [7]) == first == full_path(session, sql, [20], [7])  # cached: on the loop
+    assert pool.submitted == 1
+    # a prefix (every vnode, maybe many rows) is never looked up on the loop
+    prefix = "SELECT v FROM lines l WHERE l.k = $1"
+    for _ in range(3):
+        run(session, prefix, [23], [3])
+    assert pool.submitted == 3
+    pool.shutdown()
+
+
+def test_a_read_of_a_file_in_cached_only_mode_is_refused(stored):
+    frontend, _ = stored
+    blocks = frontend.engine.reader.blocks
+    blocks.block_cache.clear()
+    blocks.meta_cache.clear()
+    sst = frontend.meta.version.ssts(ACCOUNTS.id)[0]
+    with blocks.cached_only(), pytest.raises(WouldRead):
+        blocks.meta(sst.path)
+    meta = blocks.meta(sst.path)  # (outside the mode: read and cached)
+    with blocks.cached_only():
+        assert blocks.meta(sst.path) is meta
+        with pytest.raises(WouldRead):
+            blocks.blocks(ACCOUNTS.table_desc, sst.path, meta, [0])
+    blocks.blocks(ACCOUNTS.table_desc, sst.path, meta, [0])
+    with blocks.cached_only():
+        assert list(blocks.blocks(ACCOUNTS.table_desc, sst.path, meta, [0])) == [0]
