@@ -89,7 +89,7 @@ def test_messages_read_from_any_split_of_the_stream() -> None:
         rng = random.Random(seed)
         cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(0, 40)))
 
-        async def read_all() -> list:
+        async def read_all(cuts: list[int] = cuts) -> list:
             reader = asyncio.StreamReader(limit=1 << 22)
             for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
                 reader.feed_data(stream[a:b])
