@@ -7,15 +7,16 @@ frontend (its observer manager and `HummockSnapshotManager`): the client keeps a
 which a thread keeps up to date with a long poll (`meta.rpc.MetaRpc.watch`). Pins are counted here;
 meta holds one pin for this frontend, at the oldest version still in use, which the poll reports.
 What the frontend changes itself it sees at once: a DDL call, `wait_created` and FLUSH bring the
-copy up to date before they return. A change made through another frontend arrives within
-milliseconds; a statement that names an object this copy does not have yet asks meta again and runs
-once more (`catalog_moved_since`), and FLUSH makes every commit before it visible here.
+copy up to date before they return, and a DDL call and FLUSH also wait (up to 2 s) until every other
+frontend's copy has caught up (`wait_seen`), so what returned is visible through every frontend, as
+PostgreSQL shows a commit to every session. A change whose DDL is still running (or an object that a
+stalled frontend has not received) can be missed: a statement that names an object this copy does not
+have yet asks meta again and runs once more (`catalog_moved_since`).
 
 Left as RisingWave leaves it: a frontend that meta declared dead (no heartbeat for the timeout) had
 its pin released; until its next poll fails (within one barrier) its statements read versions meta
 no longer protects, and a file vacuumed meanwhile fails such a read (an error, never a wrong row).
-Password authentication reads the copy: a user changed through another frontend is seen here a
-few milliseconds later.
+Password authentication reads the copy.
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class _Changing:
         self._client.count_change()
         result = self._client.rpc.call(method, *args)
         self._client.sync()
+        self._client.wait_seen()
         return result
 
 
@@ -209,6 +211,7 @@ class MetaClient:
 
     WATCH_S = 10.0  # a long poll's longest wait (it answers at once when something changed)
     SYNC_RETRY_S = 2.0  # how long a statement's refresh retries an unreachable meta
+    SEEN_TIMEOUT_S = 2.0  # how long a DDL or FLUSH waits for the other frontends (`wait_seen`)
 
     def __init__(self, session: MetaSession, *, wait_poll_s: float = 1.0) -> None:
         self.session = session
@@ -260,6 +263,24 @@ class MetaClient:
         except RisingSparkError as e:
             logger.warning("node %d: reading the catalog from meta failed: %s", self.session.node_id, e.message)
             return False
+
+    def wait_seen(self) -> None:
+        """Wait until every other frontend has what this one has (`meta.rpc.MetaRpc.wait_seen`): a
+        change made here, or a FLUSH, is then visible through all of them when the statement returns.
+        At most `SEEN_TIMEOUT_S`, then logged: a stalled frontend delays no DDL longer."""
+        if not self._watching:
+            return
+        with self._lock:
+            if self._snapshot is None or self._version is None:
+                return
+            catalog_version, version_id = self._snapshot[1], self._version.id
+        try:
+            if not self.rpc.call("wait_seen", self.session.node_id, catalog_version, version_id,
+                                 self.SEEN_TIMEOUT_S, retry_s=self.SYNC_RETRY_S, timeout_s=self.SEEN_TIMEOUT_S + 30):
+                logger.warning("node %d: a frontend did not receive catalog version %d / version %d within %g s",
+                               self.session.node_id, catalog_version, version_id, self.SEEN_TIMEOUT_S)
+        except RisingSparkError as e:
+            logger.warning("node %d: waiting for the other frontends failed: %s", self.session.node_id, e.message)
 
     def count_change(self) -> None:
         self._thread.changes = getattr(self._thread, "changes", 0) + 1
@@ -401,6 +422,7 @@ class MetaClient:
         """Wait for a checkpoint after every write submitted before; then this frontend reads it."""
         epoch = self.rpc.call("flush", timeout, timeout_s=None)
         self.sync()
+        self.wait_seen()
         return epoch
 
     def pin_version(self) -> HummockVersion:

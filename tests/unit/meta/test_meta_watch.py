@@ -172,3 +172,28 @@ def test_a_new_meta_renumbers_the_copy_and_an_unknown_node_reads_nothing_stale(c
     version = cluster.client.pin_version()
     assert cluster.rpc._floors[cluster.session.node_id] <= version.id  # noqa: SLF001
     cluster.client.unpin_version(version)
+
+
+def test_a_change_or_flush_that_returned_is_in_every_frontends_copy(cluster: Cluster) -> None:
+    other_session = MetaSession(f"127.0.0.1:{cluster.http.port}", "frontend", "http://127.0.0.1:2")
+    other_session.register()
+    other = MetaClient(other_session)
+    other.start()
+    try:
+        db = cluster.database_id
+        for i in range(20):  # (each read right after the call returns: no waiting here)
+            cluster.client.create_schema(db, f"s{i}")
+            assert other.catalog_snapshot().schema(db, f"s{i}") is not None
+            epoch = cluster.client.flush(timeout=30)
+            version = other.pin_version()
+            other.unpin_version(version)
+            assert version.committed_epoch >= epoch
+        # a frontend that stops polling delays a DDL by the timeout at most, never fails it
+        other.stop()
+        cluster.client.SEEN_TIMEOUT_S = 0.3
+        started = time.monotonic()
+        cluster.client.create_schema(db, "while_stalled")
+        assert 0.2 < time.monotonic() - started < 10
+    finally:
+        other.stop()
+        other_session.stop()
