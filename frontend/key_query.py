@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow as pa
 from sqlglot import exp
@@ -37,12 +38,12 @@ from sqlglot import exp
 from frontend.batch import normalize
 from frontend.binder import CatalogReader, ident
 from frontend.catalog.rewrite import is_user_word
-from frontend.pgwire.api import StatementResult
+from frontend.pgwire.api import ColumnDesc, StatementResult
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import VNODE
 from risingspark.errors import RisingSparkError
 from risingspark.storage.desc import StateTableDesc
-from risingspark.storage.reader import StateTableReader
+from risingspark.storage.reader import StateTableReader, read_schema
 from risingspark.types import DataType, TypeName
 from risingspark.vnode import VNODE_COUNT, vnode_of
 
@@ -118,11 +119,27 @@ class KeyQuery:
             rows = reader.lookup(desc, ssts, epoch, keys, columns=None if len(names) == len(desc.pk) else names)
         if self.limit is not None:
             rows = rows.slice(0, self.limit)
-        table = normalize(pa.Table.from_arrays([rows.column(c) for _, c in self.outputs],
-                                               names=[o for o, _ in self.outputs]))
-        from frontend.session import columns_of  # (the session module imports this one)
+        table = pa.Table.from_arrays([rows.column(c) for _, c in self.outputs], names=[o for o, _ in self.outputs])
+        raw, columns = self._result_shape
+        if columns is None or not table.schema.equals(raw):
+            from frontend.session import columns_of  # (the session module imports this one)
 
-        return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
+            table = normalize(table)
+            columns = columns_of(table)
+        return StatementResult(f"SELECT {table.num_rows}", list(columns), table)
+
+    @cached_property
+    def _result_shape(self) -> tuple[pa.Schema, list[ColumnDesc] | None]:
+        """The projected rows' schema, and the result's columns when that schema is already as the
+        wire sends it (`normalize` would keep it), computed once per plan: None when each result
+        must be normalized."""
+        from frontend.session import columns_of
+
+        schema = read_schema(self.desc)
+        empty = pa.Table.from_arrays([pa.array([], schema.field(c).type) for _, c in self.outputs],
+                                     names=[o for o, _ in self.outputs])
+        wire = normalize(empty)
+        return empty.schema, columns_of(wire) if wire.schema.equals(empty.schema) else None
 
 
 def convert(value: object, t: DataType) -> object | None:

@@ -39,6 +39,8 @@ def run_frontend(cfg: FrontendConfig) -> int:
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
     meta = MetaClient(session)
     meta.start()  # (the catalog and the current version, kept up to date by meta's pushes)
+    # registered again under a new node id: meta pins this frontend's versions anew at once
+    session.on_reregister = meta.sync
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                         distributed=RemoteBatchRunner(meta))

@@ -180,10 +180,14 @@ class Session:
     async def startup(self, params: dict[str, str]) -> dict[str, str]:
         self.user = params.get("user") or DEFAULT_USER
         self.database = params.get("database") or self.user
-        snap = self.frontend.meta.catalog_snapshot()
-        if (snap.user(self.user) is None or snap.database(self.database) is None) \
-                and self.frontend.meta.sync_catalog():  # (made through another frontend just now?)
-            snap = self.frontend.meta.catalog_snapshot()
+        meta = self.frontend.meta
+        mark = meta.statement_mark()
+        snap = meta.catalog_snapshot()
+        # a user or database made through another frontend a moment ago? (asking meta blocks: not
+        # on the event loop)
+        if (snap.user(self.user) is None or snap.database(self.database) is None) and \
+                await asyncio.get_running_loop().run_in_executor(self.frontend.pool, meta.catalog_moved_since, mark):
+            snap = meta.catalog_snapshot()
         user = snap.user(self.user)
         if user is None:
             raise InvalidAuthorizationSpecification(f'role "{self.user}" does not exist')
@@ -314,12 +318,14 @@ class Session:
 
     def _run_current(self, key: PlanKey, params: list[Any], run: _Running) -> StatementResult:
         """`_run_planned`, once more when the statement named an object this frontend's copy of the
-        catalog did not have and the catalog has moved since (made through another frontend a few
-        milliseconds ago: `meta.client`). Those errors are raised while binding, before any effect."""
+        catalog did not have, the catalog has moved since it started (the object made through
+        another frontend a few milliseconds ago: `meta.client`) and it changed nothing through meta
+        (`MetaClient.catalog_moved_since`)."""
+        mark = self.frontend.meta.statement_mark()
         try:
             return self._run_planned(key, params, run)
         except _MISSING_OBJECT:
-            if not self.frontend.meta.sync_catalog():
+            if not self.frontend.meta.catalog_moved_since(mark):
                 raise
         return self._run_planned(key, params, run)
 

@@ -7,9 +7,16 @@ frontend (its observer manager and `HummockSnapshotManager`): the client keeps a
 which a thread keeps up to date with a long poll (`meta.rpc.MetaRpc.watch`). Pins are counted here;
 meta holds one pin for this frontend, at the oldest version still in use, which the poll reports.
 What the frontend changes itself it sees at once: a DDL call, `wait_created` and FLUSH bring the
-copy up to date before they return. A change made through another frontend arrives within
-milliseconds; a statement that names an object this copy does not have yet asks meta again first
-(`sync_catalog`), and FLUSH makes every commit before it visible here.
+copy up to date before they return, and a DDL call and FLUSH also wait (up to 2 s) until every other
+frontend's copy has caught up (`wait_seen`), so what returned is visible through every frontend, as
+PostgreSQL shows a commit to every session. A change whose DDL is still running (or an object that a
+stalled frontend has not received) can be missed: a statement that names an object this copy does not
+have yet asks meta again and runs once more (`catalog_moved_since`).
+
+Left as RisingWave leaves it: a frontend that meta declared dead (no heartbeat for the timeout) had
+its pin released; until its next poll fails (within one barrier) its statements read versions meta
+no longer protects, and a file vacuumed meanwhile fails such a read (an error, never a wrong row).
+Password authentication reads the copy.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
 from meta.catalog import CatalogSnapshot
@@ -51,7 +59,7 @@ class MetaSession:
 
     def __init__(self, meta_address: str, kind: str, address: str, *, resource_group: str = DEFAULT_RESOURCE_GROUP,
                  parallelism: int = 0, heartbeat_interval_s: float = 1.0,
-                 on_reregister: Callable[[], None] | None = None) -> None:
+                 on_reregister: Callable[[], object] | None = None) -> None:
         self.rpc = RpcClient(meta_address, service="meta")
         self.kind = kind
         self.address = address
@@ -171,24 +179,39 @@ class RemoteFunctions:
 
 
 class _Changing:
-    """`RpcClient.call` for calls that change the catalog: the client's copy follows each."""
+    """`RpcClient.call` for calls that change the catalog: the client's copy follows each, and the
+    calling thread's statement counts as one with an effect (`MetaClient.catalog_moved_since`)."""
 
     def __init__(self, client: MetaClient) -> None:
         self._client = client
 
     def call(self, method: str, *args: Any) -> Any:
+        self._client.count_change()
         result = self._client.rpc.call(method, *args)
         self._client.sync()
+        self._client.wait_seen()
         return result
+
+
+@dataclass(frozen=True)
+class StatementMark:
+    """What a statement started with (`MetaClient.statement_mark`)."""
+
+    catalog: CatalogSnapshot
+    changes: int
 
 
 class MetaClient:
     """What a frontend process calls meta for, with `MetaService`'s signatures.
 
     Until `start`, every catalog read and pin is a call to meta; after it, both are read from the
-    copy kept up to date by the watch thread (see the module docstring)."""
+    copy kept up to date by the watch thread (see the module docstring). The copy is used only while
+    its last refresh succeeded: after a failed one (meta unreachable, or this node unknown to it: its
+    pin may be gone), a statement refreshes it first, and fails if it cannot."""
 
     WATCH_S = 10.0  # a long poll's longest wait (it answers at once when something changed)
+    SYNC_RETRY_S = 2.0  # how long a statement's refresh retries an unreachable meta
+    SEEN_TIMEOUT_S = 2.0  # how long a DDL or FLUSH waits for the other frontends (`wait_seen`)
 
     def __init__(self, session: MetaSession, *, wait_poll_s: float = 1.0) -> None:
         self.session = session
@@ -203,9 +226,14 @@ class MetaClient:
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
         self._version: HummockVersion | None = None
         self._background = ThreadPoolExecutor(1, thread_name_prefix="meta-unpin")
-        # the pushed copy (`start`): meta's incarnation, and the pins of this frontend's statements
+        # the pushed copy (`start`). Catalog versions restart with each meta (an incarnation): the
+        # copy's count on from the last one's (`_offset`), so a plan cached under another meta is
+        # never taken for current.
         self._incarnation: str | None = None
+        self._offset = 0
+        self._fresh = False  # the last refresh succeeded
         self._pins: Counter[int] = Counter()
+        self._thread = threading.local()  # `changes`: the calling thread's changing calls
         self._watching = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -213,7 +241,7 @@ class MetaClient:
     # ---- the pushed copy ----------------------------------------------------------------------
     def start(self) -> None:
         """Fetch the catalog and the current version, and keep them up to date from a thread."""
-        self._sync(0.0)
+        self._sync(0.0, retry_s=None)
         self._watching = True
         self._watcher = threading.Thread(target=self._watch, name="meta-watch", daemon=True)
         self._watcher.start()
@@ -226,55 +254,107 @@ class MetaClient:
             self._watcher.join(timeout=0.1)
 
     def sync(self) -> bool:
-        """Bring the copy up to date now; whether the catalog moved. (An error is logged: the watch
-        thread retries, and a statement that misses an object asks again.)"""
+        """Bring the copy up to date now; whether the catalog moved. An error is logged, and the
+        next statement refreshes the copy before it reads it."""
         if not self._watching:
             return False
         try:
-            return self._sync(0.0)
+            return self._sync(0.0, retry_s=self.SYNC_RETRY_S)
         except RisingSparkError as e:
-            logger.warning("reading the catalog from meta failed: %s", e.message)
+            logger.warning("node %d: reading the catalog from meta failed: %s", self.session.node_id, e.message)
             return False
 
-    def sync_catalog(self) -> bool:
-        """Whether the catalog moved since this frontend last heard (a statement that named an
-        object its copy lacks runs again when it did)."""
-        return self.sync()
+    def wait_seen(self) -> None:
+        """Wait until every other frontend has what this one has (`meta.rpc.MetaRpc.wait_seen`): a
+        change made here, or a FLUSH, is then visible through all of them when the statement returns.
+        At most `SEEN_TIMEOUT_S`, then logged: a stalled frontend delays no DDL longer."""
+        if not self._watching:
+            return
+        with self._lock:
+            if self._snapshot is None or self._version is None:
+                return
+            catalog_version, version_id = self._snapshot[1], self._version.id
+        try:
+            if not self.rpc.call("wait_seen", self.session.node_id, catalog_version, version_id,
+                                 self.SEEN_TIMEOUT_S, retry_s=self.SYNC_RETRY_S, timeout_s=self.SEEN_TIMEOUT_S + 30):
+                logger.warning("node %d: a frontend did not receive catalog version %d / version %d within %g s",
+                               self.session.node_id, catalog_version, version_id, self.SEEN_TIMEOUT_S)
+        except RisingSparkError as e:
+            logger.warning("node %d: waiting for the other frontends failed: %s", self.session.node_id, e.message)
+
+    def count_change(self) -> None:
+        self._thread.changes = getattr(self._thread, "changes", 0) + 1
+
+    def statement_mark(self) -> StatementMark | None:
+        """What a statement starts with, for `catalog_moved_since`."""
+        if not self._watching:
+            return None
+        return StatementMark(self.catalog_snapshot(), getattr(self._thread, "changes", 0))
+
+    def catalog_moved_since(self, mark: StatementMark | None) -> bool:
+        """Whether a statement that failed for an object the copy lacked should run again: it changed
+        nothing through meta (else running it again could repeat its effects: a CREATE TABLE AS
+        whose insert failed), and the catalog has moved since it started, brought here by this call
+        or already by the watch thread."""
+        if mark is None or getattr(self._thread, "changes", 0) != mark.changes:
+            return False
+        self.sync()
+        snapshot = self._snapshot
+        return snapshot is not None and snapshot[2] is not mark.catalog
 
     def _watch(self) -> None:
         while not self._stop.is_set():
             try:
-                self._sync(self.WATCH_S)
+                self._sync(self.WATCH_S, retry_s=self.WATCH_S)
             except Exception as e:
                 if self._stop.is_set():
                     return
                 if isinstance(e, RisingSparkError):
-                    logger.warning("watching meta's catalog failed: %s", e.message)
+                    logger.warning("node %d: watching meta's catalog failed: %s", self.session.node_id, e.message)
                 else:
-                    logger.exception("watching meta's catalog failed")
+                    logger.exception("node %d: watching meta's catalog failed", self.session.node_id)
                 self._stop.wait(1.0)
 
-    def _sync(self, wait_s: float) -> bool:
+    def _sync(self, wait_s: float, retry_s: float | None) -> bool:
+        """One watch call (see `meta.rpc.MetaRpc.watch`); whether the catalog moved."""
         with self._lock:
             known = None
             if self._incarnation is not None and self._snapshot is not None and self._version is not None:
                 known = (self._incarnation, self._snapshot[1], self._version.id)
             floor = min([*self._pins, self._version.id]) if self._version is not None and known else None
-        incarnation, snap, version = self.rpc.call("watch", self.session.node_id, known, floor, wait_s,
-                                                   timeout_s=wait_s + 30.0)
+        try:
+            incarnation, snap, version = self.rpc.call("watch", self.session.node_id, known, floor, wait_s,
+                                                       timeout_s=wait_s + 30.0, retry_s=retry_s)
+        except RisingSparkError:
+            self._fresh = False
+            raise
         with self._lock:
-            moved = False
-            if incarnation != self._incarnation:  # a new meta (or the first answer): take all of it
-                self._incarnation, self._snapshot, self._version = incarnation, None, None
-            if snap is not None and (self._snapshot is None or snap.version > self._snapshot[1]):
-                self._snapshot, moved = (incarnation, snap.version, snap), True
-            if version is not None and (self._version is None or version.id > self._version.id):
+            if incarnation != self._incarnation:  # a new meta (or the first answer): take all of it at once
+                if snap is None or version is None:  # (an answer overtaken by another thread's)
+                    return False
+                self._offset = self._snapshot[2].version if self._snapshot is not None else 0
+                self._incarnation = incarnation
+                self._snapshot = (incarnation, snap.version, replace(snap, version=snap.version + self._offset))
+                self._version, self._fresh = version, True
+                return True
+            moved = snap is not None and self._snapshot is not None and snap.version > self._snapshot[1]
+            if moved:
+                assert snap is not None
+                self._snapshot = (incarnation, snap.version, replace(snap, version=snap.version + self._offset))
+            if version is not None and self._version is not None and version.id > self._version.id:
                 self._version = version
+            self._fresh = True
         return moved
+
+    def _current(self) -> None:
+        """Refresh the copy first when the last refresh failed (its pin at meta may be gone)."""
+        if not self._fresh:
+            self._sync(0.0, retry_s=self.SYNC_RETRY_S)
 
     # ---- catalog ------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
         if self._watching:
+            self._current()
             snapshot = self._snapshot
             assert snapshot is not None
             return snapshot[2]
@@ -323,8 +403,9 @@ class MetaClient:
             if self.rpc.call("wait_created", rel_id, self._wait_poll_s):
                 self.sync()
                 rel = self.catalog_snapshot().relations.get(rel_id)
-                if rel is not None and rel.status is JobStatus.CREATED:  # (else the sync failed: ask again)
+                if rel is not None and rel.status is JobStatus.CREATED:
                     return rel
+                time.sleep(self._wait_poll_s / 4)  # (the refresh failed: ask again)
 
     # ---- DML, FLUSH and reads -----------------------------------------------------------------
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
@@ -341,10 +422,12 @@ class MetaClient:
         """Wait for a checkpoint after every write submitted before; then this frontend reads it."""
         epoch = self.rpc.call("flush", timeout, timeout_s=None)
         self.sync()
+        self.wait_seen()
         return epoch
 
     def pin_version(self) -> HummockVersion:
         if self._watching:
+            self._current()
             with self._lock:
                 version = self._version
                 assert version is not None

@@ -38,6 +38,8 @@ class MetaRpc:
         self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
         self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> task id -> task
         self._floors: dict[int, int] = {}  # node -> the oldest version it reads, pinned for it (`watch`)
+        self._seen: dict[int, tuple[int, int]] = {}  # node -> (catalog version, version id) its copy has
+        self._seen_changed = threading.Condition(self._lock)
         cluster.on_leave(self._release)
 
     def methods(self) -> dict[str, Any]:
@@ -51,7 +53,7 @@ class MetaRpc:
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml,
             "submit_dml_batches": m.submit_dml_batches, "flush": m.flush,
-            "pin_version": self.pin_version, "watch": self.watch, "unpin_version": self.unpin_version, "row_count": m.row_count,
+            "pin_version": self.pin_version, "watch": self.watch, "wait_seen": self.wait_seen, "unpin_version": self.unpin_version, "row_count": m.row_count,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
@@ -79,6 +81,7 @@ class MetaRpc:
             pins = self._pins.pop(node.id, {})
             tasks = self._tasks.pop(node.id, {})
             floor = self._floors.pop(node.id, None)
+            self._seen.pop(node.id, None)
         if floor is not None:
             pins = {**pins, floor: pins.get(floor, 0) + 1}
         for version_id, n in pins.items():
@@ -146,6 +149,9 @@ class MetaRpc:
             self._move_floor(node_id, floor)
         same = known is not None and known[0] == self.incarnation
         catalog_version, version_id = (known[1], known[2]) if known is not None and same else (-1, -1)
+        with self._lock:
+            self._seen[node_id] = (catalog_version, version_id)
+            self._seen_changed.notify_all()
         snap, version = self.meta.wait_for_change(catalog_version, version_id, max(0.0, min(timeout_s, 30.0)))
         with self._lock:
             unpinned = node_id not in self._floors
@@ -154,6 +160,27 @@ class MetaRpc:
             self._move_floor(node_id, version.id, pinned=True)
         return (self.incarnation, None if snap.version == catalog_version else snap,
                 None if version.id == version_id else version)
+
+    def wait_seen(self, node_id: int, catalog_version: int, version_id: int, timeout_s: float) -> bool:
+        """Wait until every other live frontend's copy has at least this catalog version and version
+        id (each reports what it has with its next poll, which follows a change at once), so that a
+        DDL or FLUSH that returned is seen through every frontend, as one PostgreSQL server shows a
+        commit to every session. False when one did not within `timeout_s` (a frontend that stalls
+        delays DDL by that much at most, and sees the change when it polls again)."""
+        deadline = time.monotonic() + max(0.0, min(timeout_s, 30.0))
+
+        def behind() -> list[int]:
+            nodes = [n.id for n in self.cluster.workers("frontend") if n.id != node_id]
+            return [n for n in nodes if not (self._seen.get(n, (-1, -1))[0] >= catalog_version
+                                             and self._seen.get(n, (-1, -1))[1] >= version_id)]
+
+        with self._lock:
+            while behind():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._seen_changed.wait(min(remaining, 0.1))  # (also notices frontends that left)
+        return True
 
     def _move_floor(self, node_id: int, floor: int, pinned: bool = False) -> None:
         """Pin `floor` for the node instead of its older floor (`pinned`: the caller pinned it)."""

@@ -565,9 +565,13 @@ class MetaService:
         """Pin a version by id (a frontend's oldest in use: `meta.rpc.MetaRpc.watch`)."""
         self.hummock.pin_at(version_id)
 
-    def sync_catalog(self) -> bool:
-        """Whether the catalog moved since the caller read it: never here, where every read is of
-        the current one (a frontend of its own reads a copy: `meta.client.MetaClient.sync_catalog`)."""
+    def statement_mark(self) -> None:
+        """Nothing to mark: every catalog read here is of the current catalog (a frontend of its own
+        reads a copy: `meta.client.MetaClient.statement_mark`)."""
+        return None
+
+    def catalog_moved_since(self, mark: None) -> bool:
+        """Never: a statement that missed an object here missed it in the current catalog."""
         return False
 
     def wait_for_change(self, catalog_version: int, version_id: int,

@@ -98,7 +98,7 @@ class PasswordAuth:
 
     async def _read_password(self, conn: Connection) -> m.PasswordMessage:
         await conn.sink.flush()
-        msg = await m.read_message(conn.reader)
+        msg = await conn.messages.read()
         if not isinstance(msg, m.PasswordMessage):
             raise ProtocolViolation(f"expected password response, got {type(msg).__name__}")
         return msg

@@ -98,6 +98,7 @@ class Connection:
                  session_factory: Callable[[], PgSession], registry: dict[int, Connection],
                  auth: PasswordAuth | None = None, slots: ConnectionSlots | None = None) -> None:
         self.reader = reader
+        self.messages = m.MessageReader(reader)  # (after the startup packets, which are read from `reader`)
         self.writer = writer
         self.sink = be.MessageSink(writer)
         self.pid = pid
@@ -231,7 +232,7 @@ class Connection:
         skipping = False  # after an error in the extended flow: discard messages until Sync
         ext = self._extended
         while True:
-            msg = await m.read_message(self.reader)
+            msg = await self.messages.read()
             if isinstance(msg, m.Terminate):
                 return
             if isinstance(msg, m.Sync):

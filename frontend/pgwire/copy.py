@@ -28,7 +28,7 @@ async def copy_in(conn: Connection, spec: CopyIn) -> StatementResult:
     await conn.sink.flush()
     received = 0
     while True:
-        msg = await m.read_message(conn.reader)
+        msg = await conn.messages.read()
         if isinstance(msg, m.CopyData):
             received += len(msg.data)
             await spec.write(msg.data)

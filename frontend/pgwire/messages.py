@@ -255,11 +255,35 @@ async def read_startup(reader: asyncio.StreamReader) -> StartupPacket:
     return decode_startup(await reader.readexactly(length - 4))
 
 
-async def read_message(reader: asyncio.StreamReader) -> FrontendMessage:
-    """Read one regular frontend message. Raises `asyncio.IncompleteReadError` at EOF."""
-    header = await reader.readexactly(5)
-    (length,) = _I32.unpack_from(header, 1)
-    if not 4 <= length <= MAX_MESSAGE_LENGTH:
-        raise ProtocolViolation(f"invalid message length {length}")
-    body = await reader.readexactly(length - 4) if length > 4 else b""
-    return decode_message(header[:1], body)
+class MessageReader:
+    """Regular frontend messages of one connection, parsed from what each read of the socket
+    returned: a client's pipeline (psycopg sends Bind, Describe, Execute and Sync in one packet) is
+    parsed without an await per message. A message longer than what is buffered is completed with
+    one exact read of the rest (no copying per chunk)."""
+
+    READ_SIZE = 1 << 16
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._buf = b""
+        self._pos = 0
+
+    async def read(self) -> FrontendMessage:
+        """The next message. Raises `asyncio.IncompleteReadError` at EOF."""
+        while True:
+            buf, pos = self._buf, self._pos
+            if len(buf) - pos >= 5:
+                (length,) = _I32.unpack_from(buf, pos + 1)
+                if not 4 <= length <= MAX_MESSAGE_LENGTH:
+                    raise ProtocolViolation(f"invalid message length {length}")
+                end = pos + 1 + length
+                if len(buf) >= end:
+                    self._pos = end
+                    return decode_message(buf[pos:pos + 1], buf[pos + 5:end])
+                rest = await self._reader.readexactly(end - len(buf))
+                self._buf, self._pos = b"", 0
+                return decode_message(buf[pos:pos + 1], buf[pos + 5:] + rest)
+            chunk = await self._reader.read(self.READ_SIZE)
+            if not chunk:
+                raise asyncio.IncompleteReadError(buf[pos:], None)
+            self._buf, self._pos = buf[pos:] + chunk, 0

@@ -341,7 +341,8 @@ class PointKey:
     """One full key of a point lookup, encoded in Python (`encode_scalar_parts`): the same steps as a
     batch of `LookupKeys` with scalars, as Hummock's ``get`` of one key."""
 
-    def __init__(self, parts: list[bytes]) -> None:
+    def __init__(self, vnode: int, parts: list[bytes]) -> None:
+        self.vnode = vnode
         self.parts = parts
         self.encoded = b"".join(parts)
         self.lo = np.array([self.encoded], dtype=f"S{len(self.encoded) + 1}")
@@ -369,6 +370,8 @@ def get_row(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[SstableInf
     best: tuple[int, pa.Table, int] | None = None  # (epoch, rows, row)
     for sst in ssts:
         if epoch is not None and sst.min_epoch > epoch:
+            continue
+        if not sst.min_vnode <= key.vnode <= sst.max_vnode:
             continue
         if sst.max_key and not (lo <= sst.max_key and sst.min_key < hi):
             continue

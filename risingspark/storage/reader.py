@@ -175,7 +175,7 @@ class StateTableReader:
         parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
         if parts is None:
             return None
-        row = get_row(self.blocks, desc, ssts, epoch, PointKey(parts))
+        row = get_row(self.blocks, desc, ssts, epoch, PointKey(vnode, parts))
         if row is None:
             return read_schema(desc).empty_table()
         return to_read_shape(desc, row)

@@ -57,15 +57,15 @@ def test_two_frontends_serve_one_cluster(cluster: LocalCluster, oracle_dsn: str)
         a.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer VARCHAR, amount INT)")
         a.execute("INSERT INTO orders SELECT i, 'c' || (i % 7), i % 100 FROM generate_series(1, 5000) AS g(i)")
         a.execute("FLUSH")
-        # The other frontend sees the table at once (a statement naming an object its copy of the
-        # catalog lacks asks meta again) and builds an MV over the existing rows (backfill).
+        # The other frontend sees the table at once (a DDL returns once every frontend has it) and
+        # builds an MV over the existing rows (backfill).
         b.execute("CREATE MATERIALIZED VIEW per_customer AS SELECT customer, count(*) AS n, sum(amount) AS total "
                   "FROM orders WHERE amount > 10 GROUP BY customer")
         b.execute("INSERT INTO orders VALUES (6001, 'c1', 55), (6002, 'new', 99)")
         a.execute("UPDATE orders SET amount = amount + 1 WHERE id <= 100")
         a.execute("DELETE FROM orders WHERE id BETWEEN 200 AND 300")
-        a.execute("FLUSH")
-        b.execute("FLUSH")  # (what was committed before it is then visible through this frontend too)
+        b.execute("FLUSH")
+        a.execute("FLUSH")  # (it returns once every frontend has the version it committed)
         copy_table(a, pg, "orders")
         query = ("SELECT customer, count(*) AS n, sum(amount) AS total FROM orders WHERE amount > 10 "
                  "GROUP BY customer")

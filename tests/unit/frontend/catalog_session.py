@@ -57,14 +57,16 @@ class FakeMeta:
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.snapshot
 
-    def sync_catalog(self) -> bool:
-        """Install `pending`, as `meta.client.MetaClient.sync_catalog` brings a frontend's copy up
-        to date."""
+    def statement_mark(self) -> CatalogSnapshot:
+        return self.snapshot
+
+    def catalog_moved_since(self, mark: CatalogSnapshot) -> bool:
+        """Install `pending`, as `meta.client.MetaClient.catalog_moved_since` brings a frontend's
+        copy up to date, and say whether the catalog moved since `mark`."""
         self.syncs += 1
-        if self.pending is None:
-            return False
-        self.snapshot, self.pending = self.pending, None
-        return True
+        if self.pending is not None:
+            self.snapshot, self.pending = self.pending, None
+        return self.snapshot is not mark
 
     def pin_version(self) -> HummockVersion:
         return HummockVersion(1, 0)

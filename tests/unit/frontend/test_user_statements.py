@@ -41,7 +41,10 @@ class StoreMeta:
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.catalog.snapshot
 
-    def sync_catalog(self) -> bool:
+    def statement_mark(self) -> None:
+        return None
+
+    def catalog_moved_since(self, mark: None) -> bool:
         return False  # (the catalog read is the current one)
 
     def pin_version(self) -> HummockVersion:

@@ -20,6 +20,7 @@ from meta.service import MetaService
 from meta.store.store import MetaStore
 from risingspark.barrier import Barrier, EpochResult
 from risingspark.catalog import DEFAULT_DATABASE
+from risingspark.errors import ServiceUnavailable
 from risingspark.rpc import mount_rpc
 from risingspark.runtime import HttpServer
 from risingspark.storage.object_store import ObjectStore
@@ -135,3 +136,64 @@ def test_meta_pins_the_oldest_version_the_frontend_reads(cluster: Cluster) -> No
     cluster.cluster.unregister(node)
     assert node not in cluster.rpc._floors  # noqa: SLF001
     assert cluster.meta.hummock._pins.get(floor, 0) == pins - 1  # noqa: SLF001
+
+
+def test_a_statement_runs_again_only_when_the_catalog_moved_and_it_changed_nothing(cluster: Cluster) -> None:
+    db = cluster.database_id
+    mark = cluster.client.statement_mark()
+    cluster.meta.create_schema(db, "elsewhere")  # (as through another frontend)
+    _eventually(lambda: cluster.client.catalog_snapshot().schema(db, "elsewhere") is not None,
+                "the new schema never reached the frontend")
+    # the watch thread brought it before the statement asked: it still runs again
+    assert cluster.client.catalog_moved_since(mark)
+    # nothing moved since
+    assert not cluster.client.catalog_moved_since(cluster.client.statement_mark())
+    # a statement that changed the catalog itself (a CREATE TABLE AS whose insert failed) never does
+    mark = cluster.client.statement_mark()
+    cluster.client.create_schema(db, "mine")
+    cluster.meta.create_schema(db, "elsewhere_too")
+    assert not cluster.client.catalog_moved_since(mark)
+
+
+def test_a_new_meta_renumbers_the_copy_and_an_unknown_node_reads_nothing_stale(cluster: Cluster) -> None:
+    before = cluster.client.catalog_snapshot().version
+    cluster.rpc.incarnation = "another-meta"  # (catalog versions of a new meta count from 1 again)
+    cluster.client.sync()
+    assert cluster.client.catalog_snapshot().version > before  # (a plan cached before is never current)
+    # meta forgets the node (declared dead): its pin is gone, so the copy is not read until a
+    # refresh succeeds, which needs the node registered again
+    node = cluster.session.node_id
+    cluster.cluster.unregister(node)
+    _eventually(lambda: not cluster.client._fresh, "the watch thread never noticed")  # noqa: SLF001
+    with pytest.raises(ServiceUnavailable, match="not registered"):
+        cluster.client.pin_version()
+    cluster.session.register()
+    assert cluster.session.node_id != node
+    version = cluster.client.pin_version()
+    assert cluster.rpc._floors[cluster.session.node_id] <= version.id  # noqa: SLF001
+    cluster.client.unpin_version(version)
+
+
+def test_a_change_or_flush_that_returned_is_in_every_frontends_copy(cluster: Cluster) -> None:
+    other_session = MetaSession(f"127.0.0.1:{cluster.http.port}", "frontend", "http://127.0.0.1:2")
+    other_session.register()
+    other = MetaClient(other_session)
+    other.start()
+    try:
+        db = cluster.database_id
+        for i in range(20):  # (each read right after the call returns: no waiting here)
+            cluster.client.create_schema(db, f"s{i}")
+            assert other.catalog_snapshot().schema(db, f"s{i}") is not None
+            epoch = cluster.client.flush(timeout=30)
+            version = other.pin_version()
+            other.unpin_version(version)
+            assert version.committed_epoch >= epoch
+        # a frontend that stops polling delays a DDL by the timeout at most, never fails it
+        other.stop()
+        cluster.client.SEEN_TIMEOUT_S = 0.3
+        started = time.monotonic()
+        cluster.client.create_schema(db, "while_stalled")
+        assert 0.2 < time.monotonic() - started < 10
+    finally:
+        other.stop()
+        other_session.stop()

@@ -69,3 +69,35 @@ def test_error_and_notice_fields() -> None:
                                      "M": 'relation "x" does not exist', "H": "create it", "P": "15"}
     notice = be.notice_response("hello")
     assert notice[:1] == b"N" and error_fields(notice[5:])["C"] == "00000"
+
+
+def test_messages_read_from_any_split_of_the_stream() -> None:
+    """`MessageReader` parses what each read returned, whatever the packet boundaries: several
+    messages in one read, a header cut in two, a message (1 MB) spanning many reads."""
+    import asyncio
+    import random
+
+    def framed(kind: bytes, body: bytes) -> bytes:
+        return kind + struct.pack("!i", len(body) + 4) + body
+
+    big = bytes(random.Random(1).randrange(256) for _ in range(1 << 20))
+    messages = [(b"B", RawClient.bind("", "s1", (b"\x00\x01", None), (1, 0), (1,))), (b"D", b"P\0"),
+                (b"E", RawClient.execute("", 0)), (b"S", b""), (b"d", big), (b"Q", b"select 1\0"), (b"S", b"")]
+    stream = b"".join(framed(k, b) for k, b in messages)
+    want = [m.decode_message(k, b) for k, b in messages]
+    for seed in range(20):
+        rng = random.Random(seed)
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(0, 40)))
+
+        async def read_all(cuts: list[int] = cuts) -> list:
+            reader = asyncio.StreamReader(limit=1 << 22)
+            for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+                reader.feed_data(stream[a:b])
+            reader.feed_eof()
+            messages = m.MessageReader(reader)
+            got = [await messages.read() for _ in want]
+            with pytest.raises(asyncio.IncompleteReadError):
+                await messages.read()
+            return got
+
+        assert asyncio.run(read_all()) == want
