@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import sqlglot
@@ -95,6 +95,9 @@ from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.point_get import WouldRead
 from risingspark.types import DataType, TypeName
 from risingspark.users import DEFAULT_SUPER_USER_ID
+
+if TYPE_CHECKING:
+    from meta.catalog import CatalogSnapshot
 
 logger = logging.getLogger(__name__)
 # what a statement raises for a name the catalog does not have
@@ -180,14 +183,8 @@ class Session:
     async def startup(self, params: dict[str, str]) -> dict[str, str]:
         self.user = params.get("user") or DEFAULT_USER
         self.database = params.get("database") or self.user
-        meta = self.frontend.meta
-        mark = meta.statement_mark()
-        snap = meta.catalog_snapshot()
-        # a user or database made through another frontend a moment ago? (asking meta blocks: not
-        # on the event loop)
-        if (snap.user(self.user) is None or snap.database(self.database) is None) and \
-                await asyncio.get_running_loop().run_in_executor(self.frontend.pool, meta.catalog_moved_since, mark):
-            snap = meta.catalog_snapshot()
+        # (on the pool: reading the catalog may ask meta, which blocks)
+        snap = await asyncio.get_running_loop().run_in_executor(self.frontend.pool, self._startup_catalog)
         user = snap.user(self.user)
         if user is None:
             raise InvalidAuthorizationSpecification(f'role "{self.user}" does not exist')
@@ -201,6 +198,16 @@ class Session:
         for opt in re.findall(r"-c\s*([^=\s]+)=(\S+)", params.get("options", "")):
             self.vars.set(opt[0], opt[1])
         return {**self.vars.reported(), "session_authorization": self.user}
+
+    def _startup_catalog(self) -> CatalogSnapshot:
+        """The catalog a new session starts with: asked again when it lacks the user or database
+        (made through another frontend a moment ago?)."""
+        meta = self.frontend.meta
+        mark = meta.statement_mark()
+        snap = meta.catalog_snapshot()
+        if (snap.user(self.user) is None or snap.database(self.database) is None) and meta.catalog_moved_since(mark):
+            snap = meta.catalog_snapshot()
+        return snap
 
     async def execute_simple(self, sql: str) -> AsyncIterator[StatementResult]:
         offset = 0
@@ -268,7 +275,10 @@ class Session:
         prefix (up to every vnode), or a block or SST index it needs is not cached
         (`BlockReader.cached_only`). A cached lookup costs tens of microseconds; the hop to a thread
         and back cost more than the lookup (a point query ~1.35x faster inline, measured)."""
-        plan = self.frontend.plans.get(key, self.frontend.meta.catalog_snapshot().version)
+        meta = self.frontend.meta
+        if not meta.reads_locally():  # (the catalog or a pin would ask meta: never on the event loop)
+            return None
+        plan = self.frontend.plans.get(key, meta.catalog_snapshot().version)
         if not isinstance(plan, KeyPlan):
             return None
         values = plan.query.key_values(params)

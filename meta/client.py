@@ -282,6 +282,10 @@ class MetaClient:
         except RisingSparkError as e:
             logger.warning("node %d: waiting for the other frontends failed: %s", self.session.node_id, e.message)
 
+    def reads_locally(self) -> bool:
+        """Whether `catalog_snapshot` and `pin_version` answer from the copy, without a call to meta."""
+        return self._watching and self._fresh
+
     def count_change(self) -> None:
         self._thread.changes = getattr(self._thread, "changes", 0) + 1
 

@@ -565,6 +565,10 @@ class MetaService:
         """Pin a version by id (a frontend's oldest in use: `meta.rpc.MetaRpc.watch`)."""
         self.hummock.pin_at(version_id)
 
+    def reads_locally(self) -> bool:
+        """Whether `catalog_snapshot` and `pin_version` answer without waiting (always, here)."""
+        return True
+
     def statement_mark(self) -> None:
         """Nothing to mark: every catalog read here is of the current catalog (a frontend of its own
         reads a copy: `meta.client.MetaClient.statement_mark`)."""

@@ -57,6 +57,9 @@ class FakeMeta:
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.snapshot
 
+    def reads_locally(self) -> bool:
+        return True
+
     def statement_mark(self) -> CatalogSnapshot:
         return self.snapshot
 

@@ -165,18 +165,26 @@ def _recorded(meta: SlowMeta, store: RecordingStore) -> list[tuple[int, list[int
     return out
 
 
+def _until(check, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+
+
 def test_concurrent_small_statements_share_one_file_per_table_run():
-    meta, store = SlowMeta(0.1), RecordingStore()
+    meta, store = SlowMeta(0.5), RecordingStore()
     commit = GroupCommit(meta, store)
     first = threading.Thread(target=commit.submit_rows, args=(1, _rows(0)))
     first.start()
-    time.sleep(0.03)  # these arrive while the first commit runs: one group, in this order
+    _until(lambda: meta.active == 1)
+    # these arrive while the first commit runs, each queued before the next starts: one group, in this order
     rest = [(1, _rows(1)), (1, _rows(2, 3)), (2, _rows(4)), (1, _rows(5)), (1, _rows(6, extra=True))]
     threads = []
-    for table_id, rows in rest:
+    for i, (table_id, rows) in enumerate(rest):
         threads.append(threading.Thread(target=commit.submit_rows, args=(table_id, rows)))
         threads[-1].start()
-        time.sleep(0.005)
+        _until(lambda i=i: len(commit._pending) == i + 1)  # noqa: SLF001
     for t in [first, *threads]:
         t.join()
     # the run of table 1 is one file, table 2 breaks it, a new column (ALTER TABLE) starts another

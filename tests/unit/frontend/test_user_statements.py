@@ -41,6 +41,9 @@ class StoreMeta:
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.catalog.snapshot
 
+    def reads_locally(self) -> bool:
+        return True
+
     def statement_mark(self) -> None:
         return None
 
