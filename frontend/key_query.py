@@ -108,15 +108,16 @@ class KeyQuery:
             vnodes = [vnode_of([by_name[f.name] for f in dist], [f.type.to_spark() for f in dist]) if dist else 0]
         else:
             vnodes = list(range(VNODE_COUNT))
-        ssts, epoch = version.ssts(desc.table_id), version.committed_epoch
-        rows = reader.get(desc, ssts, epoch, vnodes[0], values) \
+        epoch = version.committed_epoch
+        rows = reader.get(desc, version.levels(desc.table_id), epoch, vnodes[0], values) \
             if len(vnodes) == 1 and len(names) == len(desc.pk) else None
         if rows is None:  # (a prefix, or a key type without a scalar encoding)
             schema = desc.sst_schema()
             keys = pa.table({VNODE: pa.array(vnodes, pa.int16()),
                              **{n: pa.array([v] * len(vnodes), schema.field(n).type)
                                 for n, v in zip(names, values, strict=True)}})
-            rows = reader.lookup(desc, ssts, epoch, keys, columns=None if len(names) == len(desc.pk) else names)
+            rows = reader.lookup(desc, version.ssts(desc.table_id), epoch, keys,
+                                 columns=None if len(names) == len(desc.pk) else names)
         if self.limit is not None:
             rows = rows.slice(0, self.limit)
         table = pa.Table.from_arrays([rows.column(c) for _, c in self.outputs], names=[o for o, _ in self.outputs])

@@ -46,7 +46,7 @@ from risingspark.catalog import (
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.functions import FunctionCatalog
 from risingspark.rpc import RpcClient
-from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
+from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc, VersionDelta
 from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog, UserChange
 
 logger = logging.getLogger(__name__)
@@ -334,7 +334,7 @@ class MetaClient:
             raise
         with self._lock:
             if incarnation != self._incarnation:  # a new meta (or the first answer): take all of it at once
-                if snap is None or version is None:  # (an answer overtaken by another thread's)
+                if snap is None or not isinstance(version, HummockVersion):  # (overtaken by another thread's)
                     return False
                 self._offset = self._snapshot[2].version if self._snapshot is not None else 0
                 self._incarnation = incarnation
@@ -345,7 +345,11 @@ class MetaClient:
             if moved:
                 assert snap is not None
                 self._snapshot = (incarnation, snap.version, replace(snap, version=snap.version + self._offset))
-            if version is not None and self._version is not None and version.id > self._version.id:
+            if isinstance(version, VersionDelta):
+                if self._version is not None and self._version.id == version.base_id:
+                    self._version = version.apply(self._version)
+                # (else another thread's answer moved the copy meanwhile: the next poll sends it again)
+            elif version is not None and self._version is not None and version.id > self._version.id:
                 self._version = version
             self._fresh = True
         return moved

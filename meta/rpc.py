@@ -2,8 +2,8 @@
 
 Frontends call the same operations the playground's frontend calls on `MetaService` directly, and
 keep a copy of the catalog and the current version that meta pushes to them (`watch`, a long poll,
-as RisingWave's notification service pushes both to its frontends); compute nodes, compactors and frontends register and heartbeat; compactors take and report
-compaction tasks. Whatever a worker holds (pinned versions, compaction tasks) is released when the
+as RisingWave's notification service pushes both to its frontends); compute nodes, compactors and
+frontends register and heartbeat; compactors take and report compaction tasks. Whatever a worker holds (pinned versions, compaction tasks) is released when the
 cluster manager declares it dead.
 """
 
@@ -22,7 +22,9 @@ from meta.service import MetaService
 from meta.users import GrantTarget
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatalog
 from risingspark.errors import QueryCanceled, ServiceUnavailable
-from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc
+from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc, VersionDelta
+
+RECENT_VERSIONS = 64  # versions kept as the bases of deltas (about a minute of barriers)
 
 
 class MetaRpc:
@@ -40,6 +42,7 @@ class MetaRpc:
         self._floors: dict[int, int] = {}  # node -> the oldest version it reads, pinned for it (`watch`)
         self._seen: dict[int, tuple[int, int]] = {}  # node -> (catalog version, version id) its copy has
         self._seen_changed = threading.Condition(self._lock)
+        self._recent: dict[int, HummockVersion] = {}  # versions sent by `watch`, the base of its deltas
         cluster.on_leave(self._release)
 
     def methods(self) -> dict[str, Any]:
@@ -53,7 +56,8 @@ class MetaRpc:
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml,
             "submit_dml_batches": m.submit_dml_batches, "flush": m.flush,
-            "pin_version": self.pin_version, "watch": self.watch, "wait_seen": self.wait_seen, "unpin_version": self.unpin_version, "row_count": m.row_count,
+            "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
+            "watch": self.watch, "wait_seen": self.wait_seen,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
@@ -131,11 +135,14 @@ class MetaRpc:
         return version.id if version.id == known_id else version
 
     def watch(self, node_id: int, known: tuple[str, int, int] | None, floor: int | None,
-              timeout_s: float) -> tuple[str, CatalogSnapshot | None, HummockVersion | None]:
+              timeout_s: float) -> tuple[str, CatalogSnapshot | None, HummockVersion | VersionDelta | None]:
         """A frontend's copy of the catalog and the current version, kept up to date by a long poll:
         answers once either differs from `known` (meta's incarnation, the catalog version and the
         version id the frontend has) or after `timeout_s`, with ``(incarnation, catalog, version)``,
-        each None when unchanged.
+        each None when unchanged. The version comes as a `VersionDelta` from the frontend's when
+        meta still has that one (the last `RECENT_VERSIONS` it sent): a barrier then costs what the
+        tables it changed hold, not every table's SSTs (a full version of 500 SSTs took 12 ms to
+        encode and 8 ms to decode, measured).
 
         Pins as RisingWave's frontends do (`unpin_version_before`): one pin per frontend, at `floor`,
         the oldest version it still reads (or the newest it has, when none is read). Every version it
@@ -159,7 +166,15 @@ class MetaRpc:
             version = self.meta.pin_version()  # (the current one: not yet replaced, nothing deleted)
             self._move_floor(node_id, version.id, pinned=True)
         return (self.incarnation, None if snap.version == catalog_version else snap,
-                None if version.id == version_id else version)
+                None if version.id == version_id else self._version_since(version_id, version))
+
+    def _version_since(self, version_id: int, version: HummockVersion) -> HummockVersion | VersionDelta:
+        with self._lock:
+            self._recent[version.id] = version
+            while len(self._recent) > RECENT_VERSIONS:
+                del self._recent[next(iter(self._recent))]
+            base = self._recent.get(version_id)
+        return version if base is None else VersionDelta.between(base, version)
 
     def wait_seen(self, node_id: int, catalog_version: int, version_id: int, timeout_s: float) -> bool:
         """Wait until every other live frontend's copy has at least this catalog version and version

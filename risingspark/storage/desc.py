@@ -176,3 +176,36 @@ class HummockVersion:
 
     def ssts(self, table_id: int) -> list[SstableInfo]:
         return self.levels(table_id).all_ssts()
+
+
+@dataclass(frozen=True)
+class VersionDelta:
+    """What changed from version `base_id` to version `id` (RisingWave's ``HummockVersionDelta``),
+    by table: the levels of the tables that changed, whole, and the tables dropped. A commit or a
+    compaction replaces the levels of the tables it touches and keeps the others' objects, so the
+    delta of a barrier costs what its tables hold, not what every table holds.
+
+    >>> old = HummockVersion(1, 10, {1: TableLevels(1), 2: TableLevels(2)})
+    >>> new = HummockVersion(2, 20, {**old.tables, 1: TableLevels(1, l0_compacted_epoch=5)})
+    >>> delta = VersionDelta.between(old, new)
+    >>> sorted(delta.changed), delta.apply(old) == new
+    ([1], True)
+    """
+
+    base_id: int
+    id: int
+    committed_epoch: int
+    changed: dict[int, TableLevels] = field(default_factory=dict)
+    dropped: tuple[int, ...] = ()
+
+    @classmethod
+    def between(cls, old: HummockVersion, new: HummockVersion) -> VersionDelta:
+        changed = {tid: lv for tid, lv in new.tables.items() if old.tables.get(tid) is not lv}
+        return cls(old.id, new.id, new.committed_epoch, changed, tuple(t for t in old.tables if t not in new.tables))
+
+    def apply(self, old: HummockVersion) -> HummockVersion:
+        """`old` (version `base_id`) brought to version `id`."""
+        assert old.id == self.base_id, f"a delta from version {self.base_id} applied to {old.id}"
+        tables = {tid: lv for tid, lv in old.tables.items() if tid not in self.dropped}
+        tables.update(self.changed)
+        return HummockVersion(self.id, self.committed_epoch, tables)

@@ -20,6 +20,7 @@ the rows of the blocks read, whatever the table holds.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import threading
@@ -35,7 +36,7 @@ from risingspark.chunk import EPOCH, KEY, TOMBSTONE, VNODE
 from risingspark.errors import InternalError
 from risingspark.storage.bloom import FEW_KEYS, hash_key, hash_keys
 from risingspark.storage.cache import BlockCache
-from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.desc import SstableInfo, StateTableDesc, TableLevels
 from risingspark.storage.memcmp import encode_keys, key_matrix, upper_bounds
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.sst import _conform, encode_row_keys, file_schema
@@ -347,8 +348,6 @@ class PointKey:
         self.encoded = b"".join(parts)
         self.lo = np.array([self.encoded], dtype=f"S{len(self.encoded) + 1}")
         self.hi = np.array([self.encoded + b"\xff"])
-        # compared as an S element is: without trailing zero bytes (see `lookup_rows`)
-        self.range = (self.encoded.rstrip(b"\x00"), self.encoded + b"\xff")
         self._hashes: dict[int, int] = {}
 
     def hash(self, columns: int) -> int:
@@ -359,16 +358,29 @@ class PointKey:
         return h
 
 
-def get_row(reader: BlockReader, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+def _candidates(levels: TableLevels, key: bytes) -> Iterator[SstableInfo]:
+    """The SSTs that may hold `key`, in `TableLevels.all_ssts`' order: every L0 SST (their number is
+    bounded by compaction, not by the table's size), and in each level below the one SST whose key
+    range can hold it, found by binary search (a level is a sorted run of disjoint ranges), so a
+    lookup's cost grows with the levels, not with the SSTs."""
+    for sub in levels.l0:
+        yield from sub.ssts
+    for level in levels.levels:
+        i = bisect.bisect_left(level, key, key=lambda s: s.key_range[1])
+        if i < len(level):
+            yield level[i]
+
+
+def get_row(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoch: int | None,
             key: PointKey) -> pa.Table | None:
     """The live row of one full key at `epoch` (`file_schema`'s SST columns, one row), or None: the
     newest version at or before `epoch` among every SST's (each SST holds a key's versions newest
-    first), none when it is a tombstone. Two SSTs with one epoch: the first in `ssts` wins, as the
-    stable sort of `merge_versions` picks."""
+    first), none when it is a tombstone. Two SSTs with one epoch: the first in `all_ssts` order wins,
+    as the stable sort of `merge_versions` picks."""
     columns = len(desc.pk)
-    lo, hi = key.range
+    lo, hi = key.encoded, key.encoded + b"\xff"  # (true bytes: exact against an SST's true key bounds)
     best: tuple[int, pa.Table, int] | None = None  # (epoch, rows, row)
-    for sst in ssts:
+    for sst in _candidates(levels, key.encoded):
         if epoch is not None and sst.min_epoch > epoch:
             continue
         if not sst.min_vnode <= key.vnode <= sst.max_vnode:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from risingspark.chunk import EPOCH, TOMBSTONE, VNODE
 from risingspark.errors import InvalidParameterValue
 from risingspark.storage.cache import BlockCache
-from risingspark.storage.desc import SstableInfo, StateTableDesc
+from risingspark.storage.desc import SstableInfo, StateTableDesc, TableLevels
 from risingspark.storage.memcmp import encode_keys, encode_scalar_parts, key_matrix, upper_bounds
 from risingspark.storage.mvcc import (
     compare_rows,
@@ -166,7 +166,7 @@ class StateTableReader:
                      rows.num_rows)
         return to_read_shape(desc, rows)
 
-    def get(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
+    def get(self, desc: StateTableDesc, levels: TableLevels, epoch: int | None, vnode: int,
             values: Sequence[object]) -> pa.Table | None:
         """`lookup` of one full key (its vnode and every pk column's value), in read shape (0 or 1
         row), with the key encoded and merged in Python (`risingspark.storage.point_get.get_row`);
@@ -175,7 +175,7 @@ class StateTableReader:
         parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
         if parts is None:
             return None
-        row = get_row(self.blocks, desc, ssts, epoch, PointKey(vnode, parts))
+        row = get_row(self.blocks, desc, levels, epoch, PointKey(vnode, parts))
         if row is None:
             return read_schema(desc).empty_table()
         return to_read_shape(desc, row)

@@ -23,6 +23,7 @@ from risingspark.catalog import DEFAULT_DATABASE
 from risingspark.errors import ServiceUnavailable
 from risingspark.rpc import mount_rpc
 from risingspark.runtime import HttpServer
+from risingspark.storage.desc import HummockVersion, VersionDelta
 from risingspark.storage.object_store import ObjectStore
 
 
@@ -197,3 +198,22 @@ def test_a_change_or_flush_that_returned_is_in_every_frontends_copy(cluster: Clu
     finally:
         other.stop()
         other_session.stop()
+
+
+def test_a_frontend_that_has_a_recent_version_gets_only_what_changed(cluster: Cluster) -> None:
+    node = cluster.session.node_id
+    incarnation, _, first = cluster.rpc.watch(node, None, None, 0)
+    assert isinstance(first, HummockVersion)  # (nothing known: the whole version)
+    _eventually(lambda: cluster.meta.hummock.version.id > first.id, "barriers stopped")
+    _, _, delta = cluster.rpc.watch(node, (incarnation, -1, first.id), None, 0)
+    assert isinstance(delta, VersionDelta) and delta.base_id == first.id
+    assert delta.apply(first).id == delta.id and not delta.changed  # (idle barriers change no table)
+    # an unknown base (or one meta no longer keeps) gets the whole version
+    _, _, whole = cluster.rpc.watch(node, (incarnation, -1, 10**9), None, 0)
+    assert isinstance(whole, HummockVersion)
+    # and the frontend's copy, kept by deltas, follows meta's
+    current = cluster.meta.hummock.version
+    _eventually(lambda: cluster.newest_seen() >= current.id, "the copy does not follow")
+    version = cluster.client.pin_version()
+    cluster.client.unpin_version(version)
+    assert version.committed_epoch >= current.committed_epoch

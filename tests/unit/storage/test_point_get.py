@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from risingspark.storage.cache import BlockCache
-from risingspark.storage.desc import StateTableDesc
+from risingspark.storage.desc import StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.memcmp import encode_keys
 from risingspark.storage.mvcc import merge_versions
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.point_get import BlockReader, LookupKeys, edge_rows, lookup_rows
 from risingspark.storage.reader import StateTableReader
-from risingspark.storage.sst import bloom_prefix, write_sst
+from risingspark.storage.sst import bloom_prefix, write_sst, write_ssts
 from risingspark.storage.sst_meta import SstMeta
 from risingspark.types import INT4, INT8, VARCHAR, Field
 
@@ -99,9 +99,13 @@ def test_lookup_matches_the_model(store, seed):
                      names=TABLE.sst_schema().names)
         ssts.append(write_sst(store, TABLE, t, f"m/{epoch}.parquet", level=0, sub_level=epoch,
                               row_group_size=rng.choice([1, 2, 3, 7, 100])))
-    merged = write_sst(store, TABLE, pa.table([pa.array(c, ty) for c, ty in zip(
+    # every version of every key in one level of small SSTs with disjoint key ranges (a compaction's)
+    merged = write_ssts(store, TABLE, pa.table([pa.array(c, ty) for c, ty in zip(
         zip(*versions, strict=True), TABLE.sst_schema().types, strict=True)], names=TABLE.sst_schema().names),
-        "m/all.parquet", level=1, sub_level=0, row_group_size=rng.choice([1, 2, 3, 7]))
+        "m/all.parquet", level=1, sub_level=0, file_rows=rng.choice([5, 9, 20]))
+    assert len(merged) > 3
+    l0 = TableLevels(TABLE.table_id, tuple(SubLevel(s.sub_level, (s,)) for s in ssts))
+    below = TableLevels(TABLE.table_id, (), (tuple(merged),))
     reader = StateTableReader(store, BlockCache(1 << 30), metas=BlockCache(1 << 20))
     everything = sorted({(r[0], r[1], r[2]) for r in versions}, key=repr)
     for epoch in (3, 8, 12):
@@ -115,10 +119,10 @@ def test_lookup_matches_the_model(store, seed):
         got = reader.lookup(TABLE, ssts, epoch, keys)
         want = {k: r for k, r in newest.items() if k in set(probe) and not r[5]}
         # one key at a time, encoded and merged in Python (a point query's `get`): the same rows,
-        # from the L0 SSTs and from one SST holding every version of every key (a compaction's)
+        # from the L0 SSTs and from the level below
         for p in probe:
-            for files in (ssts, [merged]):
-                one = reader.get(TABLE, files, epoch, p[0], [p[1], p[2]])
+            for levels in (l0, below):
+                one = reader.get(TABLE, levels, epoch, p[0], [p[1], p[2]])
                 assert one is not None and one.schema == got.schema
                 assert [tuple(r.values()) for r in one.to_pylist()] == \
                     ([(p[0], p[1], p[2], want[p][3])] if p in want else []), (p, epoch)
