@@ -28,7 +28,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -204,10 +203,10 @@ class StatementMark:
 class MetaClient:
     """What a frontend process calls meta for, with `MetaService`'s signatures.
 
-    Until `start`, every catalog read and pin is a call to meta; after it, both are read from the
-    copy kept up to date by the watch thread (see the module docstring). The copy is used only while
-    its last refresh succeeded: after a failed one (meta unreachable, or this node unknown to it: its
-    pin may be gone), a statement refreshes it first, and fails if it cannot."""
+    Catalog reads and pins use the copy kept up to date by the watch thread (`start`; see the module
+    docstring). The copy is used only while its last refresh succeeded: after a failed one (meta
+    unreachable, or this node unknown to it: its pin may be gone), a statement refreshes it first,
+    and fails if it cannot."""
 
     WATCH_S = 10.0  # a long poll's longest wait (it answers at once when something changed)
     SYNC_RETRY_S = 2.0  # how long a statement's refresh retries an unreachable meta
@@ -225,7 +224,6 @@ class MetaClient:
         self._lock = threading.Lock()
         self._snapshot: tuple[str, int, CatalogSnapshot] | None = None  # (meta incarnation, version, catalog)
         self._version: HummockVersion | None = None
-        self._background = ThreadPoolExecutor(1, thread_name_prefix="meta-unpin")
         # the pushed copy (`start`). Catalog versions restart with each meta (an incarnation): the
         # copy's count on from the last one's (`_offset`), so a plan cached under another meta is
         # never taken for current.
@@ -234,7 +232,6 @@ class MetaClient:
         self._fresh = False  # the last refresh succeeded
         self._pins: Counter[int] = Counter()
         self._thread = threading.local()  # `changes`: the calling thread's changing calls
-        self._watching = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -242,7 +239,6 @@ class MetaClient:
     def start(self) -> None:
         """Fetch the catalog and the current version, and keep them up to date from a thread."""
         self._sync(0.0, retry_s=None)
-        self._watching = True
         self._watcher = threading.Thread(target=self._watch, name="meta-watch", daemon=True)
         self._watcher.start()
 
@@ -256,8 +252,6 @@ class MetaClient:
     def sync(self) -> bool:
         """Bring the copy up to date now; whether the catalog moved. An error is logged, and the
         next statement refreshes the copy before it reads it."""
-        if not self._watching:
-            return False
         try:
             return self._sync(0.0, retry_s=self.SYNC_RETRY_S)
         except RisingSparkError as e:
@@ -268,8 +262,6 @@ class MetaClient:
         """Wait until every other frontend has what this one has (`meta.rpc.MetaRpc.wait_seen`): a
         change made here, or a FLUSH, is then visible through all of them when the statement returns.
         At most `SEEN_TIMEOUT_S`, then logged: a stalled frontend delays no DDL longer."""
-        if not self._watching:
-            return
         with self._lock:
             if self._snapshot is None or self._version is None:
                 return
@@ -284,23 +276,21 @@ class MetaClient:
 
     def reads_locally(self) -> bool:
         """Whether `catalog_snapshot` and `pin_version` answer from the copy, without a call to meta."""
-        return self._watching and self._fresh
+        return self._fresh
 
     def count_change(self) -> None:
         self._thread.changes = getattr(self._thread, "changes", 0) + 1
 
-    def statement_mark(self) -> StatementMark | None:
+    def statement_mark(self) -> StatementMark:
         """What a statement starts with, for `catalog_moved_since`."""
-        if not self._watching:
-            return None
         return StatementMark(self.catalog_snapshot(), getattr(self._thread, "changes", 0))
 
-    def catalog_moved_since(self, mark: StatementMark | None) -> bool:
+    def catalog_moved_since(self, mark: StatementMark) -> bool:
         """Whether a statement that failed for an object the copy lacked should run again: it changed
         nothing through meta (else running it again could repeat its effects: a CREATE TABLE AS
         whose insert failed), and the catalog has moved since it started, brought here by this call
         or already by the watch thread."""
-        if mark is None or getattr(self._thread, "changes", 0) != mark.changes:
+        if getattr(self._thread, "changes", 0) != mark.changes:
             return False
         self.sync()
         snapshot = self._snapshot
@@ -361,21 +351,10 @@ class MetaClient:
 
     # ---- catalog ------------------------------------------------------------------------------
     def catalog_snapshot(self) -> CatalogSnapshot:
-        if self._watching:
-            self._current()
-            snapshot = self._snapshot
-            assert snapshot is not None
-            return snapshot[2]
-        with self._lock:
-            known = self._snapshot
-        fresh = self.rpc.call("catalog_snapshot", known[:2] if known else None)
-        if fresh is None:
-            assert known is not None
-            return known[2]
-        incarnation, snap = fresh
-        with self._lock:
-            self._snapshot = (incarnation, snap.version, snap)
-        return snap
+        self._current()
+        snapshot = self._snapshot
+        assert snapshot is not None
+        return snapshot[2]
 
     def allocate_ids(self, count: int) -> int:
         return self.rpc.call("allocate_ids", count)
@@ -434,40 +413,20 @@ class MetaClient:
         return epoch
 
     def pin_version(self) -> HummockVersion:
-        if self._watching:
-            self._current()
-            with self._lock:
-                version = self._version
-                assert version is not None
-                self._pins[version.id] += 1
-                return version
+        """The copy's version, pinned in this frontend's memory (meta pins the oldest one in use)."""
+        self._current()
         with self._lock:
-            known = self._version
-        got = self.rpc.call("pin_version", self.session.node_id, known.id if known else None)
-        if isinstance(got, int):
-            assert known is not None and known.id == got
-            return known
-        with self._lock:
-            self._version = got
-        return got
+            version = self._version
+            assert version is not None
+            self._pins[version.id] += 1
+            return version
 
     def unpin_version(self, version: HummockVersion) -> None:
-        """Unpin: in this frontend's memory when the copy is pushed (meta learns the new oldest
-        version at the next poll), else in the background, as nothing waits for meta's answer (a pin
-        left behind by a failed unpin is released when this frontend leaves the cluster)."""
-        if self._watching:
-            with self._lock:
-                self._pins[version.id] -= 1
-                if self._pins[version.id] <= 0:
-                    del self._pins[version.id]
-            return
-        self._background.submit(self._unpin, self.session.node_id, version.id)
-
-    def _unpin(self, node_id: int, version_id: int) -> None:
-        try:
-            self.rpc.call("unpin_version", node_id, version_id, retry_s=5)
-        except RisingSparkError as e:
-            logger.warning("unpinning version %d failed: %s", version_id, e.message)
+        """Unpin in this frontend's memory: meta learns the new oldest version at the next poll."""
+        with self._lock:
+            self._pins[version.id] -= 1
+            if self._pins[version.id] <= 0:
+                del self._pins[version.id]
 
     @property
     def default_parallelism(self) -> int | None:

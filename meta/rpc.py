@@ -37,7 +37,6 @@ class MetaRpc:
         # Catalog versions count from the load of the catalog: a meta that took over counts anew.
         self.incarnation = uuid.uuid4().hex
         self._lock = threading.Lock()
-        self._pins: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # node -> version -> n
         self._tasks: dict[int, dict[int, CompactionTask]] = defaultdict(dict)  # node -> task id -> task
         self._floors: dict[int, int] = {}  # node -> the oldest version it reads, pinned for it (`watch`)
         self._seen: dict[int, tuple[int, int]] = {}  # node -> (catalog version, version id) its copy has
@@ -49,15 +48,14 @@ class MetaRpc:
         m = self.meta
         return {
             "register": self.register, "heartbeat": self.cluster.heartbeat, "unregister": self.cluster.unregister,
-            "catalog_snapshot": self.catalog_snapshot, "allocate_ids": m.allocate_ids,
+            "allocate_ids": m.allocate_ids,
             "create_relation": self.create_relation, "create_schema": m.create_schema,
             "create_database": m.create_database, "drop_database": m.drop_database,
             "set_comment": m.set_comment, "drop_relation": self.drop_relation,
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml,
             "submit_dml_batches": m.submit_dml_batches, "flush": m.flush,
-            "pin_version": self.pin_version, "unpin_version": self.unpin_version, "row_count": m.row_count,
-            "watch": self.watch, "wait_seen": self.wait_seen,
+            "watch": self.watch, "wait_seen": self.wait_seen, "row_count": m.row_count,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,
             "users_bootstrap": m.users.bootstrap, "users_create": m.users.create_user,
@@ -82,24 +80,15 @@ class MetaRpc:
 
     def _release(self, node: WorkerNode) -> None:
         with self._lock:
-            pins = self._pins.pop(node.id, {})
             tasks = self._tasks.pop(node.id, {})
             floor = self._floors.pop(node.id, None)
             self._seen.pop(node.id, None)
         if floor is not None:
-            pins = {**pins, floor: pins.get(floor, 0) + 1}
-        for version_id, n in pins.items():
-            for _ in range(n):
-                self.meta.unpin_version(HummockVersion(version_id, 0))
+            self.meta.unpin_version(HummockVersion(floor, 0))
         for task in tasks.values():
             self.meta.compaction.report(task, None)
 
     # ---- frontends ----------------------------------------------------------------------------
-    def catalog_snapshot(self, known: tuple[str, int] | None = None) -> tuple[str, CatalogSnapshot] | None:
-        """``(incarnation, catalog)``, or None when the caller already has this version of this meta."""
-        snap = self.meta.catalog_snapshot()
-        return None if known == (self.incarnation, snap.version) else (self.incarnation, snap)
-
     def create_relation(self, rel: RelationCatalog) -> RelationCatalog:
         return self.meta.create_relation(rel)
 
@@ -126,13 +115,6 @@ class MetaRpc:
             if remaining <= 0:
                 return False
             self.meta.catalog.wait_for_change(snap.version, min(remaining, 0.5))
-
-    def pin_version(self, node_id: int, known_id: int | None = None) -> HummockVersion | int:
-        """Pin the current version for a frontend; only its id when the caller has it already."""
-        version = self.meta.pin_version()
-        with self._lock:
-            self._pins[node_id][version.id] += 1
-        return version.id if version.id == known_id else version
 
     def watch(self, node_id: int, known: tuple[str, int, int] | None, floor: int | None,
               timeout_s: float) -> tuple[str, CatalogSnapshot | None, HummockVersion | VersionDelta | None]:
@@ -215,16 +197,6 @@ class MetaRpc:
                 left = self._floors.pop(node_id, None)
             if left is not None:
                 self.meta.unpin_version(HummockVersion(left, 0))
-
-    def unpin_version(self, node_id: int, version_id: int) -> None:
-        with self._lock:
-            pins = self._pins.get(node_id)
-            if not pins or pins.get(version_id, 0) <= 0:
-                return
-            pins[version_id] -= 1
-            if not pins[version_id]:
-                del pins[version_id]
-        self.meta.unpin_version(HummockVersion(version_id, 0))
 
     # ---- compactors ---------------------------------------------------------------------------
     def compaction_next_task(self, node_id: int) -> tuple[CompactionTask, StateTableDesc] | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from meta.catalog import CatalogSnapshot
 from meta.cluster import ClusterManager
 from meta.compaction.picker import CompactionTask
 from meta.rpc import MetaRpc
 from meta.store.store import MetaStore
+from risingspark.errors import ServiceUnavailable
 from risingspark.storage.desc import HummockVersion
 
 
@@ -36,11 +39,17 @@ class FakeMeta:
         self.pins[self.version.id] += 1
         return self.version
 
+    def pin_version_at(self, version_id: int) -> None:
+        self.pins[version_id] += 1
+
     def unpin_version(self, version: HummockVersion) -> None:
         self.pins[version.id] -= 1
 
     def catalog_snapshot(self) -> CatalogSnapshot:
         return self.snapshot
+
+    def wait_for_change(self, catalog_version: int, version_id: int, timeout_s: float):
+        return self.snapshot, self.version
 
 
 def _rpc(tmp_path) -> tuple[MetaRpc, FakeMeta, ClusterManager]:
@@ -55,14 +64,16 @@ def test_a_dead_frontend_releases_its_pins(tmp_path):
     rpc, meta, cluster = _rpc(tmp_path)
     fe = rpc.register("frontend", "http://fe", "default", 0)["node_id"]
     other = rpc.register("frontend", "http://fe2", "default", 0)["node_id"]
-    assert rpc.pin_version(fe, None) == meta.version
-    assert rpc.pin_version(fe, 3) == 3  # the caller has it: only the id comes back
-    rpc.pin_version(other, None)
-    rpc.unpin_version(fe, 3)
+    incarnation, _, version = rpc.watch(fe, None, None, 0)
+    assert version == meta.version  # (the first answer pins the current version for the node)
+    # the caller has it: nothing comes back, and its floor stays one pin
+    assert rpc.watch(fe, (incarnation, 5, 3), 3, 0) == (incarnation, None, None)
+    rpc.watch(other, None, None, 0)
     assert meta.pins[3] == 2
     cluster.unregister(fe)
     assert meta.pins[3] == 1  # the other frontend's pin stays
-    rpc.unpin_version(fe, 3)  # a late unpin of a released pin changes nothing
+    with pytest.raises(ServiceUnavailable):  # a late poll of the released node pins nothing
+        rpc.watch(fe, (incarnation, 5, 3), 3, 0)
     assert meta.pins[3] == 1
 
 
@@ -78,7 +89,8 @@ def test_a_dead_compactor_gives_up_its_task(tmp_path):
 
 def test_catalog_is_sent_only_when_it_changed(tmp_path):
     rpc, meta, _ = _rpc(tmp_path)
-    incarnation, snap = rpc.catalog_snapshot(None)
-    assert snap.version == 5
-    assert rpc.catalog_snapshot((incarnation, 5)) is None
-    assert rpc.catalog_snapshot(("another-meta", 5)) is not None
+    node = rpc.register("frontend", "http://fe", "default", 0)["node_id"]
+    incarnation, snap, _ = rpc.watch(node, None, None, 0)
+    assert snap is not None and snap.version == 5
+    assert rpc.watch(node, (incarnation, 5, 3), None, 0)[1] is None
+    assert rpc.watch(node, ("another-meta", 5, 3), None, 0)[1] is not None
