@@ -26,13 +26,22 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
+from frontend import batch_stream
 from frontend.batch_errors import translate_duckdb_error
+from frontend.batch_stream import (
+    STREAM_MIN_BYTES,
+    consumed_twice,
+    relation_stream,
+    stream_input,
+    stream_result,
+)
 from frontend.binder import CatalogReader, ident
 from frontend.binder.udf import resolve_udfs
 from frontend.catalog.composite import register_js_function, register_udfs
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.index_lookup import index_scan
+from frontend.pgwire.row_stream import RowStream
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import (
     QueryCanceled,
@@ -62,6 +71,7 @@ class QueryContext:
     user: str
     system_rows: Callable[[str, str], pa.Table]  # (schema, name) -> rows of a system table
     rewrite: RewriteContext | None = None
+    stream_min_bytes: int = STREAM_MIN_BYTES  # (`frontend.batch_stream`: ``rw_batch_stream_min_bytes``)
 
 
 class BatchEngine:
@@ -102,33 +112,78 @@ class BatchEngine:
         """Run a SELECT (or VALUES) and return its rows, with Postgres' column names. With
         `schema_only` the tables and MVs it reads are empty: what it returns is its result's schema
         (a statement's description, the types distributed mode conforms to), with no relation read."""
+        result = self._run(query, ctx, cancel, full_relations, schema_only, stream=False)
+        assert isinstance(result, pa.Table)
+        return result
+
+    def stream(self, query: exp.Expression, ctx: QueryContext, *, cancel: threading.Event | None = None
+               ) -> pa.Table | RowStream:
+        """`run`, with big relations read as streams and the result produced while it is sent
+        (`frontend.batch_stream`): a table when it is one batch, else a `RowStream`, which holds the
+        query's cursor until it is closed."""
+        try:
+            return self._run(query, ctx, cancel, False, False, stream=True)
+        except _ConsumedTwice:
+            return self._run(query, ctx, cancel, False, False, stream=True, stream_inputs=False)
+
+    def _run(self, query: exp.Expression, ctx: QueryContext, cancel: threading.Event | None, full_relations: bool,
+             schema_only: bool, *, stream: bool, stream_inputs: bool = True) -> pa.Table | RowStream:
         query = query.copy()
         con = self._db.cursor()
+        open_ = [con]  # closed on return unless a stream took it
+        streamed, fired = False, [False]
+
+        def canceled_or(e: duckdb.Error) -> BaseException:
+            if cancel is not None and cancel.is_set():
+                return QueryCanceled("canceling statement due to user request")
+            return translate_duckdb_error(e)
+
         try:
             query, functions = resolve_udfs(name_outputs(query), ctx.catalog)
             self._register_functions(functions.values())
             query = rewrite(query, ctx.rewrite)
-            _register_relations(self, con, query, ctx, full_relations, schema_only)
+            streamed = _register_relations(self, con, query, ctx, full_relations, schema_only,
+                                           stream_inputs=stream and stream_inputs)
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
+            if streamed:  # (a session setting of DuckDB's, ~0.15 ms: only for the big queries)
+                con.execute(f"SET streaming_buffer_size = '{batch_stream.STREAM_BUFFER}'")
             watch = self._watcher.watch(con, cancel)
             try:
                 if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
                     raise QueryCanceled("canceling statement due to user request")
                 rel = con.sql(sql) if sql.strip() else None
-                result = rel.to_arrow_table() if rel is not None else pa.table({})
-                json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"} if rel is not None else set()
+                if rel is None:
+                    return pa.table({})
+                json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
+                if stream:
+                    def close() -> None:
+                        fired[0] = self._watcher.unwatch(watch)
+                        con.close()
+
+                    open_.clear()
+                    try:
+                        out = stream_result(rel, lambda t: normalize(t, json_columns), canceled_or, close, cancel)
+                    except BaseException:
+                        open_.append(con)
+                        raise
+                    if isinstance(out, pa.Table) and fired[0]:
+                        raise QueryCanceled("canceling statement due to user request")
+                    return out
+                result = rel.to_arrow_table()
             finally:
-                fired = self._watcher.unwatch(watch)
-            if fired:
+                if open_:
+                    fired[0] = self._watcher.unwatch(watch)
+            if fired[0]:
                 raise QueryCanceled("canceling statement due to user request")
             return normalize(result, json_columns)
         except duckdb.Error as e:
-            if cancel is not None and cancel.is_set():
-                raise QueryCanceled("canceling statement due to user request") from None
-            raise translate_duckdb_error(e) from None
+            if streamed and consumed_twice(e):
+                raise _ConsumedTwice() from None
+            raise canceled_or(e) from None
         finally:
-            con.close()
+            for c in open_:
+                c.close()
 
     def _register_functions(self, functions: Iterable[FunctionCatalog]) -> None:
         """User-defined functions as DuckDB functions ``rs_udf_<id>``, each once (an id names one
@@ -198,8 +253,16 @@ class _CancelWatcher:
             time.sleep(0.05)
 
 
+class _ConsumedTwice(Exception):
+    """DuckDB scanned a streamed relation twice: the query runs again with tables."""
+
+
 def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, query: exp.Expression,
-                        ctx: QueryContext, full: bool, schema_only: bool = False) -> None:
+                        ctx: QueryContext, full: bool, schema_only: bool = False, *,
+                        stream_inputs: bool = False) -> bool:
+    """Register every relation the query reads with DuckDB, and name them in the query; whether one
+    is registered as a stream (`frontend.batch_stream`)."""
+    streamed = False
     ctes = {ident(c.args["alias"].this) for c in query.find_all(exp.CTE) if c.args.get("alias")}
     registered: dict[tuple[str, str], str] = {}
     tables = list(query.find_all(exp.Table))
@@ -230,7 +293,15 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
                 point = None
                 if not full and uses.get(ident(table.this)) == 1:
                     point = index_scan(engine, ref.relation, table, ctx.catalog.snapshot, ctx.version)
-                data = point if point is not None else engine.read_relation(ref.relation, ctx.version, hidden=full)
+                if point is not None:
+                    data = point
+                elif (stream_inputs and uses.get(ident(table.this)) == 1 and not ctes
+                      and stream_input(ref.relation, ctx.version, ctx.stream_min_bytes)):
+                    data = relation_stream(engine.reader, ref.relation, ctx.version, hidden=full,
+                                           convert=jsonb_as_json)
+                    streamed = True
+                else:
+                    data = engine.read_relation(ref.relation, ctx.version, hidden=full)
             else:
                 data = ctx.system_rows(ref.schema, ref.name)
             if isinstance(data, pa.Table):
@@ -245,6 +316,7 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
         table.set("catalog", None)
         if alias is None:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+    return streamed
 
 
 def _view_rows(engine: BatchEngine, view: RelationCatalog, ctx: QueryContext, schema_only: bool = False) -> pa.Table:

@@ -63,6 +63,7 @@ from frontend.parser import (
     split_statements,
 )
 from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
+from frontend.pgwire.row_stream import RowStream
 from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, Plan, PlanCache, PlanKey
 from frontend.positions import locate_error
 from frontend.privileges import PrivilegeChecker
@@ -91,6 +92,7 @@ from risingspark.errors import (
     UndefinedObject,
     UndefinedTable,
 )
+from risingspark.storage.desc import HummockVersion
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.point_get import WouldRead
 from risingspark.types import DataType, TypeName
@@ -304,6 +306,7 @@ class Session:
         started, run = time.monotonic(), _Running(key.text)
         self.query, self.query_started_at = key.text, time.time()
         timer = self._statement_timer(seq)
+        result = None
         try:
             result = await asyncio.get_running_loop().run_in_executor(pool, self._run_current, key, params, run)
             if self.cancel_event.is_set() and not result.tag:
@@ -320,7 +323,11 @@ class Session:
                 e.position = None if pos is None else offset + pos
             raise
         finally:
-            if timer is not None:
+            if timer is not None and result is not None and isinstance(result.rows, RowStream):
+                # the timeout covers the rows sent after: the stream stops the timer when it closes
+                result.rows.on_close(timer.cancel)
+                result.rows.translate = functools.partial(_timed_out, timer)
+            elif timer is not None:
                 timer.cancel()
             QUERY_DURATION.labels(NODE, run.kind).observe(time.monotonic() - started)
             self.query_started_at = None
@@ -397,6 +404,8 @@ class Session:
             return FullPlan(version), stmt if not key.param_oids else None, None
         if not key.param_oids and _is_constant_select(stmt.ast):
             result = self._dispatch(stmt)
+            if isinstance(result.rows, RowStream):  # (more than a batch: answered as it is sent, not kept)
+                return FullPlan(version), None, result
             return ConstantPlan(result.tag, result.columns, result.rows), None, result
         # (a key plan is cached per user and catalog version: checked here, it is checked for good)
         self.check_reads(stmt.ast)
@@ -509,8 +518,10 @@ class Session:
         ast = stmt.ast
         if isinstance(ast, exp.Select | exp.Union | exp.Values):
             self.check_reads(ast)
-            table = query.run_query(self, ast)
-            return StatementResult(f"SELECT {table.num_rows}", columns_of(table), table)
+            rows = query.run_query(self, ast, stream=True)
+            if isinstance(rows, RowStream):
+                return StatementResult("SELECT", columns_of(rows.schema.empty_table()), rows)
+            return StatementResult(f"SELECT {rows.num_rows}", columns_of(rows), rows)
         if isinstance(ast, exp.Insert):
             return self._after_dml(dml.insert(self, ast))
         if isinstance(ast, exp.Update):
@@ -560,24 +571,45 @@ class Session:
         reader = self.catalog_reader()
         version = meta.pin_version()
         try:
-            sys_ctx = SystemContext(reader.snapshot, reader.database.id, self.database, meta.ddl_progress,
-                                    self.user, tuple(reader.search_path), tuple(self.vars.all()),
-                                    self.frontend.session_infos, meta.row_count, version, meta.write_stalls,
-                                    self.user_id)
-
-            def system_rows(schema: str, name: str) -> pa.Table:
-                t = system_table(schema, name)
-                if t is None:
-                    raise UndefinedTable(f'relation "{schema}.{name}" does not exist')
-                return t.build(sys_ctx)
-
-            settings = {name: value for name, value, _ in self.vars.all()}
-            rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
-            ctx = QueryContext(reader, version, self.database, self.user, system_rows, rewrite)
-            return self.frontend.engine.run(query, ctx, cancel=self.cancel_event, full_relations=full_relations,
-                                            schema_only=schema_only)
+            return self.frontend.engine.run(query, self._query_context(reader, version), cancel=self.cancel_event,
+                                            full_relations=full_relations, schema_only=schema_only)
         finally:
             meta.unpin_version(version)
+
+    def stream_batch(self, query: exp.Expression) -> pa.Table | RowStream:
+        """`run_batch` of a client's query, its rows produced while they are sent when there are more
+        than a batch (`BatchEngine.stream`): the stream then holds the pinned version until it closes."""
+        meta = self.frontend.meta
+        reader = self.catalog_reader()
+        version = meta.pin_version()
+        try:
+            result = self.frontend.engine.stream(query, self._query_context(reader, version), cancel=self.cancel_event)
+        except BaseException:
+            meta.unpin_version(version)
+            raise
+        if isinstance(result, RowStream):
+            result.on_close(lambda: meta.unpin_version(version))
+        else:
+            meta.unpin_version(version)
+        return result
+
+    def _query_context(self, reader: CatalogReader, version: HummockVersion) -> QueryContext:
+        meta = self.frontend.meta
+        sys_ctx = SystemContext(reader.snapshot, reader.database.id, self.database, meta.ddl_progress,
+                                self.user, tuple(reader.search_path), tuple(self.vars.all()),
+                                self.frontend.session_infos, meta.row_count, version, meta.write_stalls,
+                                self.user_id)
+
+        def system_rows(schema: str, name: str) -> pa.Table:
+            t = system_table(schema, name)
+            if t is None:
+                raise UndefinedTable(f'relation "{schema}.{name}" does not exist')
+            return t.build(sys_ctx)
+
+        settings = {name: value for name, value, _ in self.vars.all()}
+        rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
+        return QueryContext(reader, version, self.database, self.user, system_rows, rewrite,
+                            int(self.vars.get("rw_batch_stream_min_bytes")))
 
     def result_schema(self, query: exp.Expression) -> pa.Table:
         """The (empty) result of a SELECT, computed without reading a relation or running it:
@@ -595,6 +627,13 @@ class Session:
     def after_dml(self, result: StatementResult) -> StatementResult:
         """After a write: wait for its checkpoint when ``rw_implicit_flush`` is on."""
         return self._after_dml(result)
+
+
+def _timed_out(timer: _StatementTimer, e: BaseException) -> BaseException:
+    """A cancel raised while a result's rows are sent, as the statement's timeout when it fired."""
+    if isinstance(e, QueryCanceled) and timer.fired:
+        return QueryCanceled("canceling statement due to statement timeout")
+    return e
 
 
 _USER_HANDLERS: dict[type, Callable[[Session, Any], StatementResult]] = {

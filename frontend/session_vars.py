@@ -181,6 +181,8 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
             "backfill (parallelism independent of the upstream) rather than no-shuffle backfill", _bool),
     VarSpec("query_mode", "auto", "Where batch queries run: local (the frontend), distributed (Spark jobs of a "
             "compute node), auto (distributed for joins and aggregations over big relations)", _choice("query_mode", QUERY_MODES)),
+    VarSpec("rw_batch_stream_min_bytes", str(64 << 20), "Bytes of SSTs from which a local batch query reads a "
+            "table or MV as a stream instead of whole (0: every one)", _int(0)),
     VarSpec("synchronous_commit", "on", "off: a write returns once queued in the frontend, durable a moment "
             "later (a crash may lose the last ones); on: once it is durable", _synchronous_commit),
     VarSpec("rw_implicit_flush", "false", "Every INSERT/UPDATE/DELETE waits until its rows are visible", _bool),

@@ -18,6 +18,7 @@ from frontend.batch import normalize
 from frontend.distributed import choose_distributed, compile_for_spark, input_bytes, is_heavy, require_runner
 from frontend.key_query import match_key_query
 from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.pgwire.row_stream import RowStream
 from risingspark.batch_query import NotDistributable
 from risingspark.errors import FeatureNotSupported, InternalError, ServiceUnavailable
 from risingspark.types import VARCHAR
@@ -28,14 +29,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def run_query(session: Session, query: exp.Expression) -> pa.Table:
-    """The rows of a client's SELECT (or VALUES), in the session's query mode."""
+def run_query(session: Session, query: exp.Expression, *, stream: bool = False) -> pa.Table | RowStream:
+    """The rows of a client's SELECT (or VALUES), in the session's query mode. With `stream`, a
+    local query's rows may come as a `RowStream` produced while they are sent (`Session.stream_batch`);
+    a distributed query's come back whole."""
     runner = session.frontend.distributed
     mode = session.vars.get("query_mode")
     if mode == "distributed":
         runner = require_runner(runner)
     if mode == "local" or (mode == "auto" and (runner is None or not is_heavy(query))):
-        return session.run_batch(query)
+        return session.stream_batch(query) if stream else session.run_batch(query)
     assert runner is not None
     meta = session.frontend.meta
     reader = session.catalog_reader()
@@ -44,12 +47,12 @@ def run_query(session: Session, query: exp.Expression) -> pa.Table:
         try:
             # (the inputs' size first: a small join or aggregation is not compiled for Spark)
             if not choose_distributed(mode, query, input_bytes(query, reader, version), True):
-                return session.run_batch(query)
+                return session.stream_batch(query) if stream else session.run_batch(query)
             compiled = compile_for_spark(query, reader, version)
         except NotDistributable:
             if mode == "distributed":
                 raise
-            return session.run_batch(query)
+            return session.stream_batch(query) if stream else session.run_batch(query)
         schema = session.result_schema(query).schema
         try:
             rows = runner.run(compiled.sql, compiled.relations, session.cancel_event)
@@ -59,7 +62,7 @@ def run_query(session: Session, query: exp.Expression) -> pa.Table:
             if mode == "distributed":
                 raise
             logger.info("query runs locally: distributed mode failed: %s", e.message)
-            return session.run_batch(query)
+            return session.stream_batch(query) if stream else session.run_batch(query)
         return _conform(normalize(rows), schema)
     finally:
         meta.unpin_version(version)

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from .row_stream import RowStream
+
 
 @dataclass(frozen=True)
 class ColumnDesc:
@@ -49,7 +51,8 @@ class StatementResult:
         tag: the CommandComplete tag, e.g. ``SELECT 2``, ``INSERT 0 3``, ``CREATE_MATERIALIZED_VIEW``.
         columns: the row description; None for statements that return no rows (DDL, DML, SET).
         rows: the rows, as an Arrow table whose columns match `columns` in order, or a list of tuples
-            of Python values (int, float, Decimal, str, bool, date, datetime, None).
+            of Python values (int, float, Decimal, str, bool, date, datetime, None), or a `RowStream`
+            producing them while they are sent (`tag` is then ``SELECT``, completed with the count).
         notices: NoticeResponse messages sent before the result.
         empty: the statement was empty (EmptyQueryResponse instead of CommandComplete).
         in_transaction: whether an explicit transaction block is open after this statement (the
@@ -61,7 +64,7 @@ class StatementResult:
 
     tag: str
     columns: list[ColumnDesc] | None = None
-    rows: pa.Table | list[tuple] | None = None
+    rows: pa.Table | list[tuple] | RowStream | None = None
     notices: list[str] = field(default_factory=list)
     empty: bool = False
     in_transaction: bool | None = None

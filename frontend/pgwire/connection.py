@@ -28,6 +28,7 @@ from .auth import PasswordAuth
 from .copy import copy_in
 from .datarows import Rows, encode_rows, row_count, slice_rows
 from .extended import ExtendedQuery, is_empty_query
+from .row_stream import RowStream
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +161,7 @@ class Connection:
             logger.debug("connection %d: could not report a fatal error", self.pid, exc_info=True)
 
     async def _close(self) -> None:
+        self._extended.close()
         if self._registry.get(self.pid) is self:
             del self._registry[self.pid]
         if self._slots is not None:
@@ -324,6 +326,8 @@ class Connection:
             formats = [0] * len(columns)
         if columns is not None and describe:
             self.sink.send(be.row_description(columns, formats or []))
+        if isinstance(result.rows, RowStream):
+            return await self._send_stream(result, result.rows, columns or [], formats or [], start, max_rows)
         total = row_count(result.rows)
         stop = total if max_rows <= 0 else min(total, start + max_rows)
         if columns is not None and result.rows is not None and stop > start:
@@ -350,6 +354,33 @@ class Connection:
             self.sink.send(data)
             await self.sink.maybe_flush()
 
+    async def _send_stream(self, result: StatementResult, stream: RowStream, columns: list[ColumnDesc],
+                           formats: list[int], start: int, max_rows: int) -> int:
+        """`send_result` of rows produced while they are sent: each batch is taken and encoded in a
+        thread and written before the next is taken. Past `max_rows` (a portal's limit) the stream
+        keeps the rest for the next Execute. The stream is closed once its rows are sent or failed."""
+        sent = 0
+        try:
+            while max_rows <= 0 or sent < max_rows:
+                want = CHUNK_ROWS if max_rows <= 0 else min(CHUNK_ROWS, max_rows - sent)
+                data, n = await asyncio.to_thread(_take_encoded, stream, columns, formats, want)
+                if n == 0:
+                    break
+                sent += n
+                self.sink.send(data)
+                await self.sink.maybe_flush()
+            if max_rows > 0 and sent == max_rows and await asyncio.to_thread(stream.more):
+                self.sink.send(be.portal_suspended())
+                return start + sent
+        except BaseException:
+            stream.close()
+            raise
+        stream.close()
+        self._note_transaction(result)
+        # (a resumed portal counts this batch's rows, as for a table)
+        self.sink.send(be.command_complete(f"SELECT {sent if start > 0 else stream.taken}"))
+        return start + sent
+
     def _note_transaction(self, result: StatementResult) -> None:
         state = result.in_transaction
         if state is None:
@@ -363,6 +394,14 @@ class Connection:
 
 
 _DEALLOCATE = re.compile(r'\s*DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>"(?:[^"]|"")+"|\w+)\s*;?\s*', re.IGNORECASE)
+
+
+def _take_encoded(stream: RowStream, columns: list[ColumnDesc], formats: list[int], max_rows: int
+                  ) -> tuple[bytes, int]:
+    rows = stream.take(max_rows)
+    if rows is None:
+        return b"", 0
+    return encode_rows(columns, formats, rows), rows.num_rows
 
 
 def _unquote_ident(name: str) -> str:

@@ -23,6 +23,7 @@ from . import backend as be
 from . import messages as m
 from .api import ColumnDesc, StatementResult
 from .codec import decode_params, result_formats
+from .row_stream import RowStream
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -184,6 +185,12 @@ class ExtendedQuery:
             portal = self._portals.pop(name, None)
             if portal is not None:
                 portal.statement.portals.discard(name)
+                if portal.result is not None and isinstance(portal.result.rows, RowStream):
+                    portal.result.rows.close()  # (a suspended portal's producer: its cursor, its version)
+
+    def close(self) -> None:
+        """The connection ended: every portal goes (and what produces their rows)."""
+        self._drop_portals(list(self._portals))
 
     async def _description(self, stmt: PreparedStatement) -> tuple[list[int], list[ColumnDesc] | None]:
         if stmt.description is None:

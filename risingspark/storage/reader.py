@@ -7,7 +7,7 @@ Rows come back in the *read shape*: ``_vnode`` then the value columns (no ``_epo
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +44,7 @@ from risingspark.storage.point_get import (
     read_ranges,
 )
 from risingspark.storage.sst import read_sst
+from risingspark.vnode import VNODE_COUNT
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,42 @@ class StateTableReader:
                 parts.append(part)
         rows = merge_versions(parts, desc, epoch)
         return to_read_shape(desc, rows)
+
+    def batches(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, *,
+                rows_per_batch: int = 65_536) -> Iterator[pa.Table]:
+        """Every live row at `epoch`, as `read` returns them but in batches of about `rows_per_batch`
+        rows, read as they are taken: what the reader holds at once is bounded by a batch (per SST),
+        whatever the table holds. Rows are sorted by ``(_vnode, pk)`` within a batch, not across.
+
+        The vnodes are taken in groups whose rows, estimated from the SSTs' row counts spread evenly
+        over their vnodes, make about a batch; each group is read by `scan_after` with the batch shared
+        among its unfinished vnodes, again until every vnode of the group is finished (a vnode bigger
+        than the estimate, or than a batch, takes several reads)."""
+        files = self._select(ssts, epoch, None)
+        if not files:
+            return
+        estimate = np.zeros(VNODE_COUNT + 1, dtype=np.float64)
+        for s in files:
+            width = s.max_vnode - s.min_vnode + 1
+            estimate[s.min_vnode:s.max_vnode + 1] += s.row_count / max(1, width)
+        vnodes = np.flatnonzero(estimate > 0)
+        group: list[int] = []
+        rows = 0.0
+        for i, v in enumerate(vnodes.tolist()):
+            group.append(v)
+            rows += estimate[v]
+            if rows >= rows_per_batch or i == len(vnodes) - 1:
+                yield from self._scan_group(desc, files, epoch, group, rows_per_batch)
+                group, rows = [], 0.0
+
+    def _scan_group(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
+                    vnodes: list[int], rows_per_batch: int) -> Iterator[pa.Table]:
+        positions: dict[int, tuple | None] = dict.fromkeys(vnodes)
+        while positions:
+            scan = self.scan_after(desc, ssts, epoch, positions, max(1, rows_per_batch // len(positions)))
+            if scan.rows.num_rows:
+                yield scan.rows
+            positions = {v: scan.positions.get(v, p) for v, p in positions.items() if v not in scan.finished}
 
     def scan_after(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
                    positions: Mapping[int, tuple | None], limit_per_vnode: int) -> ScanResult:

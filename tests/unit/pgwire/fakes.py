@@ -8,7 +8,7 @@ import re
 import socket
 import struct
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -17,8 +17,9 @@ import pyarrow as pa
 
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.pgwire.auth import PasswordAuth
+from frontend.pgwire.row_stream import RowStream
 from frontend.pgwire.server import PgServer
-from risingspark.errors import InvalidCatalogName, QueryCanceled, SyntaxError_, UndefinedTable
+from risingspark.errors import DivisionByZero, InvalidCatalogName, QueryCanceled, SyntaxError_, UndefinedTable
 from risingspark.types import DataType
 
 TYPE_OIDS = {"int": 23, "int4": 23, "integer": 23, "int2": 21, "smallint": 21, "int8": 20, "bigint": 20,
@@ -42,6 +43,7 @@ TYPES_TABLE = pa.table({
 })
 BIG_ROWS = 20_000
 BIG_TABLE = pa.table({"x": pa.array(range(BIG_ROWS), pa.int64())})
+STREAM_BATCH = 1000
 
 
 def columns_of(table: pa.Table) -> list[ColumnDesc]:
@@ -61,6 +63,8 @@ class FakeState:
     startups: list[dict[str, str]] = field(default_factory=list)
     statements: list[str] = field(default_factory=list)
     sleeping: threading.Event = field(default_factory=threading.Event)
+    produced: int = 0  # batches a streamed result's producer made (`select * from stream N`)
+    streams_closed: int = 0
 
 
 class FakeSession:
@@ -122,6 +126,10 @@ class FakeSession:
             return StatementResult("SELECT 3", columns_of(TYPES_TABLE), TYPES_TABLE)
         if text == "select * from big":
             return StatementResult(f"SELECT {BIG_ROWS}", columns_of(BIG_TABLE), BIG_TABLE)
+        if text.startswith("select * from stream"):  # N batches of STREAM_BATCH rows, produced as sent
+            return self._stream(int(text.split()[-1]), fail_at=None)
+        if text.startswith("select * from failing_stream"):  # fails producing its 3rd batch
+            return self._stream(int(text.split()[-1]), fail_at=2)
         if text.startswith("select * from missing"):
             raise UndefinedTable('relation "missing" does not exist', position=15)
         if text.startswith("select pg_sleep"):
@@ -135,6 +143,22 @@ class FakeSession:
         if text == "boom":
             raise RuntimeError("boom")
         raise SyntaxError_(f'syntax error at or near "{text.split()[0]}"', position=1)
+
+    def _stream(self, batches: int, fail_at: int | None) -> StatementResult:
+        state = self.state
+
+        def produce() -> Iterator[pa.Table]:
+            for i in range(batches):
+                if i == fail_at:
+                    raise DivisionByZero("division by zero")
+                state.produced += 1
+                yield pa.table({"x": pa.array(range(i * STREAM_BATCH, (i + 1) * STREAM_BATCH), pa.int64())})
+
+        def closed() -> None:
+            state.streams_closed += 1
+
+        stream = RowStream(pa.schema([("x", pa.int64())]), produce(), closed)
+        return StatementResult("SELECT", [ColumnDesc("x", 20, 8)], stream)
 
     async def _sleep(self, seconds: float) -> StatementResult:
         self.state.sleeping.set()

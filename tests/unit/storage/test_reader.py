@@ -295,3 +295,31 @@ def test_scan_after_reads_the_blocks_it_needs(store):
     assert res.positions == {0: (4, "x"), 1: (60_005, "x"), 3: (150_004, "x")}
     assert res.finished == {2}  # its position was its last row
     assert cache.stats().misses <= 4 * 2  # of the file's 200 blocks
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_batches_read_every_live_row_once_a_bounded_batch_at_a_time(store, seed):
+    # (the read a client's SELECT of a big relation streams: `frontend.batch_stream`)
+    h = History(store, seed, keys=400, block_rows=[1, 3, 8, 64, 64][seed])
+    reader = StateTableReader(store, BlockCache(1 << 30))
+    rng = random.Random(seed)
+    epoch = rng.choice([h.epochs[len(h.epochs) // 2], h.epochs[-1], None])
+    per_batch = rng.choice([1, 5, 20, 1000])
+    batches = list(reader.batches(DESC, h.ssts, epoch, rows_per_batch=per_batch))
+    assert all(b.schema == read_schema(DESC) for b in batches)
+    rows = [r for b in batches for r in as_tuples(b)]
+    assert sorted(rows, key=lambda r: (r[0], r[1], r[3])) == live(merged_model(h.versions, epoch))
+    # a batch is at most a batch from each SST (the versions an SST holds past the others' bounds
+    # are left for the next read)
+    assert max(b.num_rows for b in batches) <= per_batch * len(h.ssts)
+    if per_batch < 20:
+        assert len(batches) > len(rows) // (per_batch * len(h.ssts))
+        assert max(b.num_rows for b in batches) < len(rows)
+
+
+def test_batches_of_nothing(store):
+    reader = StateTableReader(store, BlockCache(1 << 20))
+    assert list(reader.batches(DESC, [], None)) == []
+    sst = write_sst(store, DESC, sst_rows([(1, 1, None, "a", 10, True)]), "t.parquet", level=0, sub_level=10)
+    assert list(reader.batches(DESC, [sst], None)) == []  # (only a tombstone: no batch at all)
+    assert list(reader.batches(DESC, [sst], 5)) == []  # (nothing visible at the epoch)
