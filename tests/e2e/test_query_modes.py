@@ -117,3 +117,47 @@ def test_a_distributed_query_times_out_and_the_session_goes_on(playground: Playg
             conn.execute(f"SELECT count(*) FROM {t} a, {t} b, {t} c WHERE a.id > b.id AND b.id > c.id AND c.id > a.id")
         conn.execute("SET statement_timeout = 0")
         assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (2000,)
+
+
+def test_local_mode_streams_big_relations_and_results_as_postgres(playground: PlaygroundProcess,
+                                                                   oracle_dsn: str) -> None:
+    # every relation read as a stream (rw_batch_stream_min_bytes = 0) and results of more than a batch
+    # (65,536 rows) produced while they are sent: the same answers as PostgreSQL over the same data,
+    # which is made in both by the same statements (not copied through the path under test)
+    t, m = unique_name("qm_stream"), unique_name("qm_stream_mv")
+    setup = [
+        f"CREATE TABLE {t} (id INT PRIMARY KEY, g INT, name VARCHAR, v BIGINT)",
+        f"INSERT INTO {t} SELECT i, i % 7, 'n' || (i % 1000), i * 3 FROM generate_series(1, 150000) AS s(i)",
+        f"UPDATE {t} SET v = -v WHERE id % 10 = 0",
+        f"DELETE FROM {t} WHERE id % 13 = 0",
+    ]
+    mv = f"SELECT id, g, v + 1 AS w FROM {t} WHERE g <> 3"
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        pg.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        for sql in setup:
+            conn.execute(sql)
+            conn.execute("FLUSH")  # (a write is visible to the next statement once flushed)
+            pg.execute(sql)
+        conn.execute(f"CREATE MATERIALIZED VIEW {m} AS {mv}")
+        pg.execute(f"CREATE VIEW {m} AS {mv}")
+        conn.execute("FLUSH")
+        conn.execute("SET query_mode = local")
+        conn.execute("SET rw_batch_stream_min_bytes = 0")
+        for sql in [f"SELECT * FROM {t}", f"SELECT * FROM {m}", f"SELECT id, name FROM {t} WHERE v < 0",
+                    f"SELECT g, count(*), sum(v), max(name) FROM {t} GROUP BY g",
+                    f"SELECT a.id, b.w FROM {t} a JOIN {m} b ON a.id = b.id WHERE a.g = 1",
+                    f"SELECT * FROM {m} ORDER BY w DESC LIMIT 70000"]:
+            assert rows_of(conn, sql) == rows_of(pg, sql), sql
+        # row by row as a driver streams it (psycopg's single-row mode), and binary
+        cur = conn.cursor(binary=True)
+        got = sorted(r[0] for r in cur.stream(f"SELECT id FROM {m}"))
+        assert got == [r[0] for r in pg.execute(f"SELECT id FROM {m} ORDER BY id").fetchall()]
+        # a client's cancel stops a result midway (of 14M rows: far more than socket buffers hold), and
+        # the session goes on
+        cur = conn.cursor()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            for i, _ in enumerate(cur.stream(f"SELECT * FROM {t} CROSS JOIN generate_series(1, 100) AS s(i)")):
+                if i == 10:
+                    conn.cancel()
+        assert conn.execute(f"SELECT count(*) FROM {m}").fetchone() == pg.execute(f"SELECT count(*) FROM {m}").fetchone()
+        pg.execute(f"DROP TABLE {t} CASCADE")
