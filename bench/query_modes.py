@@ -13,7 +13,13 @@ Reported per mode: seconds, and the peak resident memory of the playground's Pyt
 frontend; Spark's JVM and Python workers are its children, reported apart) over the query, as
 growth over the idle process.
 
-Usage: ``python bench/query_modes.py [--rows 30000000] [--settle 30] [--out result.json]``
+Then (``--select-all``, on by default) ``SELECT * FROM lineitem`` in local mode, read by the client
+row by row (psycopg's ``stream``), twice: with the relation streamed (``rw_batch_stream_min_bytes =
+0``, `frontend.batch_stream`) and read whole (the threshold above its size: the merged
+relation, as every local query read it before). Reported the same way, with the rows per second.
+
+Usage: ``python bench/query_modes.py [--rows 30000000] [--settle 30] [--no-join] [--no-select-all]
+[--out result.json]``
 """
 
 from __future__ import annotations
@@ -37,12 +43,36 @@ QUERY = ("SELECT o.priority, count(*), sum(l.qty * l.price) FROM lineitem l JOIN
          "ON l.orderkey = o.orderkey GROUP BY o.priority")
 
 
+def select_all(c: psycopg.Connection, pid: int, rows: int) -> dict:
+    """``SELECT * FROM lineitem`` streamed, then read whole (the merged relation stays cached after)."""
+    out = {}
+    c.execute("SET query_mode = local")
+    for name, min_bytes in (("streamed", "0"), ("whole", str(1 << 62))):
+        c.execute(f"SET rw_batch_stream_min_bytes = {min_bytes}")
+        idle = psutil.Process(pid).memory_info().rss
+        peak = RssSampler(pid, interval_s=0.2)
+        started = time.perf_counter()
+        count = sum(1 for _ in c.cursor().stream("SELECT * FROM lineitem"))
+        seconds = time.perf_counter() - started
+        peak.stop()
+        assert count == rows, (name, count)
+        out[name] = {"seconds": round(seconds, 1), "rows_per_s": round(count / seconds),
+                     "frontend_peak_rss_growth_mb": round((peak.own_peak - idle) / 2**20),
+                     "frontend_idle_rss_mb": round(idle / 2**20)}
+    c.execute("SET rw_batch_stream_min_bytes = DEFAULT")
+    out["whole_over_streamed_peak_growth"] = round(out["whole"]["frontend_peak_rss_growth_mb"]
+                                                   / max(1, out["streamed"]["frontend_peak_rss_growth_mb"]), 1)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=30_000_000)
     parser.add_argument("--settle", type=float, default=30, help="seconds to wait after the load")
     parser.add_argument("--out", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the playground's data and log")
+    parser.add_argument("--join", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--select-all", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="risingspark-bench-modes-"))
     proc, port, _ = start_playground(work / "data", [])
@@ -59,7 +89,9 @@ def main() -> None:
             result["load_s"] = round(time.perf_counter() - started, 1)
             time.sleep(args.settle)  # let compaction settle
             answers = {}
-            for mode in ("distributed", "local"):
+            if args.select_all:
+                result["select_all"] = select_all(c, proc.pid, args.rows)
+            for mode in ("distributed", "local") if args.join else ():
                 c.execute(f"SET query_mode = {mode}")
                 idle = psutil.Process(proc.pid).memory_info().rss
                 peak = RssSampler(proc.pid, interval_s=0.2)
@@ -72,7 +104,8 @@ def main() -> None:
                                          "frontend_peak_rss_growth_mb": round((own - idle) / 2**20),
                                          "frontend_idle_rss_mb": round(idle / 2**20),
                                          "spark_children_peak_rss_mb": round(children / 2**20)}
-            result["same_answer"] = answers["local"] == answers["distributed"]
+            if args.join:
+                result["same_answer"] = answers["local"] == answers["distributed"]
     finally:
         stop_playground(proc)
         if args.keep:

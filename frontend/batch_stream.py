@@ -7,7 +7,8 @@ with the relation (3.9 GB for a 30M-row join, `bench/query_modes.py`). Here both
 - **Input**: a relation whose SSTs hold at least ``rw_batch_stream_min_bytes`` (a session variable,
   `STREAM_MIN_BYTES` by default) is given to DuckDB as an Arrow
   stream read while DuckDB pulls it (`StateTableReader.batches`: groups of vnodes merged a batch at a
-  time), not as a merged table. Smaller relations keep the merged-table cache, which makes repeated
+  time; its blocks do not fill the block cache, whose point queries they would push out), not as a
+  merged table. Smaller relations keep the merged-table cache, which makes repeated
   queries of a dashboard cheap. A stream can be scanned once: only a relation the query names once
   is streamed, and a query DuckDB still scans twice (it errs, never answers from half the rows) runs
   again with tables.
@@ -64,7 +65,7 @@ def relation_stream(reader: StateTableReader, rel: RelationCatalog, version: Hum
 
     def batches() -> Iterator[pa.RecordBatch]:
         for table in reader.batches(desc, version.ssts(desc.table_id), version.committed_epoch,
-                                    rows_per_batch=BATCH_ROWS):
+                                    rows_per_batch=BATCH_ROWS, fill_cache=False):
             yield from shape(table).cast(schema).to_batches()
 
     return pa.RecordBatchReader.from_batches(schema, batches())

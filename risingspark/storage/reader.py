@@ -6,6 +6,7 @@ Rows come back in the *read shape*: ``_vnode`` then the value columns (no ``_epo
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -229,7 +230,7 @@ class StateTableReader:
         return to_read_shape(desc, rows)
 
     def batches(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, *,
-                rows_per_batch: int = 65_536) -> Iterator[pa.Table]:
+                rows_per_batch: int = 65_536, fill_cache: bool = True) -> Iterator[pa.Table]:
         """Every live row at `epoch`, as `read` returns them but in batches of about `rows_per_batch`
         rows, read as they are taken: what the reader holds at once is bounded by a batch (per SST),
         whatever the table holds. Rows are sorted by ``(_vnode, pk)`` within a batch, not across.
@@ -237,7 +238,8 @@ class StateTableReader:
         The vnodes are taken in groups whose rows, estimated from the SSTs' row counts spread evenly
         over their vnodes, make about a batch; each group is read by `scan_after` with the batch shared
         among its unfinished vnodes, again until every vnode of the group is finished (a vnode bigger
-        than the estimate, or than a batch, takes several reads)."""
+        than the estimate, or than a batch, takes several reads). Without `fill_cache` the blocks read
+        are not kept in the block cache (a big scan would push out what point queries use)."""
         files = self._select(ssts, epoch, None)
         if not files:
             return
@@ -252,14 +254,16 @@ class StateTableReader:
             group.append(v)
             rows += estimate[v]
             if rows >= rows_per_batch or i == len(vnodes) - 1:
-                yield from self._scan_group(desc, files, epoch, group, rows_per_batch)
+                yield from self._scan_group(desc, files, epoch, group, rows_per_batch, fill_cache)
                 group, rows = [], 0.0
 
     def _scan_group(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
-                    vnodes: list[int], rows_per_batch: int) -> Iterator[pa.Table]:
+                    vnodes: list[int], rows_per_batch: int, fill_cache: bool) -> Iterator[pa.Table]:
         positions: dict[int, tuple | None] = dict.fromkeys(vnodes)
         while positions:
-            scan = self.scan_after(desc, ssts, epoch, positions, max(1, rows_per_batch // len(positions)))
+            # (the mode is the calling thread's: set around each read, not across the yield)
+            with contextlib.nullcontext() if fill_cache else self.blocks.not_filling():
+                scan = self.scan_after(desc, ssts, epoch, positions, max(1, rows_per_batch // len(positions)))
             if scan.rows.num_rows:
                 yield scan.rows
             positions = {v: scan.positions.get(v, p) for v, p in positions.items() if v not in scan.finished}
