@@ -163,7 +163,8 @@ class BatchEngine:
 
                     open_.clear()
                     try:
-                        out = stream_result(rel, lambda t: normalize(t, json_columns), canceled_or, close, cancel)
+                        out = stream_result(rel, lambda t: normalize(t, json_columns), canceled_or, close, cancel,
+                                            con.interrupt)
                     except BaseException:
                         open_.append(con)
                         raise

@@ -7,8 +7,8 @@ with the relation (3.9 GB for a 30M-row join, `bench/query_modes.py`). Here both
 - **Input**: a relation whose SSTs hold at least ``rw_batch_stream_min_bytes`` (a session variable,
   `STREAM_MIN_BYTES` by default) is given to DuckDB as an Arrow
   stream read while DuckDB pulls it (`StateTableReader.batches`: groups of vnodes merged a batch at a
-  time; its blocks do not fill the block cache, whose point queries they would push out), not as a
-  merged table. Smaller relations keep the merged-table cache, which makes repeated
+  time; its blocks go through a small cache of its own, not the block cache, whose point queries they
+  would push out), not as a merged table. Smaller relations keep the merged-table cache, which makes repeated
   queries of a dashboard cheap. A stream can be scanned once: only a relation the query names once
   is streamed, and a query DuckDB still scans twice (it errs, never answers from half the rows) runs
   again with tables.
@@ -40,6 +40,7 @@ from risingspark.types import Field
 
 STREAM_MIN_BYTES = 64 << 20  # SST bytes from which a relation is streamed to DuckDB, not merged whole (by default)
 BATCH_ROWS = 65_536  # rows per batch read from storage, and at most per batch of a result
+PRIVATE_CACHE_BYTES = 32 << 20  # a streamed relation's own block cache (the blocks its reads share)
 # how far DuckDB may run ahead of the client in a query reading a streamed relation (DuckDB's
 # `streaming_buffer_size`, a setting of each cursor; other queries keep DuckDB's default, 10 MB)
 STREAM_BUFFER = "1MB"
@@ -65,7 +66,7 @@ def relation_stream(reader: StateTableReader, rel: RelationCatalog, version: Hum
 
     def batches() -> Iterator[pa.RecordBatch]:
         for table in reader.batches(desc, version.ssts(desc.table_id), version.committed_epoch,
-                                    rows_per_batch=BATCH_ROWS, fill_cache=False):
+                                    rows_per_batch=BATCH_ROWS, private_cache_bytes=PRIVATE_CACHE_BYTES):
             yield from shape(table).cast(schema).to_batches()
 
     return pa.RecordBatchReader.from_batches(schema, batches())
@@ -78,7 +79,8 @@ def consumed_twice(e: duckdb.Error) -> bool:
 
 def stream_result(rel: duckdb.DuckDBPyRelation, normalize: Callable[[pa.Table], pa.Table],
                   fail: Callable[[duckdb.Error], BaseException], close: Callable[[], None],
-                  cancel: threading.Event | None = None) -> pa.Table | RowStream:
+                  cancel: threading.Event | None = None, interrupt: Callable[[], None] | None = None
+                  ) -> pa.Table | RowStream:
     """A DuckDB result read batch by batch: a table when it has at most `BATCH_ROWS` rows (`close`
     then called at once), else a `RowStream` that calls `close` when it closes. `normalize` gives a
     batch the wire's types; `fail` turns an error raised while reading into the one to report. A set
@@ -97,16 +99,26 @@ def stream_result(rel: duckdb.DuckDBPyRelation, normalize: Callable[[pa.Table], 
     def batches() -> Iterator[pa.Table]:
         try:
             while True:
+                # (before reading: a cancel interrupts DuckDB, whose next chunk then fails)
+                if cancel is not None and cancel.is_set():
+                    raise QueryCanceled("canceling statement due to user request")
                 batch = head.pop(0) if head else _next(reader, normalize)
                 if batch is None:
                     return
-                if cancel is not None and cancel.is_set():
-                    raise QueryCanceled("canceling statement due to user request")
                 yield batch
         except duckdb.Error as e:
             raise fail(e) from None
 
-    return RowStream(head[0].schema, batches(), close)
+    return RowStream(head[0].schema, batches(), close, interrupt=interrupt)
+
+
+# DuckDB's error of a chunk after the first comes through the Arrow stream as an OSError (or an Arrow
+# error) with DuckDB's message: its class again, by the message's prefix, for `translate_duckdb_error`
+_DUCKDB_ERRORS: tuple[tuple[str, type[duckdb.Error]], ...] = (
+    ("Conversion Error", duckdb.ConversionException), ("Out of Range Error", duckdb.OutOfRangeException),
+    ("Invalid Input Error", duckdb.InvalidInputException), ("INTERRUPT Error", duckdb.InterruptException),
+    ("Binder Error", duckdb.BinderException), ("Not implemented Error", duckdb.NotImplementedException),
+)
 
 
 def _next(reader: pa.RecordBatchReader, normalize: Callable[[pa.Table], pa.Table]) -> pa.Table | None:
@@ -114,4 +126,8 @@ def _next(reader: pa.RecordBatchReader, normalize: Callable[[pa.Table], pa.Table
         batch = reader.read_next_batch()
     except StopIteration:
         return None
+    except (OSError, pa.ArrowException) as e:
+        message = str(e)
+        cls = next((c for prefix, c in _DUCKDB_ERRORS if message.startswith(prefix)), duckdb.Error)
+        raise cls(message) from None
     return normalize(pa.Table.from_batches([batch]))

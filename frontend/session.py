@@ -16,7 +16,7 @@ import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -308,7 +308,12 @@ class Session:
         timer = self._statement_timer(seq)
         result = None
         try:
-            result = await asyncio.get_running_loop().run_in_executor(pool, self._run_current, key, params, run)
+            future = pool.submit(self._run_current, key, params, run)
+            try:
+                result = await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                future.add_done_callback(_close_orphaned_stream)  # (the connection went: nobody sends it)
+                raise
             if self.cancel_event.is_set() and not result.tag:
                 raise QueryCanceled("canceling statement due to user request")
         except QueryCanceled:
@@ -326,6 +331,7 @@ class Session:
             if timer is not None and result is not None and isinstance(result.rows, RowStream):
                 # the timeout covers the rows sent after: the stream stops the timer when it closes
                 result.rows.on_close(timer.cancel)
+                result.rows.on_suspend(timer.cancel)  # (a portal's later Executes run without it)
                 result.rows.translate = functools.partial(_timed_out, timer)
             elif timer is not None:
                 timer.cancel()
@@ -404,8 +410,6 @@ class Session:
             return FullPlan(version), stmt if not key.param_oids else None, None
         if not key.param_oids and _is_constant_select(stmt.ast):
             result = self._dispatch(stmt)
-            if isinstance(result.rows, RowStream):  # (more than a batch: answered as it is sent, not kept)
-                return FullPlan(version), None, result
             return ConstantPlan(result.tag, result.columns, result.rows), None, result
         # (a key plan is cached per user and catalog version: checked here, it is checked for good)
         self.check_reads(stmt.ast)
@@ -589,6 +593,7 @@ class Session:
             raise
         if isinstance(result, RowStream):
             result.on_close(lambda: meta.unpin_version(version))
+            result.cancel_event = self.cancel_event
         else:
             meta.unpin_version(version)
         return result
@@ -627,6 +632,12 @@ class Session:
     def after_dml(self, result: StatementResult) -> StatementResult:
         """After a write: wait for its checkpoint when ``rw_implicit_flush`` is on."""
         return self._after_dml(result)
+
+
+def _close_orphaned_stream(future: Future) -> None:
+    """A statement whose connection went while it ran: close the stream it returned, if it did."""
+    if not future.cancelled() and future.exception() is None and isinstance(future.result().rows, RowStream):
+        future.result().rows.close()
 
 
 def _timed_out(timer: _StatementTimer, e: BaseException) -> BaseException:

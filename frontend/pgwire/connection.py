@@ -113,6 +113,7 @@ class Connection:
         self._extended = ExtendedQuery(self)
         self._task: asyncio.Task | None = None
         self._shutting_down = False
+        self._sending: RowStream | None = None  # the streamed result being sent (a cancel stops it too)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -148,6 +149,9 @@ class Connection:
         if self.session is None:
             return
         logger.info("connection %d: cancel requested", self.pid)
+        sending = self._sending
+        if sending is not None and sending.cancel_event is not None:
+            sending.cancel_event.set()  # (a suspended portal's rows, resumed after other statements ran)
         try:
             self.session.cancel()
         except Exception:
@@ -360,6 +364,7 @@ class Connection:
         thread and written before the next is taken. Past `max_rows` (a portal's limit) the stream
         keeps the rest for the next Execute. The stream is closed once its rows are sent or failed."""
         sent = 0
+        self._sending = stream
         try:
             while max_rows <= 0 or sent < max_rows:
                 want = CHUNK_ROWS if max_rows <= 0 else min(CHUNK_ROWS, max_rows - sent)
@@ -370,11 +375,14 @@ class Connection:
                 self.sink.send(data)
                 await self.sink.maybe_flush()
             if max_rows > 0 and sent == max_rows and await asyncio.to_thread(stream.more):
+                stream.suspended()
                 self.sink.send(be.portal_suspended())
                 return start + sent
         except BaseException:
             stream.close()
             raise
+        finally:
+            self._sending = None
         stream.close()
         self._note_transaction(result)
         # (a resumed portal counts this batch's rows, as for a table)
@@ -390,6 +398,8 @@ class Connection:
             elif tag in ("COMMIT", "ROLLBACK"):
                 state = False
         if state is not None:
+            if self.in_transaction and not state:
+                self._extended.close()  # (portals end with their transaction, as PostgreSQL's)
             self.in_transaction = state
 
 

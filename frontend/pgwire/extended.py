@@ -149,8 +149,13 @@ class ExtendedQuery:
         formats = None
         if result.columns is not None:
             formats = result_formats(portal.result_formats, len(result.columns))
-        portal.position = await self._conn.send_result(result, formats, describe=False,
-                                                       start=portal.position, max_rows=msg.max_rows)
+        try:
+            portal.position = await self._conn.send_result(result, formats, describe=False,
+                                                           start=portal.position, max_rows=msg.max_rows)
+        except Exception:
+            if isinstance(result.rows, RowStream):  # (its rows are gone: an Execute again must not
+                self._drop_portals([msg.portal])  # answer with fewer)
+            raise
 
     def _close(self, msg: m.Close) -> None:
         if msg.kind == "S":

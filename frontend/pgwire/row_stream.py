@@ -29,11 +29,15 @@ class RowStream:
     `take` closes it when it returns.
     """
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.Table], on_close: Callable[[], None]) -> None:
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.Table], on_close: Callable[[], None], *,
+                 interrupt: Callable[[], None] | None = None) -> None:
         self.schema = schema
         self.taken = 0  # rows taken so far
         self._batches = batches
         self._on_close = [on_close]
+        self._on_suspend: list[Callable[[], None]] = []
+        self._interrupt = interrupt
+        self.cancel_event: threading.Event | None = None  # what stops its producer (the statement's cancel)
         self._pending: pa.Table | None = None  # rows read ahead, not taken yet
         self._done = False  # the producer has no more rows
         self._lock = threading.Lock()  # held by a take in progress
@@ -46,46 +50,46 @@ class RowStream:
     def take(self, max_rows: int) -> pa.Table | None:
         """Up to `max_rows` rows (fewer only at the end, gathered over the producer's batches); None
         when none is left."""
-        with self._lock:
-            try:
-                parts: list[pa.Table] = []
-                want = max_rows
-                while want > 0 and self._fill():
-                    assert self._pending is not None
-                    part = self._pending.slice(0, want)
-                    rest = self._pending.slice(want)
-                    self._pending = rest if rest.num_rows else None
-                    parts.append(part)
-                    want -= part.num_rows
-                if not parts:
-                    return None
-                rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-                self.taken += rows.num_rows
-                return rows
-            except Exception as e:
-                self._close_now()
-                raise self.translate(e) from None
-            except BaseException:
-                self._close_now()
-                raise
-            finally:
-                if self._closing:
+        try:
+            with self._lock:
+                try:
+                    parts: list[pa.Table] = []
+                    want = max_rows
+                    while want > 0 and self._fill():
+                        assert self._pending is not None
+                        part = self._pending.slice(0, want)
+                        rest = self._pending.slice(want)
+                        self._pending = rest if rest.num_rows else None
+                        parts.append(part)
+                        want -= part.num_rows
+                    if not parts:
+                        return None
+                    rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+                    self.taken += rows.num_rows
+                    return rows
+                except Exception as e:
                     self._close_now()
+                    raise self.translate(e) from None
+                except BaseException:
+                    self._close_now()
+                    raise
+        finally:
+            self._closed_meanwhile()
 
     def more(self) -> bool:
         """Whether a row is left (reads the next batch ahead when none is pending)."""
-        with self._lock:
-            try:
-                return self._fill()
-            except Exception as e:
-                self._close_now()
-                raise self.translate(e) from None
-            except BaseException:
-                self._close_now()
-                raise
-            finally:
-                if self._closing:
+        try:
+            with self._lock:
+                try:
+                    return self._fill()
+                except Exception as e:
                     self._close_now()
+                    raise self.translate(e) from None
+                except BaseException:
+                    self._close_now()
+                    raise
+        finally:
+            self._closed_meanwhile()
 
     def on_close(self, fn: Callable[[], None]) -> None:
         """Run `fn` too when the stream closes (after what was given before); at once if it has."""
@@ -94,6 +98,16 @@ class RowStream:
         else:
             self._on_close.append(fn)
 
+    def on_suspend(self, fn: Callable[[], None]) -> None:
+        """Run `fn` when a portal's row limit leaves rows for a later Execute (`suspended`)."""
+        self._on_suspend.append(fn)
+
+    def suspended(self) -> None:
+        """A portal sent what its Execute asked and waits for the next (the statement is idle)."""
+        for fn in self._on_suspend:
+            fn()
+        self._on_suspend.clear()
+
     def close(self) -> None:
         self._closing = True
         if self._lock.acquire(blocking=False):
@@ -101,6 +115,14 @@ class RowStream:
                 self._close_now()
             finally:
                 self._lock.release()
+        elif self._interrupt is not None:
+            self._interrupt()  # (a take is reading: stop the producer; the take closes when it returns)
+
+    def _closed_meanwhile(self) -> None:
+        """After a take or a look ahead let the lock go: a close that came meanwhile and could not
+        take the lock is done now (checked after the release, so that no close is lost)."""
+        if self._closing and not self._closed:
+            self.close()
 
     @property
     def closed(self) -> bool:

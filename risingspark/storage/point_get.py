@@ -121,8 +121,7 @@ class BlockReader:
 
     In `cached_only` mode (of the calling thread), a read that would open a file raises `WouldRead`
     instead: a frontend answers a point query on its event loop when the blocks are cached, and on a
-    thread when they are not (a file read must not hold every connection of the loop). In
-    `not_filling` mode, blocks read are not cached."""
+    thread when they are not (a file read must not hold every connection of the loop)."""
 
     def __init__(self, store: ObjectStore, blocks: BlockCache | None, metas: BlockCache | None) -> None:
         self.store = store
@@ -137,16 +136,6 @@ class BlockReader:
             yield
         finally:
             self._mode.cached_only = False
-
-    @contextlib.contextmanager
-    def not_filling(self) -> Iterator[None]:
-        """Blocks read by the calling thread meanwhile are not kept in the block cache (Hummock's
-        ``CachePolicy::NotFill``): a scan of a whole relation would push out what point queries use."""
-        self._mode.no_fill = True
-        try:
-            yield
-        finally:
-            self._mode.no_fill = False
 
     def _may_read(self) -> None:
         if getattr(self._mode, "cached_only", False):
@@ -177,11 +166,10 @@ class BlockReader:
         if self.block_cache is not None:
             self.block_cache.count(hits=len(ids) - len(missing), misses=len(missing))
         if missing:
-            fill = None if getattr(self._mode, "no_fill", False) else self.block_cache
             for i, block in self._read(desc, path, meta, missing).items():
                 out[i] = block
-                if fill is not None:
-                    fill.put(self._cache_key(path, i), block)
+                if self.block_cache is not None:
+                    self.block_cache.put(self._cache_key(path, i), block)
         return out
 
     def _cache_key(self, path: str, block: int) -> str:

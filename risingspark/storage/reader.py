@@ -6,7 +6,6 @@ Rows come back in the *read shape*: ``_vnode`` then the value columns (no ``_epo
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -230,7 +229,7 @@ class StateTableReader:
         return to_read_shape(desc, rows)
 
     def batches(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, *,
-                rows_per_batch: int = 65_536, fill_cache: bool = True) -> Iterator[pa.Table]:
+                rows_per_batch: int = 65_536, private_cache_bytes: int | None = None) -> Iterator[pa.Table]:
         """Every live row at `epoch`, as `read` returns them but in batches of about `rows_per_batch`
         rows, read as they are taken: what the reader holds at once is bounded by a batch (per SST),
         whatever the table holds. Rows are sorted by ``(_vnode, pk)`` within a batch, not across.
@@ -238,9 +237,14 @@ class StateTableReader:
         The vnodes are taken in groups whose rows, estimated from the SSTs' row counts spread evenly
         over their vnodes, make about a batch; each group is read by `scan_after` with the batch shared
         among its unfinished vnodes, again until every vnode of the group is finished (a vnode bigger
-        than the estimate, or than a batch, takes several reads). Without `fill_cache` the blocks read
-        are not kept in the block cache (a big scan would push out what point queries use)."""
+        than the estimate, or than a batch, takes several reads). With `private_cache_bytes` the blocks
+        go through a block cache of that size of the scan's own, not the reader's (a big scan would push
+        out what point queries use; each read starts again in the block where the one before stopped);
+        SST indexes still go through the reader's."""
         files = self._select(ssts, epoch, None)
+        scanner = self
+        if private_cache_bytes is not None:
+            scanner = StateTableReader(self.store, BlockCache(private_cache_bytes), metas=self.blocks.meta_cache)
         if not files:
             return
         estimate = np.zeros(VNODE_COUNT + 1, dtype=np.float64)
@@ -254,16 +258,14 @@ class StateTableReader:
             group.append(v)
             rows += estimate[v]
             if rows >= rows_per_batch or i == len(vnodes) - 1:
-                yield from self._scan_group(desc, files, epoch, group, rows_per_batch, fill_cache)
+                yield from scanner._scan_group(desc, files, epoch, group, rows_per_batch)
                 group, rows = [], 0.0
 
     def _scan_group(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None,
-                    vnodes: list[int], rows_per_batch: int, fill_cache: bool) -> Iterator[pa.Table]:
+                    vnodes: list[int], rows_per_batch: int) -> Iterator[pa.Table]:
         positions: dict[int, tuple | None] = dict.fromkeys(vnodes)
         while positions:
-            # (the mode is the calling thread's: set around each read, not across the yield)
-            with contextlib.nullcontext() if fill_cache else self.blocks.not_filling():
-                scan = self.scan_after(desc, ssts, epoch, positions, max(1, rows_per_batch // len(positions)))
+            scan = self.scan_after(desc, ssts, epoch, positions, max(1, rows_per_batch // len(positions)))
             if scan.rows.num_rows:
                 yield scan.rows
             positions = {v: scan.positions.get(v, p) for v, p in positions.items() if v not in scan.finished}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections import Counter
 
 import numpy as np
@@ -22,7 +23,7 @@ from frontend import batch_stream
 from frontend.pgwire.row_stream import RowStream
 from frontend.session import Frontend
 from risingspark.catalog import RelationCatalog, RelationKind
-from risingspark.errors import QueryCanceled
+from risingspark.errors import QueryCanceled, RisingSparkError
 from risingspark.storage.desc import HummockVersion, StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.object_store import ObjectStore
 from risingspark.storage.sst import write_sst, write_ssts
@@ -215,3 +216,41 @@ def test_a_small_relation_is_read_whole_and_cached(stored, monkeypatch):
     assert calls == [] and isinstance(result.rows, RowStream)  # (the result still streams)
     assert np.array_equal(np.sort(np.array([r[0] for r in drain(result.rows)])), np.sort(np.array(list(model))))
     assert meta.pins == 0
+
+
+def test_an_error_while_rows_are_sent_has_its_sqlstate(streaming, monkeypatch):
+    frontend, meta, _, _ = streaming
+    # (the bad rows come after the first batch, and DuckDB runs ahead of the client by little: it
+    # reports them through the Arrow stream)
+    monkeypatch.setattr(batch_stream, "STREAM_BUFFER", "1KB")
+    result = execute(frontend, "SELECT CAST(CASE WHEN id > 5500 THEN 'abc' ELSE '1' END AS INT) AS x "
+                               "FROM (SELECT id FROM items ORDER BY id) AS t")
+    assert isinstance(result.rows, RowStream)
+    with pytest.raises(RisingSparkError) as e:
+        while result.rows.take(100) is not None:
+            pass
+    assert e.value.sqlstate == "22P02" and 'invalid input syntax for type integer: "abc"' in e.value.message
+    assert result.rows.closed and meta.pins == 0
+
+
+def test_a_cancel_after_duckdb_was_interrupted_is_a_cancel(streaming):
+    frontend, meta, _, _ = streaming
+    s = session(frontend)
+    result = asyncio.run(s.execute("SELECT * FROM items", [], []))
+    assert isinstance(result.rows, RowStream)
+    s.cancel()
+    time.sleep(0.2)  # (the cancel watcher interrupts DuckDB within 50 ms)
+    with pytest.raises(QueryCanceled):
+        while result.rows.take(256) is not None:
+            pass
+    assert result.rows.closed and meta.pins == 0
+
+
+def test_a_streamed_result_keeps_its_order(streaming):
+    frontend, _, model, _ = streaming
+    result = execute(frontend, "SELECT id, v FROM items ORDER BY v DESC, id")
+    assert isinstance(result.rows, RowStream)
+    got = []
+    while (part := result.rows.take(1000)) is not None:
+        got.extend(zip(part.column("id").to_pylist(), part.column("v").to_pylist(), strict=True))
+    assert got == sorted(((r[0], r[3]) for r in model.values()), key=lambda r: (-r[1], r[0]))

@@ -156,3 +156,42 @@ def test_a_client_that_stops_reading_stops_the_producer(server: ServerThread):
         time.sleep(0.05)
     assert server.state.streams_closed == 1 and server.state.produced < total // 4
 
+
+
+def test_a_suspended_portal_ends_with_its_transaction(server: ServerThread):
+    c = RawClient(server.port)
+    c.startup()
+    c.send(b"Q", b"begin\0")
+    c.until(b"Z")
+    c.send(b"P", P("select * from stream 50"))
+    c.send(b"B", B(portal="cur"))
+    c.send(b"E", E(portal="cur", max_rows=5))
+    c.send(b"S")
+    assert [k for k, _ in c.until(b"Z")] == [b"1", b"2"] + [b"D"] * 5 + [b"s", b"Z"]
+    assert server.state.streams_closed == 0  # (a portal lives on in its transaction block)
+    c.send(b"Q", b"commit\0")
+    c.until(b"Z")
+    assert server.state.streams_closed == 1  # (and is closed with it, its producer let go)
+    c.send(b"E", E(portal="cur", max_rows=5))
+    c.send(b"S")
+    msgs = c.until(b"Z")
+    assert [k for k, _ in msgs] == [b"E", b"Z"] and b"34000" in msgs[0][1]
+    c.close()
+
+
+def test_a_portal_whose_rows_failed_cannot_be_executed_again(server: ServerThread):
+    c = RawClient(server.port)
+    c.startup()
+    c.send(b"Q", b"begin\0")
+    c.until(b"Z")
+    c.send(b"P", P("select * from failing_stream 10"))
+    c.send(b"B", B(portal="cur"))
+    c.send(b"E", E(portal="cur"))
+    c.send(b"S")
+    msgs = c.until(b"Z")
+    assert [k for k, _ in msgs][-2:] == [b"E", b"Z"] and b"22012" in msgs[-2][1]
+    c.send(b"E", E(portal="cur"))  # (not an empty success: the portal is gone with its rows)
+    c.send(b"S")
+    msgs = c.until(b"Z")
+    assert [k for k, _ in msgs] == [b"E", b"Z"] and b"34000" in msgs[0][1]
+    c.close()

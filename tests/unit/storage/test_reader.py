@@ -325,16 +325,18 @@ def test_batches_of_nothing(store):
     assert list(reader.batches(DESC, [sst], 5)) == []  # (nothing visible at the epoch)
 
 
-def test_batches_without_filling_the_block_cache(store):
+def test_batches_through_a_cache_of_their_own(store):
     h = History(store, 7, keys=400, block_rows=8)
     cache = BlockCache(1 << 30)
     reader = StateTableReader(store, cache)
     want = live(merged_model(h.versions, None))
-    rows = [r for b in reader.batches(DESC, h.ssts, None, rows_per_batch=50, fill_cache=False) for r in as_tuples(b)]
+    rows = [r for b in reader.batches(DESC, h.ssts, None, rows_per_batch=50, private_cache_bytes=1 << 20)
+            for r in as_tuples(b)]
     assert sorted(rows, key=lambda r: (r[0], r[1], r[3])) == want
-    assert len(cache) == 0  # (a scan of a whole relation keeps nothing of it)
+    assert len(cache) == 0  # (a scan of a whole relation keeps nothing of it in the reader's cache)
     list(reader.batches(DESC, h.ssts, None, rows_per_batch=50))
     assert len(cache) > 0  # (by default it does, as every read)
     cached = len(cache)
-    rows = [r for b in reader.batches(DESC, h.ssts, None, rows_per_batch=50, fill_cache=False) for r in as_tuples(b)]
+    rows = [r for b in reader.batches(DESC, h.ssts, None, rows_per_batch=50, private_cache_bytes=0)
+            for r in as_tuples(b)]
     assert sorted(rows, key=lambda r: (r[0], r[1], r[3])) == want and len(cache) == cached
