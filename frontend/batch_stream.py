@@ -40,7 +40,7 @@ from risingspark.types import Field
 
 STREAM_MIN_BYTES = 64 << 20  # SST bytes from which a relation is streamed to DuckDB, not merged whole (by default)
 BATCH_ROWS = 65_536  # rows per batch read from storage, and at most per batch of a result
-PRIVATE_CACHE_BYTES = 32 << 20  # a streamed relation's own block cache (the blocks its reads share)
+PRIVATE_CACHE_BYTES = 4 << 20  # a streamed relation's own block cache (the blocks its reads share)
 # how far DuckDB may run ahead of the client in a query reading a streamed relation (DuckDB's
 # `streaming_buffer_size`, a setting of each cursor; other queries keep DuckDB's default, 10 MB)
 STREAM_BUFFER = "1MB"
