@@ -165,6 +165,7 @@ class Session:
         self.cancel_event = threading.Event()
         self._cancel_lock = threading.Lock()
         self._statement_seq = 0  # (a statement timer that fires late cancels nothing)
+        self._cancel_shared = False  # `cancel_event` is also a stream's (`stream_batch`)
         self.pid = 0
         self.host = "local"
         self.started_at = time.time()
@@ -430,10 +431,16 @@ class Session:
         return result
 
     def _begin_statement(self) -> int:
-        """A new statement: a cancel request or a timeout of the one before no longer applies."""
+        """A new statement: a cancel request or a timeout of the one before no longer applies. When
+        the one before handed its event to a stream still open (a portal's rows left for a later
+        Execute), the new statement gets an event of its own: cancelling it must not stop those rows."""
         with self._cancel_lock:
             self._statement_seq += 1
-            self.cancel_event.clear()
+            if self._cancel_shared:
+                self.cancel_event = threading.Event()
+                self._cancel_shared = False
+            else:
+                self.cancel_event.clear()
             return self._statement_seq
 
     def _time_out(self, seq: int) -> bool:
@@ -594,6 +601,7 @@ class Session:
         if isinstance(result, RowStream):
             result.on_close(lambda: meta.unpin_version(version))
             result.cancel_event = self.cancel_event
+            self._cancel_shared = True
         else:
             meta.unpin_version(version)
         return result

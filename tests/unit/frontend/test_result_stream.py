@@ -254,3 +254,21 @@ def test_a_streamed_result_keeps_its_order(streaming):
     while (part := result.rows.take(1000)) is not None:
         got.extend(zip(part.column("id").to_pylist(), part.column("v").to_pylist(), strict=True))
     assert got == sorted(((r[0], r[3]) for r in model.values()), key=lambda r: (-r[1], r[0]))
+
+
+def test_a_later_statement_cancelled_leaves_an_open_stream_alone(streaming):
+    frontend, meta, model, _ = streaming
+    s = session(frontend)
+    first = asyncio.run(s.execute("SELECT * FROM items", [], []))  # (a portal's rows, left for later)
+    assert isinstance(first.rows, RowStream)
+    taken = first.rows.take(10)
+    second = asyncio.run(s.execute("SELECT * FROM items WHERE v > 0", [], []))
+    assert isinstance(second.rows, RowStream)
+    s.cancel()  # (the running statement is the second)
+    time.sleep(0.2)
+    with pytest.raises(QueryCanceled):
+        while second.rows.take(256) is not None:
+            pass
+    rest = drain(first.rows)
+    assert taken is not None and sorted(drain(taken) + rest, key=repr) == sorted(model.values(), key=repr)
+    assert first.rows.closed and meta.pins == 0
