@@ -39,6 +39,7 @@ from frontend.batch import normalize
 from frontend.binder import CatalogReader, ident
 from frontend.catalog.rewrite import is_user_word
 from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.pgwire.datarows import per_value
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import VNODE
 from risingspark.errors import RisingSparkError
@@ -109,8 +110,16 @@ class KeyQuery:
         else:
             vnodes = list(range(VNODE_COUNT))
         epoch = version.committed_epoch
-        rows = reader.get(desc, version.levels(desc.table_id), epoch, vnodes[0], values) \
-            if len(vnodes) == 1 and len(names) == len(desc.pk) else None
+        point = len(vnodes) == 1 and len(names) == len(desc.pk)
+        if point and self._value_columns is not None and self.limit != 0:
+            try:  # (one row at most: as Python values, encoded value by value, no Arrow table made)
+                found = reader.get_values(desc, version.levels(desc.table_id), epoch, vnodes[0], values,
+                                          [c for _, c in self.outputs])
+            except (OverflowError, ValueError):  # a date Python cannot hold ('infinity'): the Arrow path
+                found = None
+            if found is not None:
+                return StatementResult(f"SELECT {len(found)}", list(self._value_columns), found)
+        rows = reader.get(desc, version.levels(desc.table_id), epoch, vnodes[0], values) if point else None
         if rows is None:  # (a prefix, or a key type without a scalar encoding)
             schema = desc.sst_schema()
             keys = pa.table({VNODE: pa.array(vnodes, pa.int16()),
@@ -128,6 +137,13 @@ class KeyQuery:
             table = normalize(table)
             columns = columns_of(table)
         return StatementResult(f"SELECT {table.num_rows}", list(columns), table)
+
+    @cached_property
+    def _value_columns(self) -> list[ColumnDesc] | None:
+        """The result's columns when its rows may go as Python values (every type encodes value by
+        value as the Arrow path does: `frontend.pgwire.datarows.per_value`, and needs no `normalize`)."""
+        raw, columns = self._result_shape
+        return columns if columns is not None and all(per_value(t) for t in raw.types) else None
 
     @cached_property
     def _result_shape(self) -> tuple[pa.Schema, list[ColumnDesc] | None]:

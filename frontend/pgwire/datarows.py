@@ -71,7 +71,7 @@ def _encode_tuples(columns: list[ColumnDesc], formats: list[int], rows: list[tup
 SMALL_ROWS = 16  # results up to this long are encoded value by value (Arrow kernels cost more)
 
 
-def _per_value(t: pa.DataType) -> bool:
+def per_value(t: pa.DataType) -> bool:
     """Whether Python values of type `t` encode as the Arrow path encodes them (tested on random
     values of each: tests/unit/pgwire/test_datarows.py)."""
     return (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t)
@@ -81,7 +81,7 @@ def _per_value(t: pa.DataType) -> bool:
 
 
 def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
-    if 0 < rows.num_rows <= SMALL_ROWS and all(_per_value(t) for t in rows.schema.types):
+    if 0 < rows.num_rows <= SMALL_ROWS and all(per_value(t) for t in rows.schema.types):
         try:
             values = list(zip(*(c.to_pylist() for c in rows.columns), strict=True))
         except (OverflowError, ValueError):  # a date or timestamp Python cannot hold ('infinity', year 10000)

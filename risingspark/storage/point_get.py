@@ -377,6 +377,24 @@ def get_row(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoc
     newest version at or before `epoch` among every SST's (each SST holds a key's versions newest
     first), none when it is a tombstone. Two SSTs with one epoch: the first in `all_ssts` order wins,
     as the stable sort of `merge_versions` picks."""
+    found = _live_version(reader, desc, levels, epoch, key)
+    return None if found is None else found[0].slice(found[1], 1)
+
+
+def get_values(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoch: int | None,
+               key: PointKey, names: Sequence[str]) -> tuple | None:
+    """`get_row`'s row as the Python values of columns `names` (no Arrow table is made: a point
+    query's answer is one row)."""
+    found = _live_version(reader, desc, levels, epoch, key)
+    if found is None:
+        return None
+    rows, i = found
+    return tuple(rows.column(n)[i].as_py() for n in names)
+
+
+def _live_version(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoch: int | None,
+                  key: PointKey) -> tuple[pa.Table, int] | None:
+    """The rows of the block holding `get_row`'s version, and its index there."""
     columns = len(desc.pk)
     lo, hi = key.encoded, key.encoded + b"\xff"  # (true bytes: exact against an SST's true key bounds)
     best: tuple[int, pa.Table, int] | None = None  # (epoch, rows, row)
@@ -407,7 +425,7 @@ def get_row(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoc
     _, rows, i = best
     if rows.column(TOMBSTONE)[i].as_py():
         return None
-    return rows.slice(i, 1)
+    return rows, i
 
 
 @dataclass(frozen=True)

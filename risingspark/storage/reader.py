@@ -39,6 +39,7 @@ from risingspark.storage.point_get import (
     LookupKeys,
     PointKey,
     get_row,
+    get_values,
     lookup_rows,
     ranges_to_indices,
     read_ranges,
@@ -180,6 +181,17 @@ class StateTableReader:
         if row is None:
             return read_schema(desc).empty_table()
         return to_read_shape(desc, row)
+
+    def get_values(self, desc: StateTableDesc, levels: TableLevels, epoch: int | None, vnode: int,
+                   values: Sequence[object], names: Sequence[str]) -> list[tuple] | None:
+        """`get`, as a list of zero or one tuple of the Python values of columns `names`; None when a
+        key column's type has no Python encoding (then call `lookup`)."""
+        schema = desc.sst_schema()
+        parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
+        if parts is None:
+            return None
+        row = get_values(self.blocks, desc, levels, epoch, PointKey(vnode, parts), names)
+        return [] if row is None else [row]
 
     def read_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
                    lo: int, hi: int) -> pa.Table:

@@ -23,6 +23,7 @@ from catalog_session import DB, OTHER, PUBLIC, FakeMeta
 
 from frontend.metrics import KEY_QUERIES
 from frontend.parser import DIALECT
+from frontend.pgwire.datarows import encode_rows
 from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, PlanCache, PlanKey
 from frontend.session import Frontend, columns_of, substitute_params
 from meta.catalog import CatalogSnapshot
@@ -174,16 +175,32 @@ def new_session(frontend: Frontend, search_path: str | None = None):
     return session
 
 
-def run(session, sql: str, oids: list[int], params: list) -> tuple[list, list]:
+def wire(columns, rows) -> list[bytes]:
+    """Each row's DataRow in text and in binary (sorted: the paths' row orders may differ)."""
+    tuples = rows if isinstance(rows, list) else [tuple(r.values()) for r in rows.to_pylist()]
+    out = []
+    for fmt in (0, 1):
+        formats = [fmt] * len(columns)
+        if isinstance(rows, list):
+            out += sorted(encode_rows(columns, formats, [r]) for r in tuples)
+        else:
+            out += sorted(encode_rows(columns, formats, rows.slice(i, 1)) for i in range(rows.num_rows))
+    return out
+
+
+def run(session, sql: str, oids: list[int], params: list) -> tuple[list, list, list]:
+    """Columns, rows and their DataRows of the statement through the session (a key query's rows may
+    come as Python values: `KeyQuery.run`)."""
     result = asyncio.run(session.execute(sql, oids, params))
-    return ([(c.name, c.type_oid, c.type_mod) for c in result.columns],
-            sorted((tuple(r.values()) for r in result.rows.to_pylist()), key=repr))
+    rows = result.rows if isinstance(result.rows, list) else [tuple(r.values()) for r in result.rows.to_pylist()]
+    return ([(c.name, c.type_oid, c.type_mod) for c in result.columns], sorted(rows, key=repr),
+            wire(result.columns, result.rows))
 
 
-def full_path(session, sql: str, oids: list[int], params: list) -> tuple[list, list]:
+def full_path(session, sql: str, oids: list[int], params: list) -> tuple[list, list, list]:
     rows = session.run_batch(sqlglot.parse_one(substitute_params(sql, params, oids), read=DIALECT))
     return ([(c.name, c.type_oid, c.type_mod) for c in columns_of(rows)],
-            sorted((tuple(r.values()) for r in rows.to_pylist()), key=repr))
+            sorted((tuple(r.values()) for r in rows.to_pylist()), key=repr), wire(columns_of(rows), rows))
 
 
 def key_queries() -> float:
@@ -285,7 +302,7 @@ def test_the_limit_of_a_prefix_query(stored):
     k = max(range(16), key=lambda k: sum(1 for key in models[2002] if key[0] == k))
     everything = run(session, "SELECT * FROM lines WHERE k = $1", [23], [k])[1]
     assert len(everything) > 2
-    _, limited = run(session, "SELECT * FROM lines WHERE k = $1 LIMIT 2", [23], [k])
+    limited = run(session, "SELECT * FROM lines WHERE k = $1 LIMIT 2", [23], [k])[1]
     assert len(limited) == 2 and set(limited) <= set(everything)
 
 
@@ -388,3 +405,17 @@ def test_a_read_of_a_file_in_cached_only_mode_is_refused(stored):
     blocks.blocks(ACCOUNTS.table_desc, sst.path, meta, [0])
     with blocks.cached_only():
         assert list(blocks.blocks(ACCOUNTS.table_desc, sst.path, meta, [0])) == [0]
+
+
+def test_a_point_query_answers_with_python_values(stored):
+    # (the value path: no Arrow table for one row; its DataRows equal the full path's, in text and
+    # binary, in the random test above)
+    frontend, models = stored
+    session = new_session(frontend)
+    key = next(iter(models[2001]))
+    point = asyncio.run(session.execute("SELECT name, balance FROM accounts WHERE id = $1", [20], [key[0]]))
+    assert point.rows == [tuple(models[2001][key][1:])] and point.tag == "SELECT 1"
+    missing = asyncio.run(session.execute("SELECT name, balance FROM accounts WHERE id = $1", [20], [10_000]))
+    assert missing.rows == [] and missing.tag == "SELECT 0"
+    prefix = asyncio.run(session.execute("SELECT * FROM lines WHERE k = $1", [23], [3]))
+    assert isinstance(prefix.rows, pa.Table)  # (a prefix: up to every vnode's rows, as a table)
