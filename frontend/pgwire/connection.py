@@ -114,6 +114,7 @@ class Connection:
         self._task: asyncio.Task | None = None
         self._shutting_down = False
         self._sending: RowStream | None = None  # the streamed result being sent (a cancel stops it too)
+        self._reading = False  # waiting for the client's next message: nothing runs to cancel
 
     # ---- lifecycle ------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -145,8 +146,13 @@ class Connection:
             self._task.cancel()
 
     def cancel_statement(self) -> None:
-        """A CancelRequest named this connection."""
+        """A CancelRequest named this connection. One that finds the connection waiting for the
+        client's next message is ignored, as PostgreSQL ignores it while it reads a command: it must
+        not fail the next statement, or the next Execute of a suspended portal."""
         if self.session is None:
+            return
+        if self._reading:
+            logger.info("connection %d: cancel requested while idle: nothing to cancel", self.pid)
             return
         logger.info("connection %d: cancel requested", self.pid)
         sending = self._sending
@@ -238,7 +244,11 @@ class Connection:
         skipping = False  # after an error in the extended flow: discard messages until Sync
         ext = self._extended
         while True:
-            msg = await self.messages.read()
+            self._reading = True
+            try:
+                msg = await self.messages.read()
+            finally:
+                self._reading = False
             if isinstance(msg, m.Terminate):
                 return
             if isinstance(msg, m.Sync):

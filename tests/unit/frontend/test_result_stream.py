@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from catalog_session import DB, PUBLIC, FakeMeta
 
-from frontend import batch_stream
+from frontend import batch, batch_stream
 from frontend.pgwire.row_stream import RowStream
 from frontend.session import Frontend
 from risingspark.catalog import RelationCatalog, RelationKind
@@ -272,3 +272,23 @@ def test_a_later_statement_cancelled_leaves_an_open_stream_alone(streaming):
     rest = drain(first.rows)
     assert taken is not None and sorted(drain(taken) + rest, key=repr) == sorted(model.values(), key=repr)
     assert first.rows.closed and meta.pins == 0
+
+
+def test_a_query_duckdb_scans_twice_runs_again_with_tables(streaming, monkeypatch):
+    # (no query found makes DuckDB 2.0 scan a relation named once twice; were one to, DuckDB fails
+    # it, "already been consumed", and it runs again without streamed inputs)
+    frontend, meta, model, reads = streaming
+    engine = frontend.engine
+    run, calls = engine._run, []
+
+    def consumed_once(*args, stream_inputs=True, **kwargs):
+        calls.append(stream_inputs)
+        if stream_inputs:
+            run(*args, stream_inputs=stream_inputs, **kwargs).close()  # (it streamed: the scan happened)
+            raise batch._ConsumedTwice()
+        return run(*args, stream_inputs=stream_inputs, **kwargs)
+
+    monkeypatch.setattr(engine, "_run", consumed_once)
+    result = execute(frontend, "SELECT * FROM items")
+    assert calls == [True, False] and reads["scans"] == 1  # (the second run read the relation whole)
+    assert drain(result.rows) == sorted(model.values(), key=repr) and meta.pins == 0

@@ -195,3 +195,26 @@ def test_a_portal_whose_rows_failed_cannot_be_executed_again(server: ServerThrea
     msgs = c.until(b"Z")
     assert [k for k, _ in msgs] == [b"E", b"Z"] and b"34000" in msgs[0][1]
     c.close()
+
+
+def test_a_cancel_while_idle_leaves_a_suspended_portal_alone(server: ServerThread):
+    # (PostgreSQL ignores a cancel that finds the backend waiting for a command)
+    c = RawClient(server.port)
+    pid, secret = next(struct.unpack("!ii", body) for kind, body in c.startup() if kind == b"K")
+    c.send(b"Q", b"begin\0")
+    c.until(b"Z")
+    c.send(b"P", P("select * from stream 50"))
+    c.send(b"B", B(portal="cur"))
+    c.send(b"E", E(portal="cur", max_rows=5))
+    c.send(b"S")
+    c.until(b"Z")
+    canceller = RawClient(server.port)
+    canceller.sock.sendall(struct.pack("!iiii", 16, 80877102, pid, secret))  # CancelRequest
+    canceller.close()
+    time.sleep(0.5)
+    assert server.state.cancels == 0
+    c.send(b"E", E(portal="cur", max_rows=0))
+    c.send(b"S")
+    msgs = c.until(b"Z")
+    assert [k for k, _ in msgs].count(b"D") == 50 * STREAM_BATCH - 5 and msgs[-2][0] == b"C"
+    c.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -226,14 +227,20 @@ def test_invalid_message_type_is_fatal(client: RawClient) -> None:
 def test_cancel_request_needs_the_secret(server: ServerThread) -> None:
     c = RawClient(server.port)
     pid, secret = next(struct.unpack("!II", body) for kind, body in c.startup() if kind == b"K")
+    c.send(b"Q", b"select pg_sleep(30)\0")  # (a cancel that finds the connection idle is ignored)
+    assert server.state.sleeping.wait(10)
     for key in (secret ^ 1, secret):
         raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         raw.sendall(struct.pack("!iiII", 16, 80877102, pid, key))
         assert raw.recv(1) == b""  # the server answers nothing and closes
         raw.close()
+        if key != secret:
+            time.sleep(0.3)
+            assert server.state.cancels == 0  # (the wrong key cancels nothing)
+    assert sqlstate(c.until(b"Z")) == "57014"
+    assert server.state.cancels == 1
     c.send(b"Q", b"select 1\0")
     assert kinds(c.until(b"Z")) == [b"T", b"D", b"C", b"Z"]
-    assert server.state.cancels == 1
     c.close()
 
 
