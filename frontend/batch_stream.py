@@ -84,7 +84,8 @@ def stream_result(rel: duckdb.DuckDBPyRelation, normalize: Callable[[pa.Table], 
     """A DuckDB result read batch by batch: a table when it has at most `BATCH_ROWS` rows (`close`
     then called at once), else a `RowStream` that calls `close` when it closes. `normalize` gives a
     batch the wire's types; `fail` turns an error raised while reading into the one to report. A set
-    `cancel` stops the stream at its next batch (what DuckDB made ahead is not sent)."""
+    `cancel` stops the stream at its next batch (what DuckDB made ahead is not sent); `interrupt`
+    stops DuckDB when the stream is closed while it reads."""
     reader = rel.to_arrow_reader(BATCH_ROWS)
     head: list[pa.Table] = []
     rows = 0
