@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pyarrow as pa
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class RowStream:
@@ -50,38 +52,35 @@ class RowStream:
     def take(self, max_rows: int) -> pa.Table | None:
         """Up to `max_rows` rows (fewer only at the end, gathered over the producer's batches); None
         when none is left."""
-        try:
-            with self._lock:
-                try:
-                    parts: list[pa.Table] = []
-                    want = max_rows
-                    while want > 0 and self._fill():
-                        assert self._pending is not None
-                        part = self._pending.slice(0, want)
-                        rest = self._pending.slice(want)
-                        self._pending = rest if rest.num_rows else None
-                        parts.append(part)
-                        want -= part.num_rows
-                    if not parts:
-                        return None
-                    rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-                    self.taken += rows.num_rows
-                    return rows
-                except Exception as e:
-                    self._close_now()
-                    raise self.translate(e) from None
-                except BaseException:
-                    self._close_now()
-                    raise
-        finally:
-            self._closed_meanwhile()
+        return self._locked(lambda: self._take(max_rows))
 
     def more(self) -> bool:
         """Whether a row is left (reads the next batch ahead when none is pending)."""
+        return self._locked(self._fill)
+
+    def _take(self, max_rows: int) -> pa.Table | None:
+        parts: list[pa.Table] = []
+        want = max_rows
+        while want > 0 and self._fill():
+            assert self._pending is not None
+            part = self._pending.slice(0, want)
+            rest = self._pending.slice(want)
+            self._pending = rest if rest.num_rows else None
+            parts.append(part)
+            want -= part.num_rows
+        if not parts:
+            return None
+        rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        self.taken += rows.num_rows
+        return rows
+
+    def _locked(self, read: Callable[[], T]) -> T:
+        """`read` under the lock: an error of the producer closes the stream (reported as `translate`
+        says), and a close that came meanwhile is done once the lock is let go."""
         try:
             with self._lock:
                 try:
-                    return self._fill()
+                    return read()
                 except Exception as e:
                     self._close_now()
                     raise self.translate(e) from None

@@ -158,42 +158,43 @@ def test_a_client_that_stops_reading_stops_the_producer(server: ServerThread):
 
 
 
-def test_a_suspended_portal_ends_with_its_transaction(server: ServerThread):
-    c = RawClient(server.port)
-    c.startup()
+def portal_in_a_block(c: RawClient, sql: str, max_rows: int) -> list[tuple[bytes, bytes]]:
+    """BEGIN, then portal "cur" of `sql` executed with `max_rows`, through Sync: what came back."""
     c.send(b"Q", b"begin\0")
     c.until(b"Z")
-    c.send(b"P", P("select * from stream 50"))
+    c.send(b"P", P(sql))
     c.send(b"B", B(portal="cur"))
-    c.send(b"E", E(portal="cur", max_rows=5))
+    c.send(b"E", E(portal="cur", max_rows=max_rows))
     c.send(b"S")
-    assert [k for k, _ in c.until(b"Z")] == [b"1", b"2"] + [b"D"] * 5 + [b"s", b"Z"]
-    assert server.state.streams_closed == 0  # (a portal lives on in its transaction block)
-    c.send(b"Q", b"commit\0")
-    c.until(b"Z")
-    assert server.state.streams_closed == 1  # (and is closed with it, its producer let go)
+    return c.until(b"Z")
+
+
+def assert_portal_gone(c: RawClient) -> None:
     c.send(b"E", E(portal="cur", max_rows=5))
     c.send(b"S")
     msgs = c.until(b"Z")
     assert [k for k, _ in msgs] == [b"E", b"Z"] and b"34000" in msgs[0][1]
+
+
+def test_a_suspended_portal_ends_with_its_transaction(server: ServerThread):
+    c = RawClient(server.port)
+    c.startup()
+    msgs = portal_in_a_block(c, "select * from stream 50", max_rows=5)
+    assert [k for k, _ in msgs] == [b"1", b"2"] + [b"D"] * 5 + [b"s", b"Z"]
+    assert server.state.streams_closed == 0  # (a portal lives on in its transaction block)
+    c.send(b"Q", b"commit\0")
+    c.until(b"Z")
+    assert server.state.streams_closed == 1  # (and is closed with it, its producer let go)
+    assert_portal_gone(c)
     c.close()
 
 
 def test_a_portal_whose_rows_failed_cannot_be_executed_again(server: ServerThread):
     c = RawClient(server.port)
     c.startup()
-    c.send(b"Q", b"begin\0")
-    c.until(b"Z")
-    c.send(b"P", P("select * from failing_stream 10"))
-    c.send(b"B", B(portal="cur"))
-    c.send(b"E", E(portal="cur"))
-    c.send(b"S")
-    msgs = c.until(b"Z")
+    msgs = portal_in_a_block(c, "select * from failing_stream 10", max_rows=0)
     assert [k for k, _ in msgs][-2:] == [b"E", b"Z"] and b"22012" in msgs[-2][1]
-    c.send(b"E", E(portal="cur"))  # (not an empty success: the portal is gone with its rows)
-    c.send(b"S")
-    msgs = c.until(b"Z")
-    assert [k for k, _ in msgs] == [b"E", b"Z"] and b"34000" in msgs[0][1]
+    assert_portal_gone(c)  # (not an empty success: the portal is gone with its rows)
     c.close()
 
 
@@ -201,13 +202,7 @@ def test_a_cancel_while_idle_leaves_a_suspended_portal_alone(server: ServerThrea
     # (PostgreSQL ignores a cancel that finds the backend waiting for a command)
     c = RawClient(server.port)
     pid, secret = next(struct.unpack("!ii", body) for kind, body in c.startup() if kind == b"K")
-    c.send(b"Q", b"begin\0")
-    c.until(b"Z")
-    c.send(b"P", P("select * from stream 50"))
-    c.send(b"B", B(portal="cur"))
-    c.send(b"E", E(portal="cur", max_rows=5))
-    c.send(b"S")
-    c.until(b"Z")
+    portal_in_a_block(c, "select * from stream 50", max_rows=5)
     canceller = RawClient(server.port)
     canceller.sock.sendall(struct.pack("!iiii", 16, 80877102, pid, secret))  # CancelRequest
     canceller.close()
