@@ -129,62 +129,49 @@ class BatchEngine:
     def _run(self, query: exp.Expression, ctx: QueryContext, cancel: threading.Event | None, full_relations: bool,
              schema_only: bool, *, stream: bool, stream_inputs: bool = True) -> pa.Table | RowStream:
         query = query.copy()
-        con = self._db.cursor()
-        open_ = [con]  # closed on return unless a stream took it
-        streamed, fired = False, [False]
+        cursor = _Cursor(self._db.cursor(), self._watcher)
+        handed = False  # a stream took the cursor: it closes it
 
         def canceled_or(e: duckdb.Error) -> BaseException:
             if cancel is not None and cancel.is_set():
                 return QueryCanceled("canceling statement due to user request")
             return translate_duckdb_error(e)
 
+        streamed = False
         try:
             query, functions = resolve_udfs(name_outputs(query), ctx.catalog)
             self._register_functions(functions.values())
             query = rewrite(query, ctx.rewrite)
+            con = cursor.con
             streamed = _register_relations(self, con, query, ctx, full_relations, schema_only,
                                            stream_inputs=stream and stream_inputs)
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
             if streamed:  # (a session setting of DuckDB's, ~0.15 ms: only for the big queries)
                 con.execute(f"SET streaming_buffer_size = '{batch_stream.STREAM_BUFFER}'")
-            watch = self._watcher.watch(con, cancel)
-            try:
-                if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
-                    raise QueryCanceled("canceling statement due to user request")
-                rel = con.sql(sql) if sql.strip() else None
-                if rel is None:
-                    return pa.table({})
-                json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
-                if stream:
-                    def close() -> None:
-                        fired[0] = self._watcher.unwatch(watch)
-                        con.close()
-
-                    open_.clear()
-                    try:
-                        out = stream_result(rel, lambda t: normalize(t, json_columns), canceled_or, close, cancel,
-                                            con.interrupt)
-                    except BaseException:
-                        open_.append(con)
-                        raise
-                    if isinstance(out, pa.Table) and fired[0]:
-                        raise QueryCanceled("canceling statement due to user request")
-                    return out
-                result = rel.to_arrow_table()
-            finally:
-                if open_:
-                    fired[0] = self._watcher.unwatch(watch)
-            if fired[0]:
+            cursor.watch(cancel)
+            if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
                 raise QueryCanceled("canceling statement due to user request")
-            return normalize(result, json_columns)
+            rel = con.sql(sql) if sql.strip() else None
+            if rel is None:
+                return pa.table({})
+            json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
+            if stream:
+                out = stream_result(rel, lambda t: normalize(t, json_columns), canceled_or, cursor.close, cancel,
+                                    con.interrupt)
+                handed = isinstance(out, RowStream)
+            else:
+                out = rel.to_arrow_table()
+            if not handed and cursor.close():  # (interrupted as it finished: its rows are dropped)
+                raise QueryCanceled("canceling statement due to user request")
+            return out if stream else normalize(out, json_columns)
         except duckdb.Error as e:
             if streamed and consumed_twice(e):
                 raise _ConsumedTwice() from None
             raise canceled_or(e) from None
         finally:
-            for c in open_:
-                c.close()
+            if not handed:
+                cursor.close()
 
     def _register_functions(self, functions: Iterable[FunctionCatalog]) -> None:
         """User-defined functions as DuckDB functions ``rs_udf_<id>``, each once (an id names one
@@ -197,6 +184,29 @@ class BatchEngine:
 
     def close(self) -> None:
         self._db.close()
+
+
+class _Cursor:
+    """A query's DuckDB cursor and its cancel watch, let go together once (`close`), by the query or
+    by the stream that took its result."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, watcher: _CancelWatcher) -> None:
+        self.con = con
+        self._watcher = watcher
+        self._watch: _Watch | None = None
+        self._closed = False
+        self._fired = False
+
+    def watch(self, cancel: threading.Event | None) -> None:
+        self._watch = self._watcher.watch(self.con, cancel)
+
+    def close(self) -> bool:
+        """Stop watching and close the cursor (again: nothing); whether the watch interrupted it."""
+        if not self._closed:
+            self._closed = True
+            self._fired = self._watcher.unwatch(self._watch)
+            self.con.close()
+        return self._fired
 
 
 class _Watch:

@@ -78,7 +78,7 @@ def consumed_twice(e: duckdb.Error) -> bool:
 
 
 def stream_result(rel: duckdb.DuckDBPyRelation, normalize: Callable[[pa.Table], pa.Table],
-                  fail: Callable[[duckdb.Error], BaseException], close: Callable[[], None],
+                  fail: Callable[[duckdb.Error], BaseException], close: Callable[[], object],
                   cancel: threading.Event | None = None, interrupt: Callable[[], None] | None = None
                   ) -> pa.Table | RowStream:
     """A DuckDB result read batch by batch: a table when it has at most `BATCH_ROWS` rows (`close`

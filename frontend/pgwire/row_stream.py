@@ -31,12 +31,12 @@ class RowStream:
     `take` closes it when it returns.
     """
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.Table], on_close: Callable[[], None], *,
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.Table], on_close: Callable[[], object], *,
                  interrupt: Callable[[], None] | None = None) -> None:
         self.schema = schema
         self.taken = 0  # rows taken so far
         self._batches = batches
-        self._on_close = [on_close]
+        self._on_close: list[Callable[[], object]] = [on_close]
         self._on_suspend: list[Callable[[], None]] = []
         self._interrupt = interrupt
         self.cancel_event: threading.Event | None = None  # what stops its producer (the statement's cancel)
