@@ -116,9 +116,11 @@ class KeyQuery:
                 found = reader.get_values(desc, version.levels(desc.table_id), epoch, vnodes[0], values,
                                           [c for _, c in self.outputs])
             except (OverflowError, ValueError):  # a date Python cannot hold ('infinity'): the Arrow path
-                found = None
-            if found is not None:
-                return StatementResult(f"SELECT {len(found)}", list(self._value_columns), found)
+                pass
+            else:
+                if found is not None:
+                    return StatementResult(f"SELECT {len(found)}", list(self._value_columns), found)
+                point = False  # (a key type without a scalar encoding: `get` would say so again)
         rows = reader.get(desc, version.levels(desc.table_id), epoch, vnodes[0], values) if point else None
         if rows is None:  # (a prefix, or a key type without a scalar encoding)
             schema = desc.sst_schema()

@@ -173,11 +173,10 @@ class StateTableReader:
         """`lookup` of one full key (its vnode and every pk column's value), in read shape (0 or 1
         row), with the key encoded and merged in Python (`risingspark.storage.point_get.get_row`);
         None when a key column's type has no Python encoding (then call `lookup`)."""
-        schema = desc.sst_schema()
-        parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
-        if parts is None:
+        key = _point_key(desc, vnode, values)
+        if key is None:
             return None
-        row = get_row(self.blocks, desc, levels, epoch, PointKey(vnode, parts))
+        row = get_row(self.blocks, desc, levels, epoch, key)
         if row is None:
             return read_schema(desc).empty_table()
         return to_read_shape(desc, row)
@@ -186,11 +185,10 @@ class StateTableReader:
                    values: Sequence[object], names: Sequence[str]) -> list[tuple] | None:
         """`get`, as a list of zero or one tuple of the Python values of columns `names`; None when a
         key column's type has no Python encoding (then call `lookup`)."""
-        schema = desc.sst_schema()
-        parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
-        if parts is None:
+        key = _point_key(desc, vnode, values)
+        if key is None:
             return None
-        row = get_values(self.blocks, desc, levels, epoch, PointKey(vnode, parts), names)
+        row = get_values(self.blocks, desc, levels, epoch, key, names)
         return [] if row is None else [row]
 
     def read_range(self, desc: StateTableDesc, ssts: Sequence[SstableInfo], epoch: int | None, vnode: int,
@@ -356,6 +354,13 @@ class StateTableReader:
         logger.debug("table %d: scanned %d vnodes at epoch %s from %d SSTs: %d rows, %d finished",
                      desc.table_id, len(scanned), epoch, len(files), live.num_rows, len(finished))
         return ScanResult(to_read_shape(desc, live), new_positions, finished, rows_per_vnode)
+
+
+def _point_key(desc: StateTableDesc, vnode: int, values: Sequence[object]) -> PointKey | None:
+    """One full key as `get` looks it up; None when a key column's type has no Python encoding."""
+    schema = desc.sst_schema()
+    parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
+    return None if parts is None else PointKey(vnode, parts)
 
 
 def _scan_ranges(desc: StateTableDesc, scanned: np.ndarray, started: pa.Table) -> tuple[np.ndarray, np.ndarray]:
