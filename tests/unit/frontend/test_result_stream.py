@@ -207,7 +207,7 @@ def test_a_cancel_stops_a_stream_and_lets_its_version_go(streaming):
     assert result.rows.closed and meta.pins == 0
 
 
-def test_a_small_relation_is_read_whole_and_cached(stored, monkeypatch):
+def test_a_small_relation_is_read_whole(stored, monkeypatch):
     frontend, meta, model = stored
     monkeypatch.setattr(batch_stream, "BATCH_ROWS", 256)
     calls = []
