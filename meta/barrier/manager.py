@@ -290,7 +290,7 @@ class BarrierManager:
             everything = self._all_jobs(elsewhere)
             mutations = [everything, *[m for m in mutations if not isinstance(m, AddJobs)]]
             logger.info("recovery: re-adding %d streaming jobs at epoch %d", len(everything.jobs), epoch)
-        dml = self._pending_dml(elsewhere)
+        dml = self._pending_dml()
         version = self._hummock.pin()
         started = time.monotonic()
         try:
@@ -389,12 +389,18 @@ class BarrierManager:
         self._hummock.vacuum(protected=self._snapshots.pinned_paths())
 
     # ---- inputs of a barrier --------------------------------------------------------------------
-    def _pending_dml(self, elsewhere: set[int]) -> list[DmlBatch]:
-        """DML batches of the default group's tables not committed yet, but those of stalled tables."""
+    def _pending_dml(self) -> list[DmlBatch]:
+        """DML batches of the default group's tables not committed yet, but those of stalled tables.
+
+        The batches are read before the catalog: a table is in the catalog before any batch of it is
+        recorded (its creation installs the catalog before it returns), so every batch read has its
+        table here. Read the other way round, a table created between the two reads would have its
+        batches held back a round while those recorded with them in one transaction went ahead."""
+        rows = uncommitted_dml(self._store)
         live = self._catalog.snapshot.relations
+        elsewhere = self.jobs_elsewhere()
         stalled = self.write_stalls.update(self._hummock.version, live.values(), self.stall_threshold())
-        out, self._dml_budget_hit = pending_dml(
-            self._store, lambda t: t in live and t not in elsewhere and t not in stalled)
+        out, self._dml_budget_hit = take_dml(rows, lambda t: t in live and t not in elsewhere and t not in stalled)
         return out
 
     def _all_jobs(self, elsewhere: set[int]) -> AddJobs:
@@ -430,9 +436,19 @@ class BarrierManager:
 def pending_dml(store: MetaStore, keep: Callable[[int], bool]) -> tuple[list[DmlBatch], bool]:
     """The uncommitted DML batches of the tables `keep` accepts, oldest first, up to one barrier's
     budget of rows (at least one batch); and whether more are left for the next barriers."""
+    return take_dml(uncommitted_dml(store), keep)
+
+
+def uncommitted_dml(store: MetaStore) -> list[sa.Row]:
+    """The recorded DML batches no committed epoch has consumed, oldest first."""
     with store.begin() as conn:
-        rows = conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
-                            .order_by(dml_batches.c.id)).all()
+        return list(conn.execute(sa.select(dml_batches).where(dml_batches.c.committed_epoch.is_(None))
+                                 .order_by(dml_batches.c.id)).all())
+
+
+def take_dml(rows: list[sa.Row], keep: Callable[[int], bool]) -> tuple[list[DmlBatch], bool]:
+    """`rows` (of `uncommitted_dml`) of the tables `keep` accepts, up to one barrier's budget of rows
+    (at least one batch); and whether more are left for the next barriers."""
     out: list[DmlBatch] = []
     total = 0
     for r in rows:

@@ -109,6 +109,37 @@ def test_batches_recorded_in_one_transaction_are_delivered_in_order(store_url: s
         meta.stop()
 
 
+def test_a_table_created_while_a_round_starts_has_its_batches_delivered_with_the_rest(
+        store_url: str, tmp_path, monkeypatch) -> None:
+    """A round reads the recorded batches, then the catalog: a table created and written between a
+    round's start and its read of the batches is in the catalog it keeps the batches by, so batches
+    recorded in one transaction go in one barrier."""
+    from meta.barrier import manager
+
+    compute = ScriptedCompute()
+    meta = _meta(store_url, tmp_path, compute)
+    try:
+        rel = create_table(meta, "t")
+        meta.flush(timeout=30)
+        read = manager.uncommitted_dml
+        recorded: list[int] = []
+
+        def created_and_written_first(store):
+            if not recorded:  # the first round to read: a table is created and written just before
+                other = create_table(meta, "u")
+                recorded.extend(r.batch_id for r in meta.submit_dml_batches(
+                    [(rel.id, "dml/t.parquet", 2), (other.id, "dml/u.parquet", 3)]))
+            return read(store)
+
+        monkeypatch.setattr(manager, "uncommitted_dml", created_and_written_first)
+        before = len(compute.barriers)
+        meta.flush(timeout=30)
+        carrying = [[b.batch_id for b in bar.dml] for bar in compute.barriers[before:] if bar.dml]
+        assert carrying == [recorded]
+    finally:
+        meta.stop()
+
+
 def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
