@@ -266,7 +266,8 @@ def read_ranges(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, lo:
     (or its start). `probe` may rule ranges out (a bloom filter) given a mask of the candidates."""
     meta = reader.meta(sst.path)
     if len(lo) == 1 and edge is None:
-        return _read_range(reader, desc, sst, meta, lo, hi, probe), _NONE
+        one = None if probe is None else lambda: bool(probe(np.ones(1, dtype=bool))[0])
+        return _read_range(reader, desc, sst, meta, lo[0], hi[0], one), _NONE
     index = np.arange(len(lo))
     if meta.indexed:
         wanted = (lo <= np.array([meta.last_key])) & (hi > meta.first_keys[:1])
@@ -311,26 +312,26 @@ def read_ranges(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, lo:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, meta: SstMeta, lo: np.ndarray,
-                hi: np.ndarray, probe: Callable[[np.ndarray], np.ndarray] | None) -> pa.Table | None:
-    """`read_ranges` of one range (a point query's key): the same steps with scalars, about a
-    tenth of the numpy calls (each costs microseconds, more than the work on one key)."""
+def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, meta: SstMeta, lo: bytes, hi: bytes,
+                probe: Callable[[], bool] | None) -> pa.Table | None:
+    """`read_ranges` of one range ``[lo, hi)`` (bytes as numpy's S dtype compares them: stripped of
+    trailing zero bytes): the same steps with scalars, about a tenth of the numpy calls (each costs
+    microseconds, more than the work on one key). `probe` may rule the range out."""
     first = last = 0
     if meta.indexed:
-        # stripped of trailing zero bytes, as S-dtype elements are, bytes compare as numpy's S does
-        if not (lo[0] <= meta.last_key.rstrip(b"\x00") and hi[0] > meta.first_keys[0]):
+        if not (lo <= meta.last_key.rstrip(b"\x00") and hi > meta.first_keys[0]):
             return None
-        if probe is not None and not probe(np.ones(1, dtype=bool))[0]:
+        if probe is not None and not probe():
             return None
-        first = max(int(meta.first_keys.searchsorted(lo[0], side="left")) - 1, 0)
-        last = max(int(meta.first_keys.searchsorted(hi[0], side="left")) - 1, 0)
+        first = max(int(meta.first_keys.searchsorted(lo, side="left")) - 1, 0)
+        last = max(int(meta.first_keys.searchsorted(hi, side="left")) - 1, 0)
     ids = list(range(first, last + 1))
     blocks = reader.blocks(desc, sst.path, meta, ids)
     pieces = []
     for b in ids:
         block = blocks[b]
-        start = int(block.keys.searchsorted(lo[0], side="left"))
-        end = int(block.keys.searchsorted(hi[0], side="left"))
+        start = int(block.keys.searchsorted(lo, side="left"))
+        end = int(block.keys.searchsorted(hi, side="left"))
         if end > start:
             pieces.append(block.rows.slice(start, end - start))
     if not pieces:
@@ -346,8 +347,10 @@ class PointKey:
         self.vnode = vnode
         self.parts = parts
         self.encoded = b"".join(parts)
-        self.lo = np.array([self.encoded], dtype=f"S{len(self.encoded) + 1}")
-        self.hi = np.array([self.encoded + b"\xff"])
+        # the range's bounds as numpy's S dtype compares them (an element is stripped of trailing
+        # zero bytes); numpy converts each to an S scalar when it searches an S array
+        self.lo = self.encoded.rstrip(b"\x00")
+        self.hi = self.encoded + b"\xff"
         self._hashes: dict[int, int] = {}
 
     def hash(self, columns: int) -> int:
@@ -406,14 +409,11 @@ def _live_version(reader: BlockReader, desc: StateTableDesc, levels: TableLevels
         if sst.max_key and not (lo <= sst.max_key and sst.min_key < hi):
             continue
         meta = reader.meta(sst.path)
-        bloom = meta.bloom if meta.bloom is not None and meta.bloom_prefix <= columns else None
-
-        def probe(wanted: np.ndarray, bloom=bloom, prefix=meta.bloom_prefix) -> np.ndarray:
-            if bloom is not None:
-                wanted[0] = wanted[0] and bloom.may_contain_hash(key.hash(prefix))
-            return wanted
-
-        rows = _read_range(reader, desc, sst, meta, key.lo, key.hi, probe)
+        # (the bloom filter first: it rules out most L0 SSTs of a key, without a closure made for each)
+        if meta.indexed and meta.bloom is not None and meta.bloom_prefix <= columns \
+                and not meta.bloom.may_contain_hash(key.hash(meta.bloom_prefix)):
+            continue
+        rows = _read_range(reader, desc, sst, meta, key.lo, key.hi, None)
         if rows is None or not rows.num_rows:
             continue
         epochs = rows.column(EPOCH).to_pylist()
