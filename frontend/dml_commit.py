@@ -33,6 +33,14 @@ wait for the queue (`drain`), and fail with the commit's error when one fails me
 bounded (`MAX_QUEUED_ROWS`): past it a writer waits for the flusher, so a stalled meta store slows
 the writers down rather than filling the frontend's memory. Order is kept: every batch, synchronous or
 not, goes through the one pending list, and a commit takes it whole.
+
+**With a DML log** (`frontend.dml_log`, the playground's default, ``--dml-log-dir`` of a frontend) a
+durable small statement is acknowledged once its rows are in the log and the log is synced (one
+``fdatasync`` for every statement waiting at once), then queued as an asynchronous one: the flusher
+records it in meta with the number of the newest log record its commit holds, in the same
+transaction. A crash loses nothing acknowledged: at start the frontend queues the log's records meta
+has not recorded (`replay`) before it serves. Each record is written under the lock that appends its
+batch to the pending list, so the log's order is the order commits take batches in.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from typing import Any
 import pyarrow as pa
 from prometheus_client import Gauge, Histogram
 
+from frontend.dml_log import DmlLog
 from risingspark.barrier import DmlReceipt
 from risingspark.storage.object_store import ObjectStore
 
@@ -73,6 +82,7 @@ class _Batch:
     waits: bool = True  # a statement waits for the commit (False: asynchronous commit)
     file_rows: int = 0  # rows of the file at `path` (a commit's file holds a run of batches)
     seq: int = 0  # order of arrival
+    log_seq: int = 0  # its record in the DML log (0: none)
     tried: bool = False  # in a commit that failed (its file may be recorded: the reply was lost)
     receipt: DmlReceipt | None = None
     error: BaseException | None = None
@@ -82,8 +92,8 @@ class _Batch:
 class GroupCommit:
     """Records DML batches in meta, concurrent ones in one call (see the module doc)."""
 
-    def __init__(self, meta: Any, store: ObjectStore | None = None) -> None:
-        self._meta, self._store = meta, store
+    def __init__(self, meta: Any, store: ObjectStore | None = None, log: DmlLog | None = None) -> None:
+        self._meta, self._store, self._log = meta, store, log
         self._cond = threading.Condition()
         self._pending: list[_Batch] = []
         self._committing = False
@@ -103,24 +113,53 @@ class GroupCommit:
 
     def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
         """Record the rows `data` (at most `MEMORY_ROWS`), written by the commit. Durable: returns
-        the receipt once they are. Not: returns None once they are queued (asynchronous commit)."""
+        the receipt once they are (None when the DML log made them durable: meta records them
+        later). Not: returns None once they are queued (asynchronous commit)."""
         batch = _Batch(table_id, data.num_rows, data=data, waits=durable)
-        if durable:
-            return self._wait_for(batch)
         with self._cond:
             while self._queued_rows >= MAX_QUEUED_ROWS and not self._closing:
                 self._cond.wait()
-            if not self._closing:
-                self._append(batch)
-                self._queued_rows += batch.rows
-                QUEUED_ROWS.set(self._queued_rows)
-                if self._flusher is None:
-                    self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
-                    self._flusher.start()
-                self._cond.notify_all()
-                return None
-        batch.waits = True  # the frontend is closing: nothing may be acknowledged unrecorded
+            if not self._closing and (not durable or self._log is not None):
+                if durable:
+                    assert self._log is not None
+                    batch.log_seq = self._log.write(table_id, data)
+                    batch.waits = False
+                self._enqueue(batch)
+        if batch.seq:
+            if batch.log_seq:
+                self._log.sync(batch.log_seq)  # type: ignore[union-attr]
+            return None
+        batch.waits = True  # (durable without a log, or the frontend is closing: recorded before acknowledged)
         return self._wait_for(batch)
+
+    def _enqueue(self, batch: _Batch) -> None:
+        """Queue `batch` for the flusher (under the lock)."""
+        self._append(batch)
+        self._queued_rows += batch.rows
+        QUEUED_ROWS.set(self._queued_rows)
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
+            self._flusher.start()
+        self._cond.notify_all()
+
+    def replay(self) -> int:
+        """Queue the DML log's records meta has not recorded — statements acknowledged before a crash
+        — ahead of any statement; returns how many. Records of tables dropped since are left out."""
+        if self._log is None:
+            return 0
+        records = self._log.unrecorded(self._meta.dml_log_recorded(self._log.log_id))
+        tables = self._meta.catalog_snapshot().relations
+        kept = [r for r in records if r.table_id in tables]
+        if len(kept) < len(records):
+            logger.warning("DML log: %d acknowledged batches of dropped tables left out of the replay",
+                           len(records) - len(kept))
+        with self._cond:
+            for r in kept:
+                self._enqueue(_Batch(r.table_id, r.rows.num_rows, data=r.rows, waits=False, log_seq=r.seq))
+        if kept:
+            logger.info("DML log: %d acknowledged batches (%d rows) not recorded before the last stop queued "
+                        "again", len(kept), sum(r.rows.num_rows for r in kept))
+        return len(kept)
 
     def stalled(self, table_id: int) -> bool:
         """Whether the last commit of a batch of `table_id` found its writes held (a write stall):
@@ -166,6 +205,8 @@ class GroupCommit:
             self._cond.notify_all()
         if lost:
             logger.error("closing with %d asynchronously committed rows not recorded in meta", lost)
+        if self._log is not None:
+            self._log.close()
 
     # ---- the commit --------------------------------------------------------------------------------
     def _append(self, batch: _Batch) -> None:
@@ -217,7 +258,13 @@ class GroupCommit:
         are pending again, at the head, for the next commit)."""
         try:
             files, of_batch = self._files(group)
-            receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group))
+            log_seq = max(b.log_seq for b in group)
+            if log_seq:
+                assert self._log is not None
+                receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group),
+                                                         (self._log.log_id, log_seq))
+            else:
+                receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group))
         except BaseException as e:  # every waiting writer of the group gets the error
             retry = [b for b in group if not b.waits]
             for b in retry:
@@ -237,6 +284,9 @@ class GroupCommit:
                 self._committing = False
                 self._cond.notify_all()
             return False
+        if log_seq:
+            assert self._log is not None
+            self._log.recorded(log_seq)
         for b, k in zip(group, of_batch, strict=True):
             b.receipt = receipts[k]
             self._stalled[b.table_id] = receipts[k].stalled

@@ -43,7 +43,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
     session.on_reregister = meta.sync
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
-                        distributed=RemoteBatchRunner(meta))
+                        distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None)
     session.start()
 
     async def serve() -> None:

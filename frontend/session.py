@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import functools
 import logging
+import os
 import re
 import threading
 import time
@@ -33,6 +34,7 @@ from frontend.catalog.rewrite import RewriteContext, name_outputs
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
 from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
+from frontend.dml_log import DmlLog
 from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
@@ -114,7 +116,8 @@ class Frontend:
     frontend's authentication method)."""
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
-                 password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None) -> None:
+                 password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None,
+                 dml_log_dir: str | os.PathLike[str] | None = None) -> None:
         self.meta = meta
         self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
@@ -126,7 +129,9 @@ class Frontend:
         self.key_pool = ThreadPoolExecutor(2, thread_name_prefix="frontend-key")
         self.password_method = password_method
         self.plans = PlanCache()
-        self.dml = GroupCommit(meta, store)
+        # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
+        self.dml = GroupCommit(meta, store, DmlLog(dml_log_dir) if dml_log_dir else None)
+        self.dml.replay()
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()
 

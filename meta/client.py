@@ -398,8 +398,12 @@ class MetaClient:
     def submit_dml(self, table_id: int, path: str, row_count: int) -> DmlReceipt:
         return self.rpc.call("submit_dml", table_id, path, row_count)
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
-        return self.rpc.call("submit_dml_batches", batches, retried)
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False,
+                           log: tuple[str, int] | None = None) -> list[DmlReceipt]:
+        return self.rpc.call("submit_dml_batches", batches, retried, log)
+
+    def dml_log_recorded(self, log_id: str) -> int:
+        return self.rpc.call("dml_log_recorded", log_id)
 
     def compute_nodes(self) -> list[str]:
         """Addresses of the live compute nodes of the default resource group."""

@@ -54,7 +54,7 @@ class MetaRpc:
             "set_comment": m.set_comment, "drop_relation": self.drop_relation,
             "set_backfill_rate_limit": m.set_backfill_rate_limit, "set_parallelism": m.set_parallelism,
             "wait_created": self.wait_created, "submit_dml": m.submit_dml,
-            "submit_dml_batches": m.submit_dml_batches, "flush": m.flush,
+            "submit_dml_batches": m.submit_dml_batches, "dml_log_recorded": m.dml_log_recorded, "flush": m.flush,
             "watch": self.watch, "wait_seen": self.wait_seen, "row_count": m.row_count,
             "ddl_progress": m.ddl_progress, "write_stalls": m.write_stalls, "is_write_stalled": m.is_write_stalled, "params_describe": m.params.describe, "params_set": m.params.set,
             "params_all": m.params.all,

@@ -50,7 +50,7 @@ from meta.serverless import (
 )
 from meta.serverless_compaction import ServerlessCompactionController
 from meta.snapshot_backfill import SnapshotBackfills
-from meta.store.schema import backfill_progress, dml_batches, table_stats
+from meta.store.schema import backfill_progress, dml_batches, dml_logs, table_stats
 from meta.store.store import MetaStore, Txn, next_ids
 from meta.system_params import SystemParams
 from meta.users import UserManager
@@ -515,16 +515,21 @@ class MetaService:
         durable: the next barriers deliver them until an epoch that consumed them commits."""
         return self.submit_dml_batches([(table_id, path, row_count)])[0]
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False) -> list[DmlReceipt]:
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False,
+                           log: tuple[str, int] | None = None) -> list[DmlReceipt]:
         """Record DML batches ``(table id, path, row count)`` in one transaction, in this order (a
         frontend's group commit, `frontend.dml_commit`: the batches of concurrent statements share
         one commit of the meta store). Durable, as `submit_dml`, once this returns. `retried`: the
         frontend retries a failed commit with the same files (its reply may have been lost after the
         commit): a path already recorded is not recorded again, its receipt is the recorded batch's.
         Only a retry looks the paths up (the path column has no index; the table holds the batches
-        not yet consumed)."""
+        not yet consumed). `log` ``(log id, seq)``: the batches hold a frontend's DML log's records up
+        to `seq` (`frontend.dml_log`), recorded in the same transaction: the log replays only what
+        comes after it."""
         ids: dict[str, int] = {}
         with self.store.transaction() as tx:
+            if log is not None:
+                _record_log(tx.conn, *log)
             if retried:
                 paths = [path for _, path, _ in batches]
                 ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
@@ -541,6 +546,12 @@ class MetaService:
             METRICS.dml_rows.labels(job=name).inc(row_count)
             METRICS.dml_batches.labels(job=name).inc()
         return [DmlReceipt(ids[path], self.is_write_stalled(table_id)) for table_id, path, _ in batches]
+
+    def dml_log_recorded(self, log_id: str) -> int:
+        """The newest record of a frontend's DML log recorded by `submit_dml_batches` (0: none)."""
+        with self.store.begin() as conn:
+            seq = conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
+        return int(seq or 0)
 
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait
@@ -730,3 +741,11 @@ __all__ = ["MetaService", "DdlProgress", "RelationKind"]
 def _scanned(rel: RelationCatalog) -> list[int]:
     """The upstream of each scan of a job (a self-join scans its upstream twice)."""
     return [s.upstream_id for s in scans(node_from_json(rel.plan))] if rel.plan else list(rel.dependencies)
+
+
+def _record_log(conn, log_id: str, seq: int) -> None:
+    """Advance a DML log's recorded record to `seq` (never back: a retried commit may repeat it)."""
+    updated = conn.execute(dml_logs.update().where(dml_logs.c.log_id == log_id)
+                           .where(dml_logs.c.recorded_seq < seq).values(recorded_seq=seq)).rowcount
+    if not updated and conn.execute(sa.select(dml_logs.c.log_id).where(dml_logs.c.log_id == log_id)).first() is None:
+        conn.execute(dml_logs.insert().values(log_id=log_id, recorded_seq=seq))

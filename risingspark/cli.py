@@ -109,7 +109,8 @@ class Playground:
                                      f"http://{cfg.host}:{cfg.meta_port}", Path(cfg.data_dir) / "logs")
         auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
-                            distributed=SparkBatchRunner(spark, store.url))
+                            distributed=SparkBatchRunner(spark, store.url),
+                            dml_log_dir=Path(cfg.data_dir) / "frontend" / "dml-log")
         http.start()  # before meta: backfillers resumed at its start register over HTTP
         cluster.start()
         meta.start()

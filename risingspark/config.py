@@ -209,6 +209,9 @@ class FrontendConfig:
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
+    dml_log_dir: str = _f("", "directory of the frontend's DML log on a disk that outlives the process: a small "
+                              "durable statement is acknowledged once logged there, not once meta records it "
+                              "(empty: no log)")
     log_level: str = _f("INFO", "logging level")
 
 

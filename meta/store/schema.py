@@ -151,6 +151,14 @@ dml_batches = Table(
     Column("committed_epoch", BigInteger, nullable=True, index=True),
 )
 
+# The frontends' DML logs (`frontend.dml_log`): per log, the newest record meta has recorded (in the
+# transaction that recorded its batch), from which a frontend replays its log after a crash.
+dml_logs = Table(
+    "dml_logs", metadata,
+    Column("log_id", String(64), primary_key=True),
+    Column("recorded_seq", BigInteger, nullable=False),
+)
+
 backfill_progress = Table(
     "backfill_progress", metadata,
     Column("job_id", Integer, primary_key=True, autoincrement=False),
