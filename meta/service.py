@@ -525,7 +525,12 @@ class MetaService:
         Only a retry looks the paths up (the path column has no index; the table holds the batches
         not yet consumed). `log` ``(log id, seq)``: the batches hold a frontend's DML log's records up
         to `seq` (`frontend.dml_log`), recorded in the same transaction: the log replays only what
-        comes after it."""
+        comes after it.
+
+        A batch of a table dropped meanwhile (written before the drop, recorded after it: an
+        asynchronous or logged statement's) is not recorded, and its file is deleted: no barrier
+        would ever take it, and FLUSH would wait for it forever. Writers and drops are serialized by
+        the store's write lock, and a drop's catalog is installed under it."""
         ids: dict[str, int] = {}
         with self.store.transaction() as tx:
             if log is not None:
@@ -534,12 +539,20 @@ class MetaService:
                 paths = [path for _, path, _ in batches]
                 ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
                                            .where(dml_batches.c.path.in_(paths))).tuples().all())
+            live = self.catalog.snapshot.relations
+            gone = [b for b in batches if b[0] not in live and b[1] not in ids]
+            for _, path, _ in gone:
+                ids[path] = 0
             new = [b for b in batches if b[1] not in ids]
             first = next_ids(tx.conn, "dml_batch", len(new)) if new else 0
             for i, (table_id, path, row_count) in enumerate(new):
                 ids[path] = first + i
                 tx.conn.execute(dml_batches.insert().values(id=first + i, table_id=table_id, path=path,
                                                             row_count=row_count, committed_epoch=None))
+        if gone:
+            logger.info("DML batches of %d dropped tables not recorded (%d rows)", len({b[0] for b in gone}),
+                        sum(b[2] for b in gone))
+            self.objects.delete([path for _, path, _ in gone])
         for table_id, _, row_count in new:
             rel = self.catalog.snapshot.relations.get(table_id)
             name = rel.name if rel else str(table_id)

@@ -140,6 +140,25 @@ def test_a_table_created_while_a_round_starts_has_its_batches_delivered_with_the
         meta.stop()
 
 
+def test_a_batch_of_a_table_dropped_before_it_is_recorded_is_left_out(store_url: str, tmp_path) -> None:
+    """An asynchronous or logged statement's batch can reach meta after its table was dropped: it is
+    not recorded (no barrier would take it, and FLUSH would wait for it forever), its file goes."""
+    compute = ScriptedCompute()
+    meta = _meta(store_url, tmp_path, compute)
+    try:
+        rel, other = create_table(meta, "t"), create_table(meta, "u")
+        meta.objects.write_bytes("dml/late.parquet", b"rows")
+        meta.drop_relation(rel.id)
+        receipts = meta.submit_dml_batches([(rel.id, "dml/late.parquet", 2), (other.id, "dml/u.parquet", 3)])
+        assert receipts[0].batch_id == 0 and receipts[1].batch_id > 0
+        assert not meta.objects.exists("dml/late.parquet")
+        meta.flush(timeout=30)  # returns: nothing of the dropped table is pending
+        delivered = [(b.table_id, b.path) for bar in compute.barriers for b in bar.dml]
+        assert delivered == [(other.id, "dml/u.parquet")]
+    finally:
+        meta.stop()
+
+
 def test_failed_round_recovers_and_redelivers(store_url: str, tmp_path) -> None:
     compute = ScriptedCompute()
     meta = _meta(store_url, tmp_path, compute)
