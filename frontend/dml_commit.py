@@ -92,8 +92,10 @@ class _Batch:
 class GroupCommit:
     """Records DML batches in meta, concurrent ones in one call (see the module doc)."""
 
-    def __init__(self, meta: Any, store: ObjectStore | None = None, log: DmlLog | None = None) -> None:
+    def __init__(self, meta: Any, store: ObjectStore | None = None, log: DmlLog | None = None,
+                 flush_delay_s: float | None = None) -> None:
         self._meta, self._store, self._log = meta, store, log
+        self._flush_delay_s = flush_delay_s  # None: `ASYNC_COMMIT_DELAY_S`
         self._cond = threading.Condition()
         self._pending: list[_Batch] = []
         self._committing = False
@@ -241,7 +243,7 @@ class GroupCommit:
                     self._cond.wait()
                 if self._closed:
                     return
-            time.sleep(ASYNC_COMMIT_DELAY_S)  # gather: statements arriving meanwhile share the commit
+            time.sleep(ASYNC_COMMIT_DELAY_S if self._flush_delay_s is None else self._flush_delay_s)  # gather: statements arriving meanwhile share the commit
             with self._cond:
                 if self._committing or not self._pending:  # a durable writer's commit took them
                     continue

@@ -43,7 +43,8 @@ def run_frontend(cfg: FrontendConfig) -> int:
     session.on_reregister = meta.sync
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
-                        distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None)
+                        distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None,
+                        dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000)
     session.start()
 
     async def serve() -> None:

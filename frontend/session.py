@@ -117,7 +117,7 @@ class Frontend:
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
                  password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None,
-                 dml_log_dir: str | os.PathLike[str] | None = None) -> None:
+                 dml_log_dir: str | os.PathLike[str] | None = None, dml_flush_delay_s: float | None = None) -> None:
         self.meta = meta
         self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
@@ -130,7 +130,7 @@ class Frontend:
         self.password_method = password_method
         self.plans = PlanCache()
         # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
-        self.dml = GroupCommit(meta, store, DmlLog(dml_log_dir) if dml_log_dir else None)
+        self.dml = GroupCommit(meta, store, DmlLog(dml_log_dir) if dml_log_dir else None, dml_flush_delay_s)
         self.dml.replay()
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()

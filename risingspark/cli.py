@@ -110,7 +110,8 @@ class Playground:
         auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
         frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                             distributed=SparkBatchRunner(spark, store.url),
-                            dml_log_dir=Path(cfg.data_dir) / "frontend" / "dml-log")
+                            dml_log_dir=Path(cfg.data_dir) / "frontend" / "dml-log",
+                            dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000)
         http.start()  # before meta: backfillers resumed at its start register over HTTP
         cluster.start()
         meta.start()
