@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 GROUP_SIZE = Histogram("risingspark_frontend_dml_group_commit_batches", "DML batches recorded by one commit to meta",
                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 1024))
 QUEUED_ROWS = Gauge("risingspark_frontend_dml_queued_rows",
-                    "Rows of asynchronously committed statements not yet recorded by meta")
+                    "Rows of acknowledged statements (asynchronously committed, or in the DML log) not yet recorded by meta")
 
 MEMORY_ROWS = 4096  # a statement of at most this many rows hands them to the commit, which writes the file
 MAX_QUEUED_ROWS = 1 << 20  # asynchronous commit: writers wait past this many queued rows
