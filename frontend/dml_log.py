@@ -30,6 +30,11 @@ What it protects: an acknowledged statement survives a crash of the frontend pro
 machine as long as its disk survives — the same as PostgreSQL's. A frontend that never comes back
 with its disk (a stateless container) loses the statements not yet recorded: give frontends a
 persistent ``--dml-log-dir``, or none (then each durable statement waits for meta).
+
+What it changes for readers: a logged statement's rows reach meta within the flush delay
+(``--dml-flush-delay-ms``) after it returns, as an asynchronously committed one's. ``FLUSH`` on the
+frontend that ran it records them first; a ``FLUSH`` on another frontend of the cluster does not
+wait for them (it did when every durable statement waited for meta).
 """
 
 from __future__ import annotations
