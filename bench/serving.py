@@ -18,8 +18,9 @@ goals: ≥ 0.5× for the first two, ≥ 0.3× for the INSERT).
 
 ``--standalone`` also runs them against a cluster of separate processes (meta, a compute node, a
 compactor and a ``risingspark frontend``, as deployed): the frontend then has a process of its own,
-with no Spark and no streaming work beside it. Reported as ``standalone_frontend``, against PostgreSQL
-and against the playground.
+with no Spark and no streaming work beside it, and its DML log on a directory of its own (as
+docker-compose deploys it; the playground keeps one in its data directory). Reported as
+``standalone_frontend``, against PostgreSQL and against the playground.
 
 ``--load N`` runs the statements while a writer inserts N rows/s into another table (on RisingSpark,
 one with a materialized view of an aggregate over it): the streaming work a serving path shares its
@@ -192,7 +193,7 @@ class Standalone:
                         "local[2]", "--spark-driver-memory", "4g")
             self._start("compactor", "--port", str(free_port()), "--meta-address", self.meta)
             self._start("frontend", "--port", str(self.port), "--metrics-port", str(free_port()),
-                        "--meta-address", self.meta)
+                        "--meta-address", self.meta, "--dml-log-dir", str(self.work / "dml-log"))
         except BaseException:
             self.__exit__()
             raise
