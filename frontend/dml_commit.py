@@ -56,8 +56,9 @@ from typing import Any
 import pyarrow as pa
 from prometheus_client import Gauge, Histogram
 
-from frontend.dml_log import DmlLog
+from frontend.dml_log import DmlLog, encode_rows
 from risingspark.barrier import DmlReceipt
+from risingspark.errors import InternalError
 from risingspark.storage.object_store import ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -118,20 +119,29 @@ class GroupCommit:
         the receipt once they are (None when the DML log made them durable: meta records them
         later). Not: returns None once they are queued (asynchronous commit)."""
         batch = _Batch(table_id, data.num_rows, data=data, waits=durable)
+        log = self._log if durable and self._log is not None and not self._log.broken else None
+        payload = encode_rows(data) if log is not None else b""
         with self._cond:
             while self._queued_rows >= MAX_QUEUED_ROWS and not self._closing:
                 self._cond.wait()
-            if not self._closing and (not durable or self._log is not None):
-                if durable:
-                    assert self._log is not None
-                    batch.log_seq = self._log.write(table_id, data)
+            if not self._closing and (not durable or log is not None):
+                if log is not None:
+                    try:
+                        batch.log_seq = log.append(table_id, payload)
+                    except InternalError:  # broken by another writer meanwhile: meta records this one
+                        log = None
+                if not durable or log is not None:
                     batch.waits = False
-                self._enqueue(batch)
+                    self._enqueue(batch)
         if batch.seq:
-            if batch.log_seq:
-                self._log.sync(batch.log_seq)  # type: ignore[union-attr]
+            if log is not None:
+                try:
+                    log.sync(batch.log_seq)
+                except BaseException as e:  # (queued: meta may record the rows all the same)
+                    raise InternalError(f"could not sync the DML log ({e}); the statement's rows may still "
+                                        "be recorded") from e
             return None
-        batch.waits = True  # (durable without a log, or the frontend is closing: recorded before acknowledged)
+        batch.waits = True  # (durable without a usable log, or the frontend is closing: recorded first)
         return self._wait_for(batch)
 
     def _enqueue(self, batch: _Batch) -> None:
@@ -206,7 +216,12 @@ class GroupCommit:
             lost = self._queued_rows
             self._cond.notify_all()
         if lost:
-            logger.error("closing with %d asynchronously committed rows not recorded in meta", lost)
+            logged = sum(b.rows for b in self._unfinished.values() if b.log_seq)
+            if lost > logged:
+                logger.error("closing with %d asynchronously committed rows not recorded in meta", lost - logged)
+            if logged:
+                logger.warning("closing with %d rows of the DML log not recorded in meta: the next start records "
+                               "them", logged)
         if self._log is not None:
             self._log.close()
 
@@ -259,14 +274,15 @@ class GroupCommit:
         """Record `group` in one meta transaction; False when it failed (its asynchronous batches
         are pending again, at the head, for the next commit)."""
         try:
+            group = self._not_recorded(group)
             files, of_batch = self._files(group)
-            log_seq = max(b.log_seq for b in group)
+            log_seq = max((b.log_seq for b in group), default=0)
             if log_seq:
                 assert self._log is not None
                 receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group),
                                                          (self._log.log_id, log_seq))
             else:
-                receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group))
+                receipts = self._meta.submit_dml_batches(files, any(b.tried for b in group)) if files else []
         except BaseException as e:  # every waiting writer of the group gets the error
             retry = [b for b in group if not b.waits]
             for b in retry:
@@ -303,6 +319,25 @@ class GroupCommit:
             self._committing = False
             self._cond.notify_all()
         return True
+
+    def _not_recorded(self, group: list[_Batch]) -> list[_Batch]:
+        """`group` but its logged batches that meta recorded in a commit whose reply was lost: meta's
+        log watermark says which (it is written with the batches), where a path lookup misses a batch
+        a barrier consumed (and meta deleted) between the lost reply and this retry."""
+        if self._log is None or not any(b.tried and b.log_seq for b in group):
+            return group
+        recorded = self._meta.dml_log_recorded(self._log.log_id)
+        done = [b for b in group if b.log_seq and b.log_seq <= recorded]
+        if done:
+            logger.info("%d logged DML batches were recorded by a commit whose reply was lost", len(done))
+            with self._cond:
+                for b in done:
+                    b.done = True
+                    del self._unfinished[b.seq]
+                    self._queued_rows -= b.rows
+                QUEUED_ROWS.set(self._queued_rows)
+                self._cond.notify_all()
+        return [b for b in group if not (b.log_seq and b.log_seq <= recorded)]
 
     def _files(self, group: list[_Batch]) -> tuple[list[tuple[int, str, int]], list[int]]:
         """The files to record for `group` — each run of consecutive in-memory batches of one table

@@ -98,6 +98,7 @@ class DmlLog:
         self._written = 0  # the newest record written
         self._synced = 0  # the newest record an fdatasync has covered
         self._syncing = False
+        self._broken: BaseException | None = None  # a write or sync failed (see `append`)
 
     # ---- opening ------------------------------------------------------------------------------
     def _read_log_id(self) -> str:
@@ -123,9 +124,15 @@ class DmlLog:
                     raise InternalError(f"the DML log segment {path} is damaged before its end")
                 logger.warning("DML log %s: the last record of %s was cut by a crash (never acknowledged)",
                                self.directory, path.name)
-                os.truncate(path, whole)  # (appends go to a new segment, after it)
+                with open(path, "r+b") as f:  # (appends go to a new segment, after it)
+                    f.truncate(whole)
+                    os.fsync(f.fileno())
+            if not records:  # (the newest, cut or never written: its name is the next record's)
+                path.unlink()
+                self._sync_directory()
+                continue
             self._found.extend(records)
-            self._segments.append((int(path.stem), records[-1].seq if records else int(path.stem) - 1, path))
+            self._segments.append((int(path.stem), records[-1].seq, path))
 
     def unrecorded(self, recorded: int) -> list[LogRecord]:
         """The records found at open that come after meta's `recorded` one; appends are numbered on
@@ -136,20 +143,30 @@ class DmlLog:
         return found
 
     # ---- appending ----------------------------------------------------------------------------
-    def write(self, table_id: int, rows: pa.Table) -> int:
-        """Append a record of `rows` (not yet synced: `sync` its number); returns its number. Callers
-        serialize their writes with the order they record batches in."""
-        payload = encode_rows(rows)
+    def append(self, table_id: int, payload: bytes) -> int:
+        """Append a record of rows encoded by `encode_rows` (not yet synced: `sync` its number);
+        returns its number. Callers serialize their appends with the order they record batches in.
+
+        A failed write or sync breaks the log: every later call raises, and the group commit goes back
+        to recording each durable statement in meta before acknowledging it. (A failed ``fdatasync``
+        may have dropped the pages it failed on, and a later one can succeed without writing them:
+        PostgreSQL stops the server then.)"""
         with self._cond:
+            self._check()
             self._seq += 1
             seq = self._seq
             body = _BODY.pack(seq, table_id) + payload
-            record = _HEAD.pack(len(body), zlib.crc32(body)) + body
-            if self._fd is None or self._fd_bytes + len(record) > SEGMENT_BYTES and self._fd_bytes:
-                self._roll(seq)
-            assert self._fd is not None
-            os.write(self._fd, record)
-            self._fd_bytes += len(record)
+            record = memoryview(_HEAD.pack(len(body), zlib.crc32(body)) + body)
+            try:
+                if self._fd is None or self._fd_bytes + len(record) > SEGMENT_BYTES and self._fd_bytes:
+                    self._roll(seq)
+                assert self._fd is not None
+                while record:  # (a short write: the disk is full)
+                    record = record[os.write(self._fd, record):]
+            except BaseException as e:
+                self._break(e)
+                raise
+            self._fd_bytes += len(body) + _HEAD.size
             self._written = seq
             first, _, path = self._segments[-1]
             self._segments[-1] = (first, seq, path)
@@ -159,34 +176,59 @@ class DmlLog:
         """Return once record `seq` is on disk."""
         with self._cond:
             while self._synced < seq:
+                self._check()
                 if self._syncing:
                     self._cond.wait()
                     continue
                 self._syncing = True
                 fd, target = self._fd, self._written
                 self._cond.release()
+                failed: BaseException | None = None
                 try:
                     assert fd is not None
                     os.fdatasync(fd)
+                except BaseException as e:  # noqa: BLE001 - raised below, with the lock held
+                    failed = e
                 finally:
                     self._cond.acquire()
                     self._syncing = False
                     self._cond.notify_all()
+                if failed is not None:
+                    self._break(failed)
+                    raise failed
                 self._synced = max(self._synced, target)
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    def _check(self) -> None:
+        if self._broken is not None:
+            raise InternalError(f"the DML log {self.directory} failed: {self._broken}")
+
+    def _break(self, e: BaseException) -> None:
+        if self._broken is None:
+            logger.error("DML log %s failed (durable statements now wait for meta): %s", self.directory, e)
+            self._broken = e
+            self._cond.notify_all()
 
     def _roll(self, seq: int) -> None:
         """Start segment `seq` (under the lock): the current one is synced and closed first."""
         while self._syncing:  # (a leader syncs the current segment outside the lock)
             self._cond.wait()
         if self._fd is not None:
-            os.fdatasync(self._fd)
-            os.close(self._fd)
+            fd, self._fd = self._fd, None
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
             self._synced = self._written
         path = self.directory / f"{seq}{_SUFFIX}"
+        self._segments = [s for s in self._segments if s[2] != path]
+        self._segments.append((seq, seq - 1, path))
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._fd_bytes = 0
         self._sync_directory()
-        self._segments.append((seq, seq - 1, path))
 
     def recorded(self, seq: int) -> None:
         """Meta recorded every record up to `seq`: delete the segments that hold nothing newer (but
@@ -202,10 +244,21 @@ class DmlLog:
             self._segments = keep
 
     def close(self) -> None:
+        """Sync what was written (a writer may still wait for it), then let the log go."""
         with self._cond:
+            while self._syncing:
+                self._cond.wait()
             if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+                fd, self._fd = self._fd, None
+                try:
+                    if self._broken is None and self._synced < self._written:
+                        os.fdatasync(fd)
+                        self._synced = self._written
+                except OSError as e:
+                    self._break(e)
+                finally:
+                    os.close(fd)
+            self._cond.notify_all()
         os.close(self._lock_fd)
 
     def _sync_directory(self) -> None:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from frontend import dml_commit, dml_log
-from frontend.dml_log import DmlLog
+from frontend.dml_log import DmlLog, encode_rows
 from frontend.session import Frontend, Session, _Running
 from meta.service import MetaService
 from meta.store.store import MetaStore
@@ -26,8 +26,8 @@ def _rows(i: int) -> pa.Table:
     return pa.table({"k": pa.array([i], pa.int64()), "v": pa.array([f"row {i}"])})
 
 
-def _logged(log: DmlLog, n: int, table_id: int = 7) -> list[int]:
-    seqs = [log.write(table_id, _rows(i)) for i in range(n)]
+def _logged(log: DmlLog, n: int, table_id: int = 7, first: int = 0) -> list[int]:
+    seqs = [log.append(table_id, encode_rows(_rows(first + i))) for i in range(n)]
     log.sync(seqs[-1])
     return seqs
 
@@ -42,8 +42,7 @@ def test_records_survive_a_reopen_and_a_record_cut_by_a_crash_ends_the_log(tmp_p
     log = DmlLog(tmp_path)
     found = log.unrecorded(0)
     assert [(r.seq, r.table_id, r.rows) for r in found] == [(1, 7, _rows(0)), (2, 7, _rows(1))]
-    assert log.write(7, _rows(9)) == 3  # numbered on from the whole records, in a new segment
-    log.sync(3)
+    assert _logged(log, 1, first=9) == [3]  # numbered on from the whole records, in a new segment
     log.close()
 
     log = DmlLog(tmp_path)  # the cut segment was truncated: the log reads whole again
@@ -58,7 +57,7 @@ def test_numbers_go_on_from_what_meta_recorded(tmp_path) -> None:
     log.close()
     log = DmlLog(tmp_path)
     assert log.unrecorded(2) == []
-    assert log.write(7, _rows(0)) == 3  # not 1: meta's recorded record 2 would hide it from a replay
+    assert _logged(log, 1) == [3]  # not 1: meta's recorded record 2 would hide it from a replay
     log.close()
 
 
@@ -75,6 +74,43 @@ def test_segments_roll_and_go_once_every_record_is_recorded(tmp_path, monkeypatc
     log.close()
     log = DmlLog(tmp_path)
     assert log.unrecorded(12) == [] and list(tmp_path.glob("*.seg")) == []
+    log.close()
+
+
+def test_a_segment_without_records_at_open_is_not_kept_twice(tmp_path, monkeypatch) -> None:
+    """A crash right after a segment was created leaves it empty; its name is the next record's, so
+    the next roll creates it again: listed twice, a later `recorded` deleted it under newer records."""
+    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", 1500)
+    log = DmlLog(tmp_path)
+    _logged(log, 3)
+    log.close()
+    (tmp_path / "4.seg").touch()  # created by a roll, killed before its first record was written
+    log = DmlLog(tmp_path)
+    assert [r.seq for r in log.unrecorded(1)] == [2, 3]
+    seqs = _logged(log, 12, first=4)  # rolls past 4.seg
+    assert len(list(tmp_path.glob("*.seg"))) > 2
+    log.recorded(seqs[0])  # record 4 only
+    log.close()
+    log = DmlLog(tmp_path)
+    assert [r.seq for r in log.unrecorded(seqs[0])] == seqs[1:]
+    log.close()
+
+
+def test_a_failed_sync_breaks_the_log(tmp_path, monkeypatch) -> None:
+    log = DmlLog(tmp_path)
+    _logged(log, 1)
+
+    def fail(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(dml_log.os, "fdatasync", fail)
+    seq = log.append(7, encode_rows(_rows(1)))
+    with pytest.raises(OSError):
+        log.sync(seq)
+    monkeypatch.undo()  # a later sync would succeed without the lost pages: the log stays broken
+    assert log.broken
+    with pytest.raises(InternalError, match="failed"):
+        log.append(7, encode_rows(_rows(2)))
     log.close()
 
 
@@ -135,3 +171,40 @@ def test_an_acknowledged_statement_is_recorded_after_a_crash_once(meta: MetaServ
     assert again.dml.replay() == 0  # recorded with meta's watermark: nothing twice
     again.close()
     assert _recorded(meta) == [0, 1, 2, 3]
+
+
+def test_a_statement_after_the_log_failed_waits_for_meta(meta: MetaService, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 3600.0)  # nothing logged is recorded meanwhile
+    frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    session = _session(frontend)
+    _insert(session, 0)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    with pytest.raises(InternalError, match="could not sync the DML log"):
+        _insert(session, 1)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: None)
+    _insert(session, 2)  # the log is broken: acknowledged once meta recorded it, with what was queued
+    assert _recorded(meta) == [0, 1, 2]
+
+
+def test_a_commit_retried_after_a_lost_reply_records_logged_rows_once(meta: MetaService, tmp_path,
+                                                                       monkeypatch) -> None:
+    """Meta recorded the commit, its reply was lost, and a barrier consumed the batch (meta deleted
+    it) before the retry: the log's watermark, written with the batch, says it is recorded."""
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
+    recorded: list[list[str]] = []
+    submit = meta.submit_dml_batches
+
+    def lost_reply(batches, retried=False, log=None):
+        receipts = submit(batches, retried, log)
+        recorded.append([p for _, p, _ in batches])
+        if len(recorded) == 1:
+            with meta.store.begin() as conn:  # consumed by a barrier and deleted, before the retry
+                conn.exec_driver_sql("DELETE FROM dml_batches")
+            raise ConnectionError("the reply was lost")
+        return receipts
+
+    monkeypatch.setattr(meta, "submit_dml_batches", lost_reply)
+    frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    _insert(_session(frontend), 0)
+    frontend.close()  # (records the queue, retrying through failed commits)
+    assert len(recorded) == 1 and frontend.dml._queued_rows == 0
