@@ -95,6 +95,8 @@ class GroupCommit:
 
     def __init__(self, meta: Any, store: ObjectStore | None = None, log: DmlLog | None = None,
                  flush_delay_s: float | None = None) -> None:
+        if flush_delay_s is not None and not flush_delay_s >= 0:  # (the flusher would die on its first sleep)
+            raise ValueError(f"dml_flush_delay_ms must be at least 0, not {flush_delay_s * 1000:g}")
         self._meta, self._store, self._log = meta, store, log
         self._flush_delay_s = flush_delay_s  # None: `ASYNC_COMMIT_DELAY_S`
         self._cond = threading.Condition()

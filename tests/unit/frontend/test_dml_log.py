@@ -208,3 +208,8 @@ def test_a_commit_retried_after_a_lost_reply_records_logged_rows_once(meta: Meta
     _insert(_session(frontend), 0)
     frontend.close()  # (records the queue, retrying through failed commits)
     assert len(recorded) == 1 and frontend.dml._queued_rows == 0
+
+
+def test_a_negative_flush_delay_is_refused() -> None:
+    with pytest.raises(ValueError, match="dml_flush_delay_ms must be at least 0, not -5"):
+        dml_commit.GroupCommit(None, flush_delay_s=-0.005)
