@@ -240,9 +240,14 @@ class EpochRound:
         return self._backfill_source(rt, scan_id, upstream, tuple(paths))
 
     def read_files(self, paths: list[str], schema: pa.Schema, ddl: str) -> DataFrame:
-        n = len(paths)
-        seeds = self.spark.range(0, n, 1, numPartitions=min(n, max(1, self.spark.sparkContext.defaultParallelism)))
-        return seeds.mapInArrow(read_files_task(self.store.url, tuple(paths), schema), ddl)
+        """The rows of `paths`, read by one task per slice of them. The seeds are the slices' numbers,
+        not the files': Spark's generated code for a range holds its length, so a range as long as
+        this round's file count (a new length nearly every round) compiled new code twice a round,
+        which the JIT compiled again (a 2-core playground loading a table spent ~0.8 cores in Spark
+        then, ~a quarter of it in the JIT's compiler threads; JFR)."""
+        parts = max(1, min(len(paths), self.spark.sparkContext.defaultParallelism))
+        seeds = self.spark.range(0, parts, 1, numPartitions=parts)
+        return seeds.mapInArrow(read_files_task(self.store.url, tuple(paths), schema, parts), ddl)
 
     def _backfill_source(self, rt: JobRuntime, scan_id: int, upstream: StateTableDesc,
                          paths: tuple[str, ...]) -> DataFrame:

@@ -275,9 +275,10 @@ def _catch_up(rnd: EpochRound, rt: JobRuntime) -> None:
                             *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields),
                             pa.field(LOG_EPOCH, pa.int64())])
         ddl = f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}, `{LOG_EPOCH}` BIGINT"
-        n = len(files)
-        seeds = rnd.spark.range(0, n, 1, numPartitions=min(n, max(1, rnd.spark.sparkContext.defaultParallelism)))
-        df = seeds.mapInArrow(read_logs_task(rnd.store.url, tuple(files), schema), ddl)
+        # (seeds numbered by slice, not by file: see `EpochRound.read_files`)
+        parts = max(1, min(len(files), rnd.spark.sparkContext.defaultParallelism))
+        seeds = rnd.spark.range(0, parts, 1, numPartitions=parts)
+        df = seeds.mapInArrow(read_logs_task(rnd.store.url, tuple(files), schema, parts), ddl)
         if len(epochs) > 1 and not rt.has_agg:
             # Several epochs of one key: reduce to its net change (aggregation sums need no such step).
             out_schema = pa.schema([f for f in schema if f.name != LOG_EPOCH])

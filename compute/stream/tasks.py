@@ -285,16 +285,19 @@ def progress_path(job_id: int, scan_id: int, epoch: int, actor: int) -> str:
     return f"backfill/{job_id}/{epoch}/scan-{scan_id}-actor-{actor}.json"
 
 
-def read_files_task(store_url: str, paths: tuple[str, ...], schema: pa.Schema) -> Task:
-    """A source: input row ``id`` = index into `paths`; yields that file's rows in `schema`.
-    Files are read with pyarrow's file systems, so any object store works without Hadoop."""
+def read_files_task(store_url: str, paths: tuple[str, ...], schema: pa.Schema, slices: int) -> Task:
+    """A source: input row ``id`` = the number of one of `slices` consecutive slices of `paths`
+    (as a range of the files' indices splits them); yields its files' rows in `schema`. Files are
+    read with pyarrow's file systems, so any object store works without Hadoop."""
+    n = len(paths)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         store = get_object_store(store_url)
         for batch in batches:
-            for i in batch.column("id").to_pylist():
-                table = store.read_parquet(paths[i]).select(schema.names).cast(schema)
-                yield from table.to_batches(max_chunksize=65536)
+            for j in batch.column("id").to_pylist():
+                for path in paths[j * n // slices:(j + 1) * n // slices]:
+                    table = store.read_parquet(path).select(schema.names).cast(schema)
+                    yield from table.to_batches(max_chunksize=65536)
 
     return run
 

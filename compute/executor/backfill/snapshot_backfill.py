@@ -110,19 +110,21 @@ def read_split(spark, store_url: str, desc: StateTableDesc, state: SnapshotState
     return SplitRead(rows, observation, release)
 
 
-def read_logs_task(store_url: str, files: tuple[tuple[int, str], ...], schema: pa.Schema):
-    """A source of change-log files (input row ``id`` = index into `files`), each row tagged with
-    the epoch of its log (``_log_epoch``)."""
+def read_logs_task(store_url: str, files: tuple[tuple[int, str], ...], schema: pa.Schema, slices: int):
+    """A source of change-log files (input row ``id`` = the number of one of `slices` consecutive
+    slices of `files`, as `compute.stream.tasks.read_files_task`), each row tagged with the epoch of
+    its log (``_log_epoch``)."""
+    count = len(files)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         store = get_object_store(store_url)
         names = [n for n in schema.names if n != LOG_EPOCH]
         for batch in batches:
-            for i in batch.column("id").to_pylist():
-                epoch, path = files[i]
-                t = store.read_parquet(path).select(names)
-                t = t.append_column(LOG_EPOCH, pa.array([epoch] * t.num_rows, pa.int64())).cast(schema)
-                yield from t.to_batches(max_chunksize=65536)
+            for j in batch.column("id").to_pylist():
+                for epoch, path in files[j * count // slices:(j + 1) * count // slices]:
+                    t = store.read_parquet(path).select(names)
+                    t = t.append_column(LOG_EPOCH, pa.array([epoch] * t.num_rows, pa.int64())).cast(schema)
+                    yield from t.to_batches(max_chunksize=65536)
 
     return run
 
