@@ -23,8 +23,11 @@ The algorithm:
   by a crash (short, or failing its CRC) ends the log: its statement was never acknowledged. Appends
   then go to a new segment, numbered on from both the records found and meta's recorded one (a record
   numbered at or below it would never be replayed).
-- **Segments** roll at `SEGMENT_BYTES`; each is named by its first record's number. The directory is
-  locked (``flock``): one frontend process per log.
+- **Segments** roll at `SEGMENT_BYTES`; each is named by its first record's number. A new segment is
+  written whole with zeros and synced before its first record (PostgreSQL's ``wal_init_zero``), so
+  a record's ``fdatasync`` writes data only: appended to a growing file, it had to commit the new
+  size to the file system's journal as well. The zeros after the last record end the log. The
+  directory is locked (``flock``): one frontend process per log.
 
 What it protects: an acknowledged statement survives a crash of the frontend process, and of the
 machine as long as its disk survives — the same as PostgreSQL's. A frontend that never comes back
@@ -118,12 +121,14 @@ class DmlLog:
     def _read_segments(self) -> None:
         paths = sorted(self.directory.glob(f"*{_SUFFIX}"), key=lambda p: int(p.stem))
         for i, path in enumerate(paths):
-            records, whole = _read_records(path.read_bytes())
-            if whole < path.stat().st_size:
-                if i < len(paths) - 1:  # only the newest segment can end in a cut record
-                    raise InternalError(f"the DML log segment {path} is damaged before its end")
-                logger.warning("DML log %s: the last record of %s was cut by a crash (never acknowledged)",
-                               self.directory, path.name)
+            data = path.read_bytes()
+            records, whole = _read_records(data)
+            if whole < len(data):
+                if data.count(0, whole) < len(data) - whole:  # (zeros: the preallocated rest)
+                    if i < len(paths) - 1:  # only the newest segment can end in a cut record
+                        raise InternalError(f"the DML log segment {path} is damaged before its end")
+                    logger.warning("DML log %s: the last record of %s was cut by a crash (never acknowledged)",
+                                   self.directory, path.name)
                 with open(path, "r+b") as f:  # (appends go to a new segment, after it)
                     f.truncate(whole)
                     os.fsync(f.fileno())
@@ -161,8 +166,10 @@ class DmlLog:
                 if self._fd is None or self._fd_bytes + len(record) > SEGMENT_BYTES and self._fd_bytes:
                     self._roll(seq)
                 assert self._fd is not None
+                at = self._fd_bytes
                 while record:  # (a short write: the disk is full)
-                    record = record[os.write(self._fd, record):]
+                    n = os.pwrite(self._fd, record, at)
+                    record, at = record[n:], at + n
             except BaseException as e:
                 self._break(e)
                 raise
@@ -226,8 +233,13 @@ class DmlLog:
         path = self.directory / f"{seq}{_SUFFIX}"
         self._segments = [s for s in self._segments if s[2] != path]
         self._segments.append((seq, seq - 1, path))
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._fd_bytes = 0
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _fill_with_zeros(fd, SEGMENT_BYTES)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._fd_bytes = fd, 0
         self._sync_directory()
 
     def recorded(self, seq: int) -> None:
@@ -267,6 +279,16 @@ class DmlLog:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _fill_with_zeros(fd: int, size: int) -> None:
+    """Write `size` zero bytes to the new segment `fd` and sync them (`fallocate` would leave
+    unwritten extents, whose conversion is again a metadata change at each sync)."""
+    chunk = bytes(min(size, 1 << 20))
+    at = 0
+    while at < size:
+        at += os.pwrite(fd, memoryview(chunk)[:size - at], at)
+    os.fsync(fd)
 
 
 def _read_records(data: bytes) -> tuple[list[LogRecord], int]:

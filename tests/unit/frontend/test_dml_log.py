@@ -37,7 +37,9 @@ def test_records_survive_a_reopen_and_a_record_cut_by_a_crash_ends_the_log(tmp_p
     assert _logged(log, 3) == [1, 2, 3]
     log.close()
     segment = tmp_path / "1.seg"
-    segment.write_bytes(segment.read_bytes()[:-5])  # the last record's write was cut
+    data = segment.read_bytes()
+    _, whole = dml_log._read_records(data)
+    segment.write_bytes(data[:whole - 5] + bytes(len(data) - whole + 5))  # the last record's write was cut
 
     log = DmlLog(tmp_path)
     found = log.unrecorded(0)
@@ -47,6 +49,23 @@ def test_records_survive_a_reopen_and_a_record_cut_by_a_crash_ends_the_log(tmp_p
 
     log = DmlLog(tmp_path)  # the cut segment was truncated: the log reads whole again
     assert [(r.seq, r.rows) for r in log.unrecorded(1)] == [(2, _rows(1)), (3, _rows(9))]
+    log.close()
+
+
+def test_segments_are_written_whole_before_the_first_record(tmp_path, monkeypatch) -> None:
+    """A segment has its full size, zeros, before a record goes in: an ``fdatasync`` after an
+    append then changes no file size (no journal commit), as PostgreSQL's WAL segments. The zeros
+    after the last record are the log's end, not a record cut by a crash."""
+    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", 64 << 10)
+    log = DmlLog(tmp_path)
+    _logged(log, 3)
+    assert (tmp_path / "1.seg").stat().st_size == 64 << 10
+    log.close()
+    warnings = []
+    monkeypatch.setattr(dml_log.logger, "warning", lambda *a: warnings.append(a))
+    log = DmlLog(tmp_path)
+    assert [r.seq for r in log.unrecorded(0)] == [1, 2, 3] and warnings == []
+    assert _logged(log, 1) == [4]
     log.close()
 
 
