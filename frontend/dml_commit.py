@@ -40,7 +40,11 @@ durable small statement is acknowledged once its rows are in the log and the log
 records it in meta with the number of the newest log record its commit holds, in the same
 transaction. A crash loses nothing acknowledged: at start the frontend queues the log's records meta
 has not recorded (`replay`) before it serves. Each record is written under the lock that appends its
-batch to the pending list, so the log's order is the order commits take batches in.
+batch to the pending list, so the log's order is the order commits take batches in. A file holding
+logged batches carries its newest record's number, and meta leaves out, in the recording
+transaction, a file at or below its watermark: a commit retried after a lost reply records nothing
+twice, even when a barrier consumed the first one meanwhile; and a retry writes such a file anew
+(`_files`), since an unrecorded file is protected by its age only (`meta.garbage`).
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ class _Batch:
     table_id: int
     rows: int
     path: str | None = None  # the file holding the rows (the statement's, or the commit's once written)
-    data: pa.Table | None = None  # rows the commit still has to write
+    data: pa.Table | None = None  # rows the commit has to write (a logged batch's: until recorded)
     waits: bool = True  # a statement waits for the commit (False: asynchronous commit)
     file_rows: int = 0  # rows of the file at `path` (a commit's file holds a run of batches)
     seq: int = 0  # order of arrival
@@ -130,7 +134,7 @@ class GroupCommit:
                 if log is not None:
                     try:
                         batch.log_seq = log.append(table_id, payload)
-                    except InternalError:  # broken by another writer meanwhile: meta records this one
+                    except (InternalError, OSError):  # broken (by this write or another): meta records this one
                         log = None
                 if not durable or log is not None:
                     batch.waits = False
@@ -276,7 +280,6 @@ class GroupCommit:
         """Record `group` in one meta transaction; False when it failed (its asynchronous batches
         are pending again, at the head, for the next commit)."""
         try:
-            group = self._not_recorded(group)
             files, of_batch = self._files(group)
             log_seq = max((b.log_seq for b in group), default=0)
             if log_seq:
@@ -322,55 +325,57 @@ class GroupCommit:
             self._cond.notify_all()
         return True
 
-    def _not_recorded(self, group: list[_Batch]) -> list[_Batch]:
-        """`group` but its logged batches that meta recorded in a commit whose reply was lost: meta's
-        log watermark says which (it is written with the batches), where a path lookup misses a batch
-        a barrier consumed (and meta deleted) between the lost reply and this retry."""
-        if self._log is None or not any(b.tried and b.log_seq for b in group):
-            return group
-        recorded = self._meta.dml_log_recorded(self._log.log_id)
-        done = [b for b in group if b.log_seq and b.log_seq <= recorded]
-        if done:
-            logger.info("%d logged DML batches were recorded by a commit whose reply was lost", len(done))
-            with self._cond:
-                for b in done:
-                    b.done = True
-                    del self._unfinished[b.seq]
-                    self._queued_rows -= b.rows
-                QUEUED_ROWS.set(self._queued_rows)
-                self._cond.notify_all()
-        return [b for b in group if not (b.log_seq and b.log_seq <= recorded)]
+    def _files(self, group: list[_Batch]) -> tuple[list[tuple[int, str, int, int]], list[int]]:
+        """The files to record for `group` ``(table id, path, rows, newest log record)`` — each run of
+        consecutive in-memory batches of one table (with one schema) written as one file — and, per
+        batch, the index of its file.
 
-    def _files(self, group: list[_Batch]) -> tuple[list[tuple[int, str, int]], list[int]]:
-        """The files to record for `group` — each run of consecutive in-memory batches of one table
-        (with one schema) written as one file — and, per batch, the index of its file."""
-        files: list[tuple[int, str, int]] = []
+        A batch a failed commit wrote goes in that commit's file again, with the same batches. A file
+        holding no logged batch is recorded by its path (meta records a path it has once). One holding
+        logged batches is written anew: meta knows it by its newest log record
+        (`MetaService.submit_dml_batches`), whatever its path, so a retry may rewrite it — and must, as
+        nothing protects a file meta has not recorded but its age (`meta.garbage`): a commit retried
+        after minutes of meta's absence would record a file the full GC had deleted."""
+        files: list[tuple[int, str, int, int]] = []
         of_batch: list[int] = []
-        run: list[tuple[_Batch, pa.Table]] = []  # in-memory batches of one table and schema, with their rows
+        run: list[_Batch] = []  # in-memory batches of one table and schema
 
-        def write_run() -> None:
-            if not run:
-                return
-            table_id, data = run[0][0].table_id, pa.concat_tables([rows for _, rows in run])
+        def write(batches: list[_Batch]) -> None:
+            data = pa.concat_tables([b.data for b in batches if b.data is not None])
+            table_id, log_seq = batches[0].table_id, max(b.log_seq for b in batches)
             path = f"dml/{table_id}/{uuid.uuid4().hex}.parquet"
             assert self._store is not None, "in-memory DML batches need the object store"
             self._store.write_parquet(path, data)
-            for b, _ in run:  # written once: a retried commit records the same file (meta skips a path it has)
-                b.path, b.data, b.file_rows = path, None, data.num_rows
-            files.append((table_id, path, data.num_rows))
-            run.clear()
+            for b in batches:
+                b.path, b.file_rows = path, data.num_rows
+                if not log_seq:  # (written once: a retry records the same path)
+                    b.data = None
+            files.append((table_id, path, data.num_rows, log_seq))
 
-        for b in group:
-            if b.data is None:
-                write_run()
-                assert b.path is not None
-                if not files or files[-1][1] != b.path:  # (a run written by a failed commit: one file)
-                    files.append((b.table_id, b.path, b.file_rows))
-                of_batch.append(len(files) - 1)
+        def write_run() -> None:
+            if run:
+                write(run[:])
+                run.clear()
+
+        i = 0
+        while i < len(group):
+            b = group[i]
+            if b.path is None:
+                if run and (run[0].table_id != b.table_id or not run[0].data.schema.equals(b.data.schema)):  # type: ignore[union-attr]
+                    write_run()
+                run.append(b)
+                of_batch.append(len(files))
+                i += 1
                 continue
-            if run and (run[0][0].table_id != b.table_id or not run[0][1].schema.equals(b.data.schema)):
-                write_run()
-            run.append((b, b.data))
-            of_batch.append(len(files))
+            write_run()
+            same = [b]  # the batches of the failed commit's file
+            while i + len(same) < len(group) and group[i + len(same)].path == b.path:
+                same.append(group[i + len(same)])
+            if b.data is not None:
+                write(same)
+            else:
+                files.append((b.table_id, b.path, b.file_rows, 0))
+            of_batch.extend([len(files) - 1] * len(same))
+            i += len(same)
         write_run()
         return files, of_batch

@@ -515,9 +515,9 @@ class MetaService:
         durable: the next barriers deliver them until an epoch that consumed them commits."""
         return self.submit_dml_batches([(table_id, path, row_count)])[0]
 
-    def submit_dml_batches(self, batches: list[tuple[int, str, int]], retried: bool = False,
-                           log: tuple[str, int] | None = None) -> list[DmlReceipt]:
-        """Record DML batches ``(table id, path, row count)`` in one transaction, in this order (a
+    def submit_dml_batches(self, batches: list[tuple[int, str, int]] | list[tuple[int, str, int, int]],
+                           retried: bool = False, log: tuple[str, int] | None = None) -> list[DmlReceipt]:
+        """Record DML batches ``(table id, path, row count[, log seq])`` in one transaction, in this order (a
         frontend's group commit, `frontend.dml_commit`: the batches of concurrent statements share
         one commit of the meta store). Durable, as `submit_dml`, once this returns. `retried`: the
         frontend retries a failed commit with the same files (its reply may have been lost after the
@@ -525,7 +525,11 @@ class MetaService:
         Only a retry looks the paths up (the path column has no index; the table holds the batches
         not yet consumed). `log` ``(log id, seq)``: the batches hold a frontend's DML log's records up
         to `seq` (`frontend.dml_log`), recorded in the same transaction: the log replays only what
-        comes after it.
+        comes after it. A batch's log seq (its newest log record; 0: none) at or below the log's
+        recorded one was recorded by an earlier commit whose reply was lost (a file's batches are
+        always recorded together, and commits take the log's records in order): it is not recorded
+        again, even when a barrier consumed it and its path is gone. Read under the store's write
+        lock, so a retry cannot overtake the commit it repeats.
 
         A batch of a table dropped meanwhile (written before the drop, recorded after it: an
         asynchronous or logged statement's) is not recorded, and its file is deleted: no barrier
@@ -534,16 +538,20 @@ class MetaService:
         ids: dict[str, int] = {}
         with self.store.transaction() as tx:
             if log is not None:
+                recorded = _log_recorded(tx.conn, log[0])
+                for b in batches:
+                    if 0 < (b[3] if len(b) > 3 else 0) <= recorded:  # type: ignore[misc]
+                        ids[b[1]] = 0
                 _record_log(tx.conn, *log)
             if retried:
-                paths = [path for _, path, _ in batches]
+                paths = [b[1] for b in batches]
                 ids.update(tx.conn.execute(sa.select(dml_batches.c.path, dml_batches.c.id)
                                            .where(dml_batches.c.path.in_(paths))).tuples().all())
             live = self.catalog.snapshot.relations
-            gone = [b for b in batches if b[0] not in live and b[1] not in ids]
+            gone = [b[:3] for b in batches if b[0] not in live and b[1] not in ids]
             for _, path, _ in gone:
                 ids[path] = 0
-            new = [b for b in batches if b[1] not in ids]
+            new = [b[:3] for b in batches if b[1] not in ids]
             first = next_ids(tx.conn, "dml_batch", len(new)) if new else 0
             for i, (table_id, path, row_count) in enumerate(new):
                 ids[path] = first + i
@@ -558,13 +566,12 @@ class MetaService:
             name = rel.name if rel else str(table_id)
             METRICS.dml_rows.labels(job=name).inc(row_count)
             METRICS.dml_batches.labels(job=name).inc()
-        return [DmlReceipt(ids[path], self.is_write_stalled(table_id)) for table_id, path, _ in batches]
+        return [DmlReceipt(ids[b[1]], self.is_write_stalled(b[0])) for b in batches]
 
     def dml_log_recorded(self, log_id: str) -> int:
         """The newest record of a frontend's DML log recorded by `submit_dml_batches` (0: none)."""
         with self.store.begin() as conn:
-            seq = conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
-        return int(seq or 0)
+            return _log_recorded(conn, log_id)
 
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait
@@ -754,6 +761,11 @@ __all__ = ["MetaService", "DdlProgress", "RelationKind"]
 def _scanned(rel: RelationCatalog) -> list[int]:
     """The upstream of each scan of a job (a self-join scans its upstream twice)."""
     return [s.upstream_id for s in scans(node_from_json(rel.plan))] if rel.plan else list(rel.dependencies)
+
+
+def _log_recorded(conn, log_id: str) -> int:
+    seq = conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
+    return int(seq or 0)
 
 
 def _record_log(conn, log_id: str, seq: int) -> None:

@@ -36,10 +36,10 @@ class SlowMeta:
             self.most_active = max(self.most_active, self.active)
         try:
             time.sleep(self.seconds)
-            if any(path in self.fail_paths for _, path, _ in batches):
+            if any(b[1] in self.fail_paths for b in batches):
                 raise OSError("disk full")
             with self._lock:
-                self.calls.append(list(batches))
+                self.calls.append([tuple(b[:3]) for b in batches])
                 self.retried.append(retried)
                 first, self._next = self._next, self._next + len(batches)
             return [DmlReceipt(first + i, False) for i in range(len(batches))]
@@ -63,13 +63,13 @@ def test_concurrent_writers_share_commits_and_get_their_own_receipts():
         t.start()
     for t in threads:
         t.join()
-    recorded = {path: n for n, (_, path, _) in enumerate((b for call in meta.calls for b in call), start=1)}
+    recorded = {b[1]: n for n, b in enumerate((b for call in meta.calls for b in call), start=1)}
     assert receipts == recorded  # every writer got the id meta gave its batch
     assert len(receipts) == 80 and len(meta.calls) < 40  # shared commits
     assert meta.most_active == 1  # one commit at a time
     for call in meta.calls:  # a writer's batches in its order
         for i in range(16):
-            mine = [p for _, p, _ in call if p.startswith(f"w{i}-")]
+            mine = [b[1] for b in call if b[1].startswith(f"w{i}-")]
             assert mine == sorted(mine)
 
 
@@ -158,7 +158,7 @@ def _recorded(meta: SlowMeta, store: RecordingStore) -> list[tuple[int, list[int
     """Every recorded batch in order: its table and the values of its file (or of its path)."""
     out = []
     for call in meta.calls:
-        for table_id, path, rows in call:
+        for table_id, path, rows, *_ in call:
             values = store.files[path].column("v").to_pylist() if path in store.files else [int(path)]
             assert len(values) == rows
             out.append((table_id, values))

@@ -208,25 +208,57 @@ def test_a_statement_after_the_log_failed_waits_for_meta(meta: MetaService, tmp_
 def test_a_commit_retried_after_a_lost_reply_records_logged_rows_once(meta: MetaService, tmp_path,
                                                                        monkeypatch) -> None:
     """Meta recorded the commit, its reply was lost, and a barrier consumed the batch (meta deleted
-    it) before the retry: the log's watermark, written with the batch, says it is recorded."""
+    it) before the retry: meta's log watermark, written with the batch, says it is recorded. The
+    file also held an asynchronously committed statement's rows: recorded once too."""
     monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
-    recorded: list[list[str]] = []
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 0.2)  # both statements in one commit
+    calls: list[list[str]] = []
     submit = meta.submit_dml_batches
 
     def lost_reply(batches, retried=False, log=None):
         receipts = submit(batches, retried, log)
-        recorded.append([p for _, p, _ in batches])
-        if len(recorded) == 1:
+        calls.append([b[1] for b in batches])
+        if len(calls) == 1:
+            consumed.extend(_recorded(meta))
             with meta.store.begin() as conn:  # consumed by a barrier and deleted, before the retry
                 conn.exec_driver_sql("DELETE FROM dml_batches")
             raise ConnectionError("the reply was lost")
         return receipts
 
+    consumed: list[int] = []
     monkeypatch.setattr(meta, "submit_dml_batches", lost_reply)
     frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
-    _insert(_session(frontend), 0)
+    session = _session(frontend)
+    session.vars.set("synchronous_commit", "off")
+    _insert(session, 0)
+    session.vars.set("synchronous_commit", "on")
+    _insert(session, 1)  # logged
     frontend.close()  # (records the queue, retrying through failed commits)
-    assert len(recorded) == 1 and frontend.dml._queued_rows == 0
+    assert len(calls) == 2 and len(calls[0]) == 1  # one file, sent again
+    assert consumed == [0, 1] and _recorded(meta) == [] and frontend.dml._queued_rows == 0
+
+
+def test_a_logged_batch_whose_file_is_gone_before_the_retry_is_written_again(meta: MetaService, tmp_path,
+                                                                            monkeypatch) -> None:
+    """Meta was away longer than the object store's garbage retention: the full GC deleted the file a
+    failed commit had written (nothing references it). The retry writes the rows again."""
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
+    calls: list[list[str]] = []
+    submit = meta.submit_dml_batches
+
+    def meta_away(batches, retried=False, log=None):
+        calls.append([b[1] for b in batches])
+        if len(calls) == 1:
+            meta.objects.delete([b[1] for b in batches])  # unreferenced and old: collected
+            raise ConnectionError("meta is unreachable")
+        return submit(batches, retried, log)
+
+    monkeypatch.setattr(meta, "submit_dml_batches", meta_away)
+    frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    _insert(_session(frontend), 0)
+    frontend.close()
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert _recorded(meta) == [0]
 
 
 def test_a_negative_flush_delay_is_refused() -> None:
