@@ -205,6 +205,19 @@ def test_a_statement_after_the_log_failed_waits_for_meta(meta: MetaService, tmp_
     assert _recorded(meta) == [0, 1, 2]
 
 
+def test_a_failed_log_write_falls_back_to_meta(meta: MetaService, tmp_path, monkeypatch) -> None:
+    """A write to the log fails (the disk is full): the statement is acknowledged once meta recorded
+    it, and so are the ones after (the log is broken)."""
+    frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    session = _session(frontend)
+    monkeypatch.setattr(dml_log.os, "pwrite", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    _insert(session, 0)
+    assert frontend.dml._log.broken and _recorded(meta) == [0]  # type: ignore[union-attr]
+    _insert(session, 1)
+    assert _recorded(meta) == [0, 1]
+    frontend.close()
+
+
 def test_a_commit_retried_after_a_lost_reply_records_logged_rows_once(meta: MetaService, tmp_path,
                                                                        monkeypatch) -> None:
     """Meta recorded the commit, its reply was lost, and a barrier consumed the batch (meta deleted
