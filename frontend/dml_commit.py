@@ -120,6 +120,27 @@ class GroupCommit:
         """Record one batch (already in the object store); returns once it is durable."""
         return self._wait_for(_Batch(table_id, rows, path=path, file_rows=rows))
 
+    def queue_rows(self, table_id: int, data: pa.Table, durable: bool) -> int | None:
+        """`submit_rows` for a caller that must not wait (the event loop): queues the rows and returns
+        the DML log record to sync before acknowledging them (0: none, an asynchronous statement's);
+        None, having queued nothing, where `submit_rows` would wait: a durable statement without a
+        usable log, a full queue, a closing frontend."""
+        log = self._log if durable and self._log is not None and not self._log.broken else None
+        if durable and log is None:
+            return None
+        payload = encode_rows(data) if log is not None else b""
+        batch = _Batch(table_id, data.num_rows, data=data, waits=False)
+        with self._cond:
+            if self._queued_rows >= MAX_QUEUED_ROWS or self._closing:
+                return None
+            if log is not None:
+                try:
+                    batch.log_seq = log.append(table_id, payload)
+                except (InternalError, OSError):  # broken: the caller takes the waiting path
+                    return None
+            self._enqueue(batch)
+        return batch.log_seq
+
     def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
         """Record the rows `data` (at most `MEMORY_ROWS`), written by the commit. Durable: returns
         the receipt once they are (None when the DML log made them durable: meta records them

@@ -47,6 +47,7 @@ import logging
 import os
 import struct
 import threading
+import time
 import uuid
 import zlib
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ class DmlLog:
         self._written = 0  # the newest record written
         self._synced = 0  # the newest record an fdatasync has covered
         self._syncing = False
+        self.sync_seconds = 0.0  # a moving average of the fdatasyncs' durations
         self._broken: BaseException | None = None  # a write or sync failed (see `append`)
 
     # ---- opening ------------------------------------------------------------------------------
@@ -191,6 +193,7 @@ class DmlLog:
                 fd, target = self._fd, self._written
                 self._cond.release()
                 failed: BaseException | None = None
+                started = time.monotonic()
                 try:
                     assert fd is not None
                     os.fdatasync(fd)
@@ -199,11 +202,21 @@ class DmlLog:
                 finally:
                     self._cond.acquire()
                     self._syncing = False
+                    self.sync_seconds += (time.monotonic() - started - self.sync_seconds) * 0.2
                     self._cond.notify_all()
                 if failed is not None:
                     self._break(failed)
                     raise failed
                 self._synced = max(self._synced, target)
+
+    @property
+    def written(self) -> int:
+        """The newest record written (synced or not)."""
+        return self._written
+
+    def synced(self, seq: int) -> bool:
+        """Whether record `seq` is on disk already."""
+        return self._synced >= seq
 
     @property
     def broken(self) -> bool:

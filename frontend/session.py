@@ -37,6 +37,7 @@ from frontend.dml_commit import GroupCommit
 from frontend.dml_log import DmlLog
 from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
+from frontend.loop_insert import LoopSync, insert_on_loop
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
 from frontend.parser import (
     DIALECT,
@@ -130,8 +131,10 @@ class Frontend:
         self.password_method = password_method
         self.plans = PlanCache()
         # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
-        self.dml = GroupCommit(meta, store, DmlLog(dml_log_dir) if dml_log_dir else None, dml_flush_delay_s)
+        log = DmlLog(dml_log_dir) if dml_log_dir else None
+        self.dml = GroupCommit(meta, store, log, dml_flush_delay_s)
         self.dml.replay()
+        self.loop_sync = LoopSync(log, self.pool) if log is not None else None  # (`frontend.loop_insert`)
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()
 
@@ -257,9 +260,9 @@ class Session:
         """Run one statement (`text`, with ``$n`` placeholders for `params`); `offset` is where it
         starts in the client's query string (for error positions).
 
-        A statement whose plan is a constant result is answered here, on the event loop, and so is a
-        point query whose blocks are cached (`_point_query_inline`); every other runs on the thread
-        pool (`_run_planned`)."""
+        A statement whose plan is a constant result is answered here, on the event loop, and so are a
+        point query whose blocks are cached (`_point_query_inline`) and an INSERT of literals
+        (`frontend.loop_insert`); every other runs on the thread pool (`_run_planned`)."""
         key = self._plan_key(text, param_oids)
         constant = self.frontend.plans.constant(key)
         if constant is not None:
@@ -275,7 +278,16 @@ class Session:
             # key queries run on a small pool of their own (`Frontend.key_pool`): more of them at
             # once would only trade the interpreter lock back and forth
             pool = self.frontend.key_pool
+        elif _INSERT.match(text):
+            inserted = await insert_on_loop(self, key, params)
+            if inserted is not None:
+                return inserted
         return await self._run(key, offset, params, pool)
+
+    def begin_inline_statement(self, text: str) -> None:
+        """A statement run on the event loop begins (`frontend.loop_insert`)."""
+        self._begin_statement()
+        self.query, self.query_started_at = text, None
 
     def _point_query_inline(self, key: PlanKey, params: list[Any]) -> StatementResult | None:
         """The result of a point query (one full key: at most one row) answered on the event loop,

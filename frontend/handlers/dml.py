@@ -85,17 +85,30 @@ def _columns(rel: RelationCatalog, names: tuple[str, ...] | None) -> list[int]:
 # ---- INSERT ---------------------------------------------------------------------------------------
 
 def insert_fast(session: Session, stmt: FastInsert) -> StatementResult:
-    rel = _target(session, stmt.table, "insert into")
-    targets = _columns(rel, stmt.columns)
-    texts = read_values(stmt.values_text, len(targets))
-    if texts is not None:
-        arrays = [cast_column(v, rel.fields[i].type) for v, i in zip(texts, targets, strict=True)]
-        if all(a is not None for a in arrays):
-            return _write_inserts(session, rel, dict(zip(targets, arrays, strict=True)), len(texts[0]))
+    rows = literal_rows(session, stmt)
+    if rows is not None:
+        rel, table = rows
+        write_batches(session, rel, table, np.full(table.num_rows, int(Op.INSERT), np.int8))
+        return StatementResult(f"INSERT 0 {table.num_rows}")
     # Expressions in the list, or a value that does not convert: take the general path for exact errors.
     ast = session.parse_sql(stmt.text)
     assert isinstance(ast, exp.Insert)
     return insert(session, ast)
+
+
+def literal_rows(session: Session, stmt: FastInsert) -> tuple[RelationCatalog, pa.Table] | None:
+    """The table a plain-literal INSERT writes and its rows (every column, the row id made), or None
+    when the list holds anything but literals or a value does not convert (the general path then
+    runs, for PostgreSQL's exact error). Raises for a missing table or privilege, a NULL key."""
+    rel = _target(session, stmt.table, "insert into")
+    targets = _columns(rel, stmt.columns)
+    texts = read_values(stmt.values_text, len(targets))
+    if texts is None:
+        return None
+    arrays = [cast_column(v, rel.fields[i].type) for v, i in zip(texts, targets, strict=True)]
+    if any(a is None for a in arrays):
+        return None
+    return rel, _insert_table(rel, dict(zip(targets, arrays, strict=True)), len(texts[0]))
 
 
 def insert(session: Session, ast: exp.Insert) -> StatementResult:
@@ -162,6 +175,13 @@ def _source_width(source: exp.Expression) -> int | None:
 
 
 def _write_inserts(session: Session, rel: RelationCatalog, arrays: dict[int, pa.Array], n: int) -> StatementResult:
+    write_batches(session, rel, _insert_table(rel, arrays, n), np.full(n, int(Op.INSERT), np.int8))
+    return StatementResult(f"INSERT 0 {n}")
+
+
+def _insert_table(rel: RelationCatalog, arrays: dict[int, pa.Array], n: int) -> pa.Table:
+    """The rows an INSERT writes: `arrays` by column index, the others NULL, the row id made; 23502
+    for a NULL where the table allows none."""
     columns = []
     for i, f in enumerate(rel.fields):
         if i == rel.row_id_index:
@@ -179,8 +199,7 @@ def _write_inserts(session: Session, rel: RelationCatalog, arrays: dict[int, pa.
         if f.name in rel.extra.get("not_null", []) and table.column(i).null_count:
             raise NotNullViolation(f'null value in column "{f.name}" of relation "{rel.name}" violates '
                                    f"not-null constraint")
-    write_batches(session, rel, table, np.full(n, int(Op.INSERT), np.int8))
-    return StatementResult(f"INSERT 0 {n}")
+    return table
 
 
 def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: np.ndarray) -> None:
@@ -189,9 +208,7 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
     n = rows.num_rows
     if n == 0:
         return
-    seqs = SEQUENCE.next_block(n)
-    full = rows.add_column(0, pa.field(SEQ, pa.int64()), pa.array(seqs)) \
-               .add_column(0, pa.field(OP, pa.int8()), pa.array(ops, pa.int8()))
+    full = with_change_columns(rows, ops)
     dml = session.frontend.dml
     if n <= MEMORY_ROWS:  # the group's commit writes the file (`frontend.dml_commit`)
         receipt = dml.submit_rows(rel.id, full, durable=session.vars.get("synchronous_commit") != "off")
@@ -203,13 +220,20 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
             session.frontend.store.write_parquet(path, part)
             stalled = dml.submit(rel.id, path, part.num_rows).stalled
     if stalled:
-        _wait_while_stalled(session, rel.id)
+        wait_while_stalled(session, rel.id)
+
+
+def with_change_columns(rows: pa.Table, ops: np.ndarray) -> pa.Table:
+    """A DML batch's rows: `rows` after its ``_op`` (`ops`) and ``_seq`` (new sequence numbers) columns."""
+    seqs = SEQUENCE.next_block(rows.num_rows)
+    return rows.add_column(0, pa.field(SEQ, pa.int64()), pa.array(seqs)) \
+               .add_column(0, pa.field(OP, pa.int8()), pa.array(ops, pa.int8()))
 
 
 STALL_POLL_S = 0.2
 
 
-def _wait_while_stalled(session: Session, table_id: int) -> None:
+def wait_while_stalled(session: Session, table_id: int) -> None:
     """Acknowledge a write into a stalled table only once the stall is released, or after
     `MAX_WAIT_S` (`meta.compaction.write_stall`): the rows are durable already, the writer slows down
     to what compaction absorbs. The frontend waits, not meta, whose request threads serve heartbeats

@@ -1,0 +1,137 @@
+"""An INSERT of literals on the event loop (`frontend.loop_insert`), through a frontend with a real meta
+service over SQLite and a real DML log: it runs without a statement thread, durable or not; what it
+cannot take runs on a thread with the thread path's errors; statements queued in one pass of the loop
+share one sync; slow syncs go to a thread; a failed sync fails the statement and later ones wait for
+meta."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from frontend import dml_log
+from frontend.loop_insert import insert_on_loop
+from frontend.session import Frontend, Session
+from meta.service import MetaService
+from meta.store.store import MetaStore
+from risingspark.errors import InternalError, NotNullViolation
+from risingspark.storage.object_store import ObjectStore
+from risingspark.types import INT4, INT8, Field
+from support.meta_tables import create_table
+
+INSERT = "INSERT INTO t VALUES ($1, $2)"
+
+
+class CountingPool(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(2)
+        self.submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.fixture
+def meta(tmp_path) -> Iterator[MetaService]:
+    store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    store.upgrade()
+    service = MetaService(store, ObjectStore(str(tmp_path / "objects")), None)
+    create_table(service, "t", (Field("k", INT8), Field("v", INT4)))
+    yield service
+
+
+@pytest.fixture
+def frontend(meta: MetaService, tmp_path, monkeypatch) -> Iterator[Frontend]:
+    fe = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    pool = CountingPool()
+    monkeypatch.setattr(fe, "pool", pool)
+    assert fe.loop_sync is not None
+    monkeypatch.setattr(fe.loop_sync, "_pool", pool)
+    yield fe
+    fe.close()
+    pool.shutdown()
+
+
+def _session(frontend: Frontend) -> Session:
+    s = frontend.new_session()
+    asyncio.run(s.startup({"user": "root", "database": "dev"}))
+    return s
+
+
+def _recorded(meta: MetaService) -> list[tuple[int, int]]:
+    with meta.store.engine.connect() as conn:
+        paths = [p for (p,) in conn.exec_driver_sql("SELECT path FROM dml_batches ORDER BY id")]
+    return [(r["k"], r["v"]) for p in paths for r in meta.objects.read_parquet(p).select(["k", "v"]).to_pylist()]
+
+
+def _run(session: Session, sql: str, params: list, oids: list[int] | None = None):
+    return asyncio.run(session.execute(sql, [20, 23] if oids is None else oids, params))
+
+
+def test_a_durable_insert_runs_on_the_event_loop_and_is_logged(frontend: Frontend, meta: MetaService) -> None:
+    session = _session(frontend)
+    pool = frontend.pool
+    pool.submitted = 0  # (the session's startup read the catalog on it)
+    for k in range(3):
+        assert _run(session, INSERT, [k, k * 10]).tag == "INSERT 0 1"
+    session.vars.set("synchronous_commit", "off")
+    assert _run(session, "INSERT INTO t (v, k) VALUES (5, 3), (6, 4)", [], []).tag == "INSERT 0 2"
+    assert pool.submitted == 0  # (CountingPool) no statement thread, no sync thread
+    assert frontend.dml._log.written == 3  # type: ignore[union-attr]  # the durable ones are in the log
+    frontend.dml.drain(timeout=30)
+    assert _recorded(meta) == [(0, 0), (1, 10), (2, 20), (3, 5), (4, 6)]
+
+
+def test_what_the_loop_cannot_take_runs_on_a_thread(frontend: Frontend, meta: MetaService) -> None:
+    session = _session(frontend)
+    pool = frontend.pool
+    pool.submitted = 0  # (the session's startup read the catalog on it)
+    _run(session, "INSERT INTO t VALUES (1, 1 + 1)", [], [])  # an expression
+    assert pool.submitted == 1
+    with pytest.raises(NotNullViolation, match='null value in column "k"'):
+        _run(session, INSERT, [None, 1])  # the thread path's error
+    assert pool.submitted == 2
+    session.vars.set("rw_implicit_flush", "true")  # (waits for a checkpoint: no barrier runs here)
+    assert asyncio.run(insert_on_loop(session, session._plan_key(INSERT, [20, 23]), [2, 2])) is None
+    frontend.dml.drain(timeout=30)
+    assert _recorded(meta) == [(1, 2)]
+
+
+def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(frontend: Frontend, meta: MetaService,
+                                                                         monkeypatch) -> None:
+    sessions = [_session(frontend) for _ in range(5)]
+    frontend.pool.submitted = 0  # (CountingPool; the sessions' startups read the catalog on it)
+    syncs = []
+    real = dml_log.os.fdatasync
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
+
+    async def together(first: int) -> None:
+        await asyncio.gather(*(s.execute(INSERT, [20, 23], [first + i, 0]) for i, s in enumerate(sessions)))
+
+    asyncio.run(together(0))
+    assert len(syncs) == 1 and frontend.pool.submitted == 0
+    log = frontend.dml._log
+    assert log is not None
+    monkeypatch.setattr(log, "sync_seconds", 1.0)  # (a busy disk)
+    asyncio.run(together(10))
+    assert frontend.pool.submitted >= 1 and log.synced(log.written)
+    frontend.dml.drain(timeout=30)
+    assert sorted(k for k, _ in _recorded(meta)) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+
+
+def test_a_failed_sync_fails_the_statement_and_later_ones_wait_for_meta(frontend: Frontend, meta: MetaService,
+                                                                         monkeypatch) -> None:
+    session = _session(frontend)
+    frontend.pool.submitted = 0  # (CountingPool; the session's startup read the catalog on it)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    with pytest.raises(InternalError, match="could not sync the DML log"):
+        _run(session, INSERT, [1, 1])
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: None)
+    assert _run(session, INSERT, [2, 2]).tag == "INSERT 0 1"  # the log is broken: on a thread, via meta
+    assert frontend.pool.submitted == 1
+    assert _recorded(meta) == [(1, 1), (2, 2)]  # (the first was queued: it may still be recorded, as said)
+
