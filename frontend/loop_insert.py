@@ -8,7 +8,8 @@ loop and a pool thread — the two wake-ups between the threads were most of it.
 The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and ``$n`` parameters
 (`frontend.parser.FastInsert`, the parse cached per text):
 
-1. The rows are made as the thread path makes them (`frontend.handlers.dml.literal_rows`); anything it
+1. Only a statement of at most `MAX_TEXT` characters is taken (a bulk load's values take
+   milliseconds to read). The rows are made as the thread path makes them (`frontend.handlers.dml.literal_rows`); anything it
    cannot take (an expression, a value that does not convert, a missing table or privilege, a NULL
    key) returns None, and the statement runs on a thread, which reports the exact error.
 2. The group commit queues them without waiting (`GroupCommit.queue_rows`): a durable statement's
@@ -38,6 +39,7 @@ import numpy as np
 from frontend.dml_log import DmlLog
 from frontend.handlers import dml
 from frontend.metrics import NODE, QUERY_DURATION, QUERY_ERRORS
+from frontend.parser import INSERT_VALUES
 from frontend.pgwire.api import StatementResult
 from risingspark.chunk import Op
 from risingspark.errors import InternalError, RisingSparkError
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from frontend.session import Session
 
 INLINE_SYNC_S = 0.001  # syncs averaging longer than this run on a thread
+MAX_TEXT = 4096  # longer statements (bulk loads: reading their values takes milliseconds) run on a thread
 
 
 class LoopSync:
@@ -88,13 +91,15 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
     frontend = session.frontend
     if not frontend.meta.reads_locally() or session.vars.flag("rw_implicit_flush"):
         return None
+    if len(key.text) > MAX_TEXT or not INSERT_VALUES.match(key.text):  # (a bulk INSERT, INSERT ... SELECT)
+        return None
     template = _insert_template(key.text)
     if template is None:
         return None
     session.begin_inline_statement(key.text)
-    stmt = template if not params else \
-        replace(template, values_text=substitute_params(template.values_text, params, list(key.param_oids)))
     try:
+        stmt = template if not params else \
+            replace(template, values_text=substitute_params(template.values_text, params, list(key.param_oids)))
         rows = dml.literal_rows(session, stmt)
     except RisingSparkError:  # (the thread path raises it again, with its position in the text)
         return None

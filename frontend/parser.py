@@ -103,7 +103,7 @@ def _unquote(w: str) -> str:
     return w
 
 
-_INSERT_VALUES = re.compile(
+INSERT_VALUES = re.compile(
     r"""^\s*INSERT\s+INTO\s+(?P<table>(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)){0,2})
         \s*(?:\((?P<cols>[^()]*)\))?\s*(?P<values>VALUES\s*\(.*)$""",
     re.IGNORECASE | re.DOTALL | re.VERBOSE,
@@ -192,7 +192,7 @@ def parse_statement(text: str) -> Statement:
     if first == "DISCARD":
         return IgnoredStmt("DISCARD ALL")
     if first == "INSERT":
-        m = _INSERT_VALUES.match(text)
+        m = INSERT_VALUES.match(text)
         if m and not re.search(r"\bRETURNING\b|\bON\s+CONFLICT\b", text[-200:], re.IGNORECASE):
             table = sqlglot.parse_one(m.group("table"), read=DIALECT, into=exp.Table)
             cols = None

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from frontend import dml_log
-from frontend.loop_insert import insert_on_loop
+from frontend.loop_insert import MAX_TEXT, insert_on_loop
 from frontend.session import Frontend, Session
 from meta.service import MetaService
 from meta.store.store import MetaStore
@@ -95,10 +95,13 @@ def test_what_the_loop_cannot_take_runs_on_a_thread(frontend: Frontend, meta: Me
     with pytest.raises(NotNullViolation, match='null value in column "k"'):
         _run(session, INSERT, [None, 1])  # the thread path's error
     assert pool.submitted == 2
+    bulk = "INSERT INTO t VALUES " + ", ".join(f"({k}, 0)" for k in range(100, 600))  # (reading it takes ms)
+    assert len(bulk) > MAX_TEXT and _run(session, bulk, [], []).tag == "INSERT 0 500"
+    assert pool.submitted == 3
     session.vars.set("rw_implicit_flush", "true")  # (waits for a checkpoint: no barrier runs here)
     assert asyncio.run(insert_on_loop(session, session._plan_key(INSERT, [20, 23]), [2, 2])) is None
     frontend.dml.drain(timeout=30)
-    assert _recorded(meta) == [(1, 2)]
+    assert _recorded(meta) == [(1, 2)] + [(k, 0) for k in range(100, 600)]
 
 
 def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(frontend: Frontend, meta: MetaService,
