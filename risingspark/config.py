@@ -25,7 +25,8 @@ _STATE_CACHE_HELP = ("memory of the stateful executors' caches of state rows on 
 _MAX_CONNECTIONS_HELP = ("client connections the frontend serves at once; one more gets PostgreSQL's FATAL 53300 "
                          "(0: no limit)")
 _DML_FLUSH_DELAY_HELP = ("milliseconds the frontend gathers logged and asynchronously committed statements "
-                         "before it records them in meta in one commit (as PostgreSQL's wal_writer_delay)")
+                         "before it records them in meta in one commit (as PostgreSQL's wal_writer_delay); "
+                         "FLUSH does not wait for it")
 _SWITCH_INTERVAL_HELP = ("how long, in ms, a Python thread runs before another waiting for the interpreter may take "
                          "over (sys.setswitchinterval): the latency a client's statement waits behind streaming "
                          "work in the same process")
@@ -105,7 +106,7 @@ class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings,
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
-    dml_flush_delay_ms: float = _f(10.0, _DML_FLUSH_DELAY_HELP)
+    dml_flush_delay_ms: float = _f(50.0, _DML_FLUSH_DELAY_HELP)
 
 
     def resolved_meta_store_url(self) -> str:
@@ -212,7 +213,7 @@ class FrontendConfig:
     auth_method: str = _f("scram-sha-256", "password authentication method: scram-sha-256 or md5")
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
-    dml_flush_delay_ms: float = _f(10.0, _DML_FLUSH_DELAY_HELP)
+    dml_flush_delay_ms: float = _f(50.0, _DML_FLUSH_DELAY_HELP)
     dml_log_dir: str = _f("", "directory of the frontend's DML log on a disk that outlives the process: a small "
                               "durable statement is acknowledged once logged there, not once meta records it "
                               "(empty: no log)")

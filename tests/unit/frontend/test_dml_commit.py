@@ -206,6 +206,15 @@ def test_asynchronous_statements_return_at_once_and_drain_records_them_in_order(
     assert len(meta.calls) <= 3  # the queue went in groups, not one commit per statement
 
 
+def test_flush_does_not_wait_for_the_gathering_delay():
+    """The flusher gathers statements for its delay before a commit; a FLUSH (`drain`) cuts it short."""
+    meta, store = SlowMeta(0), RecordingStore()
+    commit = GroupCommit(meta, store, flush_delay_s=3600.0)
+    commit.submit_rows(1, _rows(1), durable=False)
+    commit.drain(timeout=60)
+    assert _recorded(meta, store) == [(1, [1])]  # (within the timeout: a TimeoutError otherwise)
+
+
 def test_a_failed_asynchronous_commit_is_retried_and_flush_reports_it(monkeypatch):
     monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
     meta, store = FlakyMeta(failures=3), RecordingStore()
