@@ -6,6 +6,7 @@ records it, and one acknowledged before a crash is recorded at the next start, o
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -66,6 +67,29 @@ def test_segments_are_written_whole_before_the_first_record(tmp_path, monkeypatc
     log = DmlLog(tmp_path)
     assert [r.seq for r in log.unrecorded(0)] == [1, 2, 3] and warnings == []
     assert _logged(log, 1) == [4]
+    log.close()
+
+
+def test_a_roll_takes_a_segment_whose_zeros_were_written_ahead(tmp_path, monkeypatch) -> None:
+    """The next segment's zeros are written by a thread of their own, off the lock appends take (the
+    event loop appends under it): a roll renames the spare."""
+    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", 1500)
+    fills: list[str] = []
+    fill = dml_log._fill_with_zeros
+    monkeypatch.setattr(dml_log, "_fill_with_zeros", lambda fd, size: (fills.append(threading.current_thread().name),
+                                                                      fill(fd, size))[1])
+    log = DmlLog(tmp_path)
+    for _ in range(20):
+        with log._cond:
+            while log._preparing is not None:  # (the test waits for the spare before each append)
+                log._cond.wait()
+        _logged(log, 1)
+    assert len(list(tmp_path.glob("*.seg"))) > 3  # rolled several times
+    assert fills and set(fills) == {"dml-log-spare"}
+    assert all(p.stat().st_size >= 1500 for p in tmp_path.glob("*.seg"))
+    log.close()
+    log = DmlLog(tmp_path)
+    assert [r.seq for r in log.unrecorded(0)] == list(range(1, 21))
     log.close()
 
 
