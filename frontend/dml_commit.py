@@ -80,6 +80,7 @@ MEMORY_ROWS = 4096  # a statement of at most this many rows hands them to the co
 MAX_QUEUED_ROWS = 1 << 20  # asynchronous commit: writers wait past this many queued rows
 ASYNC_COMMIT_DELAY_S = 0.05  # asynchronous commit: the flusher gathers for this long before a commit
 RETRY_S = (0.05, 2.0)  # asynchronous commit: first and longest wait before retrying a failed commit
+LOCK_WAIT_S = 0.002  # `queue_rows` without waiting: the longest it waits for the commit lock
 
 
 @dataclass(eq=False)
@@ -125,18 +126,23 @@ class GroupCommit:
         """Record one batch (already in the object store); returns once it is durable."""
         return self._wait_for(_Batch(table_id, rows, path=path, file_rows=rows))
 
-    def queue_rows(self, table_id: int, data: pa.Table, durable: bool) -> int | None:
-        """`submit_rows` for a caller that must not wait (the event loop): queues the rows and returns
-        the DML log record to sync before acknowledging them (0: none, an asynchronous statement's);
-        None, having queued nothing, where `submit_rows` would wait: a durable statement without a
-        usable log, a full queue, a closing frontend."""
+    def queue_rows(self, table_id: int, data: pa.Table, durable: bool, wait: bool = True) -> int | None:
+        """`submit_rows` for a caller that must not wait for meta (the event loop): queues the rows
+        and returns the DML log record to sync before acknowledging them (0: none, an asynchronous
+        statement's); None, having queued nothing, where `submit_rows` would wait: a durable statement
+        without a usable log, a full queue, a closing frontend. Not `wait`: None too where the lock is
+        held for more than a moment (a writer rolling the log's segment) or the append would roll."""
         log = self._log if durable and self._log is not None and not self._log.broken else None
         if durable and log is None:
             return None
         payload = encode_rows(data) if log is not None else b""
         batch = _Batch(table_id, data.num_rows, data=data, waits=False)
-        with self._cond:
+        if not self._cond.acquire(timeout=-1 if wait else LOCK_WAIT_S):
+            return None
+        try:
             if self._queued_rows >= MAX_QUEUED_ROWS or self._closing:
+                return None
+            if log is not None and not wait and not log.fits(len(payload)):
                 return None
             if log is not None:
                 try:
@@ -144,6 +150,8 @@ class GroupCommit:
                 except (InternalError, OSError):  # broken: the caller takes the waiting path
                     return None
             self._enqueue(batch)
+        finally:
+            self._cond.release()
         return batch.log_seq
 
     def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
@@ -217,8 +225,9 @@ class GroupCommit:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             target, failures = self._appended, self._failures
-            self._hurry = True
-            self._cond.notify_all()
+            if self._pending:  # (a flag left set would skip the next gathering)
+                self._hurry = True
+                self._cond.notify_all()
             while self._unfinished and next(iter(self._unfinished)) <= target:
                 if self._failures > failures:  # a commit tried since the call failed (not an older one)
                     assert self._last_error is not None

@@ -151,10 +151,16 @@ class DmlLog:
 
     def unrecorded(self, recorded: int) -> list[LogRecord]:
         """The records found at open that come after meta's `recorded` one; appends are numbered on
-        from the newest of them and `recorded`. Call once, before the first append."""
+        from the newest of them and `recorded`, into a segment started here. Call once, before the
+        first append."""
         self._seq = max(self._seq, recorded)
         found, self._found = [r for r in self._found if r.seq > recorded], []
         self.recorded(recorded)
+        with self._cond:  # the segment appends go to, now (the event loop appends only where no roll is due)
+            try:
+                self._roll(self._seq + 1)
+            except OSError as e:
+                self._break(e)
         return found
 
     # ---- appending ----------------------------------------------------------------------------
@@ -221,6 +227,15 @@ class DmlLog:
     def written(self) -> int:
         """The newest record written (synced or not)."""
         return self._written
+
+    @property
+    def syncing(self) -> bool:
+        """Whether a sync runs now."""
+        return self._syncing
+
+    def fits(self, payload_bytes: int) -> bool:
+        """Whether a record of `payload_bytes` goes in the current segment (no roll)."""
+        return self._fd is not None and self._fd_bytes + _HEAD.size + _BODY.size + payload_bytes <= SEGMENT_BYTES
 
     def synced(self, seq: int) -> bool:
         """Whether record `seq` is on disk already."""

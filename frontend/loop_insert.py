@@ -15,13 +15,17 @@ The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and
 2. The group commit queues them without waiting (`GroupCommit.queue_rows`): a durable statement's
    rows are appended to the DML log, an asynchronous one's only queued. Where the commit would have to
    wait — no usable log, a full queue, a closing frontend — nothing is queued and the thread path runs.
-3. A durable statement waits for its record's ``fdatasync``. While syncs are quick (`LoopSync`: their
+3. The rows are queued only if nothing has to wait for a lock or the disk (a roll of the log's
+   segment, a commit lock held by a thread): otherwise the thread path runs.
+   A durable statement waits for its record's ``fdatasync``. While syncs are quick (`LoopSync`: their
    moving average under `INLINE_SYNC_S`), the sync runs on the loop itself, once for every statement
    queued in the same pass of the loop, as Redis syncs its append-only file before it answers
-   (``appendfsync always``). When they are slow (a busy disk), a thread syncs and the loop goes on:
-   the loop is then never held longer than about one quick sync.
+   (``appendfsync always``). When they are slow (a busy disk), or a thread leads a sync already, a
+   thread syncs and the loop goes on. The average follows the disk: one sync that stalls (a
+   writeback storm) holds the loop once, then syncs go to a thread until they are quick again.
+   An asynchronous statement yields to the loop once (a client's run of them must not hold it).
 4. A write stall of the table (`meta.compaction.write_stall`) is waited out on a thread, as on the
-   thread path.
+   thread path, under the statement timeout (`Session.wait_out_write_stall`).
 
 ``rw_implicit_flush`` (every write waits for its checkpoint) takes the thread path.
 """
@@ -74,13 +78,27 @@ class LoopSync:
     def _sync_pass(self) -> None:
         done, self._pass = self._pass, None
         assert done is not None
+        written = self._log.written
+        if self._log.syncing:  # (a thread leads a sync: waiting for it would hold the loop)
+            on_thread = asyncio.get_running_loop().run_in_executor(self._pool, self._log.sync, written)
+            on_thread.add_done_callback(lambda f: _settle(done, f.exception()))
+            return
         try:
-            self._log.sync(self._log.written)
-        except BaseException as e:  # noqa: BLE001 - every statement of the pass gets it
-            done.set_exception(e)
-            done.exception()  # (retrieved: a pass whose statements were all cancelled logs nothing)
+            self._log.sync(written)
+        except Exception as e:  # noqa: BLE001 - every statement of the pass gets it
+            _settle(done, e)
         else:
-            done.set_result(None)
+            _settle(done, None)
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+        done.exception()  # (retrieved: a pass whose statements were all cancelled logs nothing)
 
 
 async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> StatementResult | None:
@@ -100,6 +118,8 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
     try:
         stmt = template if not params else \
             replace(template, values_text=substitute_params(template.values_text, params, list(key.param_oids)))
+        if len(stmt.values_text) > MAX_TEXT:  # (long parameters)
+            return None
         rows = dml.literal_rows(session, stmt)
     except RisingSparkError:  # (the thread path raises it again, with its position in the text)
         return None
@@ -109,18 +129,20 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
     started = time.monotonic()
     durable = session.vars.get("synchronous_commit") != "off"
     full = dml.with_change_columns(table, np.full(table.num_rows, int(Op.INSERT), np.int8))
-    seq = frontend.dml.queue_rows(rel.id, full, durable)
+    seq = frontend.dml.queue_rows(rel.id, full, durable, wait=False)
     if seq is None:
         return None
     if seq:
         assert frontend.loop_sync is not None
         try:
             await frontend.loop_sync.wait(seq)
-        except BaseException as e:
+        except Exception as e:
             QUERY_ERRORS.labels(NODE, "insert").inc()
             raise InternalError(f"could not sync the DML log ({e}); the statement's rows may still be "
                                 "recorded") from e
+    else:
+        await asyncio.sleep(0)  # (nothing awaited: a client's run of statements must not hold the loop)
     if frontend.dml.stalled(rel.id):
-        await session.run_in_thread(dml.wait_while_stalled, session, rel.id)
+        await session.wait_out_write_stall(rel.id)
     QUERY_DURATION.labels(NODE, "insert").observe(time.monotonic() - started)
     return StatementResult(f"INSERT 0 {table.num_rows}")

@@ -289,6 +289,19 @@ class Session:
         self._begin_statement()
         self.query, self.query_started_at = text, None
 
+    async def wait_out_write_stall(self, table_id: int) -> None:
+        """Wait on a thread while writes into `table_id` are held, for a statement run on the event
+        loop, as the thread path waits: shown as running, cut short by a cancel or the statement
+        timeout (the rows are durable: the statement then succeeds, as on the thread path)."""
+        self.query_started_at = time.time()
+        timer = self._statement_timer(self._statement_seq)
+        try:
+            await self._in_thread(dml.wait_while_stalled, self, table_id)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.query_started_at = None
+
     def _point_query_inline(self, key: PlanKey, params: list[Any]) -> StatementResult | None:
         """The result of a point query (one full key: at most one row) answered on the event loop,
         or None when it must run on a thread: its plan is not a current key plan, it looks up a

@@ -7,12 +7,17 @@ meta."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from frontend import dml_log
+from frontend.dml_log import encode_rows
+from frontend.handlers import dml
 from frontend.loop_insert import MAX_TEXT, insert_on_loop
 from frontend.session import Frontend, Session
 from meta.service import MetaService
@@ -138,3 +143,42 @@ def test_a_failed_sync_fails_the_statement_and_later_ones_wait_for_meta(frontend
     assert frontend.pool.submitted == 1
     assert _recorded(meta) == [(1, 1), (2, 2)]  # (the first was queued: it may still be recorded, as said)
 
+
+
+def test_an_append_that_would_roll_the_segment_runs_on_a_thread(frontend: Frontend, meta: MetaService,
+                                                                  monkeypatch) -> None:
+    """A roll of the log's segment syncs and renames files under the commit lock: the loop leaves
+    such an append to a thread."""
+    session = _session(frontend)
+    frontend.pool.submitted = 0  # (CountingPool; the session's startup read the catalog on it)
+    log = frontend.dml._log
+    assert log is not None
+    room = dml_log.SEGMENT_BYTES - log._fd_bytes
+    record = len(encode_rows(dml.with_change_columns(pa.table({"k": pa.array([0], pa.int64()),
+                                                               "v": pa.array([0], pa.int32())}),
+                                                     np.full(1, 1, np.int8)))) + 24
+    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", dml_log.SEGMENT_BYTES - room + 2 * record + record // 2)
+    for k in range(4):
+        _run(session, INSERT, [k, k])
+    assert frontend.pool.submitted == 1  # the third rolled, on a thread; the others on the loop
+    frontend.dml.drain(timeout=30)
+    assert _recorded(meta) == [(k, k) for k in range(4)]
+
+
+def test_a_cancelled_insert_is_cancelled_not_failed(frontend: Frontend, monkeypatch) -> None:
+    """A connection closed (the server stopping) while its INSERT waits for the sync: the task ends
+    cancelled, not with an error sent to a client that is gone."""
+    session = _session(frontend)
+    log = frontend.dml._log
+    assert log is not None
+    monkeypatch.setattr(log, "sync_seconds", 1.0)  # (synced on a thread)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: time.sleep(0.5))
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(session.execute(INSERT, [20, 23], [1, 1]))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cancelled())
