@@ -44,11 +44,13 @@ durable small statement is acknowledged once its rows are in the log and the log
 records it in meta with the number of the newest log record its commit holds, in the same
 transaction. A crash loses nothing acknowledged: at start the frontend queues the log's records meta
 has not recorded (`replay`) before it serves. Each record is written under the lock that appends its
-batch to the pending list, so the log's order is the order commits take batches in. A file holding
-logged batches carries its newest record's number, and meta leaves out, in the recording
-transaction, a file at or below its watermark: a commit retried after a lost reply records nothing
-twice, even when a barrier consumed the first one meanwhile; and a retry writes such a file anew
-(`_files`), since an unrecorded file is protected by its age only (`meta.garbage`).
+batch to the pending list, so the log's order is the order commits take batches in. Every file of a
+commit holding logged batches carries the commit's newest record number, and meta leaves out, in the
+recording transaction, a file at or below its watermark: a commit retried after a lost reply records
+nothing twice, even when a barrier consumed the first one meanwhile (asynchronous rows that shared
+the commit included); and a retry writes such a file anew (`_files`), since an unrecorded file is
+protected by its age only (`meta.garbage`). Left: a commit of asynchronous batches alone (no log
+record) is retried by path, as before the log.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class _Batch:
     file_rows: int = 0  # rows of the file at `path` (a commit's file holds a run of batches)
     seq: int = 0  # order of arrival
     log_seq: int = 0  # its record in the DML log (0: none)
+    file_tag: int = 0  # the newest log record of the group that first wrote its file (0: none; see `_files`)
     tried: bool = False  # in a commit that failed (its file may be recorded: the reply was lost)
     receipt: DmlReceipt | None = None
     error: BaseException | None = None
@@ -369,31 +372,35 @@ class GroupCommit:
         consecutive in-memory batches of one table (with one schema) written as one file — and, per
         batch, the index of its file.
 
-        A batch a failed commit wrote goes in that commit's file again, with the same batches. A file
-        holding no logged batch is recorded by its path (meta records a path it has once). One holding
-        logged batches is written anew: meta knows it by its newest log record
-        (`MetaService.submit_dml_batches`), whatever its path, so a retry may rewrite it — and must, as
+        A batch a failed commit wrote goes in that commit's file again, with the same batches. Each
+        file is tagged with the newest log record of the group that first wrote it: meta records a
+        group in one transaction with the log's watermark, so a file whose tag is at or below the
+        watermark was recorded (`MetaService.submit_dml_batches`), whatever its path and whether or
+        not it holds logged rows itself. A tagged file is written anew by a retry — it must be, as
         nothing protects a file meta has not recorded but its age (`meta.garbage`): a commit retried
-        after minutes of meta's absence would record a file the full GC had deleted."""
+        after minutes of meta's absence would record a file the full GC had deleted. A file of a group
+        without logged batches (tag 0) is recorded by its path (meta records a path it has once)."""
         files: list[tuple[int, str, int, int]] = []
         of_batch: list[int] = []
         run: list[_Batch] = []  # in-memory batches of one table and schema
 
-        def write(batches: list[_Batch]) -> None:
+        group_tag = max((b.log_seq for b in group), default=0)
+
+        def write(batches: list[_Batch], tag: int) -> None:
             data = pa.concat_tables([b.data for b in batches if b.data is not None])
-            table_id, log_seq = batches[0].table_id, max(b.log_seq for b in batches)
+            table_id = batches[0].table_id
             path = f"dml/{table_id}/{uuid.uuid4().hex}.parquet"
             assert self._store is not None, "in-memory DML batches need the object store"
             self._store.write_parquet(path, data)
             for b in batches:
-                b.path, b.file_rows = path, data.num_rows
-                if not log_seq:  # (written once: a retry records the same path)
+                b.path, b.file_rows, b.file_tag = path, data.num_rows, tag
+                if not tag:  # (written once: a retry records the same path)
                     b.data = None
-            files.append((table_id, path, data.num_rows, log_seq))
+            files.append((table_id, path, data.num_rows, tag))
 
         def write_run() -> None:
             if run:
-                write(run[:])
+                write(run[:], group_tag)
                 run.clear()
 
         i = 0
@@ -411,7 +418,7 @@ class GroupCommit:
             while i + len(same) < len(group) and group[i + len(same)].path == b.path:
                 same.append(group[i + len(same)])
             if b.data is not None:
-                write(same)
+                write(same, b.file_tag)
             else:
                 files.append((b.table_id, b.path, b.file_rows, 0))
             of_batch.extend([len(files) - 1] * len(same))

@@ -525,11 +525,12 @@ class MetaService:
         Only a retry looks the paths up (the path column has no index; the table holds the batches
         not yet consumed). `log` ``(log id, seq)``: the batches hold a frontend's DML log's records up
         to `seq` (`frontend.dml_log`), recorded in the same transaction: the log replays only what
-        comes after it. A batch's log seq (its newest log record; 0: none) at or below the log's
-        recorded one was recorded by an earlier commit whose reply was lost (a file's batches are
-        always recorded together, and commits take the log's records in order): it is not recorded
-        again, even when a barrier consumed it and its path is gone. Read under the store's write
-        lock, so a retry cannot overtake the commit it repeats.
+        comes after it. A batch's log seq (the newest log record of the commit that first wrote its
+        file; 0: none) at or below the log's recorded one was recorded by an earlier commit whose
+        reply was lost (a commit's files are recorded together with the watermark, and commits take
+        the log's records in order): it is not recorded again, even when a barrier consumed it and
+        its path is gone. Read under the store's write lock, so a retry cannot overtake the commit it
+        repeats.
 
         A batch of a table dropped meanwhile (written before the drop, recorded after it: an
         asynchronous or logged statement's) is not recorded, and its file is deleted: no barrier

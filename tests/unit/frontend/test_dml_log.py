@@ -275,6 +275,40 @@ def test_a_commit_retried_after_a_lost_reply_records_logged_rows_once(meta: Meta
     assert consumed == [0, 1] and _recorded(meta) == [] and frontend.dml._queued_rows == 0
 
 
+def test_a_retry_records_no_asynchronous_file_of_another_table_twice(meta: MetaService, tmp_path,
+                                                                        monkeypatch) -> None:
+    """An asynchronous statement into another table shared the commit with a logged one (two files):
+    the reply was lost and a barrier consumed both before the retry. The watermark covers both files."""
+    create_table(meta, "u", (Field("k", INT8), Field("v", VARCHAR)))
+    monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 0.2)  # both statements in one commit
+    calls: list[list[str]] = []
+    consumed: list[int] = []
+    submit = meta.submit_dml_batches
+
+    def lost_reply(batches, retried=False, log=None):
+        receipts = submit(batches, retried, log)
+        calls.append([b[1] for b in batches])
+        if len(calls) == 1:
+            consumed.extend(_recorded(meta))
+            with meta.store.begin() as conn:  # consumed by a barrier and deleted, before the retry
+                conn.exec_driver_sql("DELETE FROM dml_batches")
+            raise ConnectionError("the reply was lost")
+        return receipts
+
+    monkeypatch.setattr(meta, "submit_dml_batches", lost_reply)
+    frontend = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    session = _session(frontend)
+    session.vars.set("synchronous_commit", "off")
+    key = session._plan_key("INSERT INTO u VALUES ($1, $2)", [])
+    session._run_planned(key, [7, "async"], _Running(key.text))
+    session.vars.set("synchronous_commit", "on")
+    _insert(session, 1)  # logged, into t
+    frontend.close()
+    assert len(calls) == 2 and len(calls[0]) == 2
+    assert sorted(consumed) == [1, 7] and _recorded(meta) == [] and frontend.dml._queued_rows == 0
+
+
 def test_a_logged_batch_whose_file_is_gone_before_the_retry_is_written_again(meta: MetaService, tmp_path,
                                                                             monkeypatch) -> None:
     """Meta was away longer than the object store's garbage retention: the full GC deleted the file a
