@@ -35,7 +35,8 @@ reply) does not record the rows twice (left: a batch a barrier consumed, and met
 the lost reply and the retry is recorded again); ``FLUSH`` and ``rw_implicit_flush`` first
 wait for the queue (`drain`), and fail with the commit's error when one fails meanwhile. The queue is
 bounded (`MAX_QUEUED_ROWS`): past it a writer waits for the flusher, so a stalled meta store slows
-the writers down rather than filling the frontend's memory. Order is kept: every batch, synchronous or
+the writers down rather than filling the frontend's memory (a cancel or the statement timeout ends
+the wait, with nothing written). Order is kept: every batch, synchronous or
 not, goes through the one pending list, and a commit takes it whole.
 
 **With a DML log** (`frontend.dml_log`, the playground's default, ``--dml-log-dir`` of a frontend) a
@@ -68,7 +69,7 @@ from prometheus_client import Gauge, Histogram
 
 from frontend.dml_log import DmlLog, encode_rows
 from risingspark.barrier import DmlReceipt
-from risingspark.errors import InternalError
+from risingspark.errors import InternalError, QueryCanceled
 from risingspark.storage.object_store import ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ MAX_QUEUED_ROWS = 1 << 20  # asynchronous commit: writers wait past this many qu
 ASYNC_COMMIT_DELAY_S = 0.05  # asynchronous commit: the flusher gathers for this long before a commit
 RETRY_S = (0.05, 2.0)  # asynchronous commit: first and longest wait before retrying a failed commit
 LOCK_WAIT_S = 0.002  # `queue_rows` without waiting: the longest it waits for the commit lock
+FULL_QUEUE_POLL_S = 0.1  # a writer waiting for room in the queue looks at its cancel this often
 
 
 @dataclass(eq=False)
@@ -157,16 +159,23 @@ class GroupCommit:
             self._cond.release()
         return batch.log_seq
 
-    def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True) -> DmlReceipt | None:
+    def submit_rows(self, table_id: int, data: pa.Table, durable: bool = True,
+                    cancel: threading.Event | None = None) -> DmlReceipt | None:
         """Record the rows `data` (at most `MEMORY_ROWS`), written by the commit. Durable: returns
         the receipt once they are (None when the DML log made them durable: meta records them
-        later). Not: returns None once they are queued (asynchronous commit)."""
+        later). Not: returns None once they are queued (asynchronous commit).
+
+        While the queue is full (meta has not recorded `MAX_QUEUED_ROWS` rows: it is down or slow)
+        the statement waits, before it queues anything; `cancel` set (a CancelRequest, the statement
+        timeout) ends that wait with 57014 and nothing written."""
         batch = _Batch(table_id, data.num_rows, data=data, waits=durable)
         log = self._log if durable and self._log is not None and not self._log.broken else None
         payload = encode_rows(data) if log is not None else b""
         with self._cond:
             while self._queued_rows >= MAX_QUEUED_ROWS and not self._closing:
-                self._cond.wait()
+                if cancel is not None and cancel.is_set():
+                    raise QueryCanceled("canceling statement due to user request")
+                self._cond.wait(FULL_QUEUE_POLL_S if cancel is not None else None)
             if not self._closing and (not durable or log is not None):
                 if log is not None:
                     try:

@@ -211,7 +211,8 @@ def write_batches(session: Session, rel: RelationCatalog, rows: pa.Table, ops: n
     full = with_change_columns(rows, ops)
     dml = session.frontend.dml
     if n <= MEMORY_ROWS:  # the group's commit writes the file (`frontend.dml_commit`)
-        receipt = dml.submit_rows(rel.id, full, durable=session.vars.get("synchronous_commit") != "off")
+        receipt = dml.submit_rows(rel.id, full, durable=session.vars.get("synchronous_commit") != "off",
+                                  cancel=session.cancel_event)
         stalled = receipt.stalled if receipt is not None else dml.stalled(rel.id)
     else:
         for start in range(0, n, BATCH_ROWS):

@@ -15,6 +15,7 @@ import pytest
 from frontend import dml_commit
 from frontend.dml_commit import GroupCommit
 from risingspark.barrier import DmlReceipt
+from risingspark.errors import QueryCanceled
 
 
 class SlowMeta:
@@ -262,6 +263,33 @@ def test_the_queue_is_bounded(monkeypatch):
     assert not writer.is_alive()
     commit.drain()
     assert [v for _, values in _recorded(meta, store) for v in values] == list(range(7))
+
+
+def test_a_writer_waiting_for_room_in_a_full_queue_is_cancelled_with_nothing_written(monkeypatch):
+    monkeypatch.setattr(dml_commit, "MAX_QUEUED_ROWS", 4)
+    meta, store = GatedMeta(), RecordingStore()
+    commit = GroupCommit(meta, store)
+    commit.submit_rows(1, _rows(0, 1, 2), durable=False)  # the flusher's commit of these waits on the gate
+    commit.submit_rows(1, _rows(3, 4, 5), durable=False)  # queued: 6 rows, past the bound
+    cancel, outcome = threading.Event(), []
+
+    def write() -> None:
+        try:
+            commit.submit_rows(1, _rows(6), cancel=cancel)
+            outcome.append("written")
+        except QueryCanceled as e:
+            outcome.append(e.sqlstate)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join(timeout=0.5)
+    assert writer.is_alive()  # waits for room (meta is down)
+    cancel.set()  # a CancelRequest, or the statement timeout
+    writer.join(timeout=5)
+    assert outcome == ["57014"]
+    meta.gate.set()
+    commit.drain()
+    assert [v for _, values in _recorded(meta, store) for v in values] == list(range(6))  # not 6
 
 
 def test_flush_waits_for_queued_rows_a_failed_durable_group_put_back(monkeypatch):
