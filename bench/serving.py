@@ -25,10 +25,12 @@ docker-compose deploys it; the playground keeps one in its data directory). Repo
 ``--load N`` runs the statements while a writer inserts N rows/s into another table (on RisingSpark,
 one with a materialized view of an aggregate over it): the streaming work a serving path shares its
 process with. ``--switch-intervals 5,0.5`` runs RisingSpark once per interpreter switch interval
-(the playground's ``--switch-interval-ms``, each in a fresh playground), the first the baseline.
+(the playground's ``--switch-interval-ms``, each in a fresh playground), the first the baseline;
+``--event-loops uvloop,asyncio`` once per frontend event loop (``--event-loop``; the standalone
+frontend too), the first the baseline.
 
 Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--load 0]
-[--switch-intervals 5] [--standalone] [--out result.json]``
+[--switch-intervals 5] [--event-loops uvloop] [--standalone] [--out result.json]``
 """
 
 from __future__ import annotations
@@ -181,8 +183,9 @@ class Standalone:
     """Meta, a compute node (``local[2]``), a compactor and a frontend, each a process of its own,
     under `work` (logs ``<kind>.log``); `port` is the frontend's."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, frontend_args: list[str] | None = None) -> None:
         self.work, self.procs = work, []
+        self.frontend_args = frontend_args or []
         self.meta = f"http://127.0.0.1:{free_port()}"
         self.port = free_port()
 
@@ -193,7 +196,7 @@ class Standalone:
                         "local[2]", "--spark-driver-memory", "4g")
             self._start("compactor", "--port", str(free_port()), "--meta-address", self.meta)
             self._start("frontend", "--port", str(self.port), "--metrics-port", str(free_port()),
-                        "--meta-address", self.meta, "--dml-log-dir", str(self.work / "dml-log"))
+                        "--meta-address", self.meta, "--dml-log-dir", str(self.work / "dml-log"), *self.frontend_args)
         except BaseException:
             self.__exit__()
             raise
@@ -229,29 +232,37 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=0, help="rows/s a writer inserts meanwhile (0: none)")
     parser.add_argument("--switch-intervals", default="5",
                         help="comma-separated playground switch intervals in ms, one run each; the first is the baseline")
+    parser.add_argument("--event-loops", default="uvloop",
+                        help="comma-separated event loops of the frontend (uvloop, asyncio), one run each; the first is "
+                             "the baseline")
     parser.add_argument("--standalone", action="store_true",
                         help="also measure a frontend in a process of its own (a cluster of separate services)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     intervals = [float(x) for x in args.switch_intervals.split(",")]
+    loops = args.event_loops.split(",")
     db = f"bench_serving_{os.getpid()}"
     runs = {}
-    for interval in intervals:
-        work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
-        proc, port, _ = start_playground(work / "data", ["--switch-interval-ms", str(interval)])
-        try:
-            runs[interval] = measure(f"host=127.0.0.1 port={port} user=root dbname=dev", args, ours=True)
-        finally:
-            stop_playground(proc)
-            shutil.rmtree(work, ignore_errors=True)
-    standalone = None
+    for loop in loops:
+        for interval in intervals:
+            work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+            proc, port, _ = start_playground(work / "data", ["--switch-interval-ms", str(interval),
+                                                             "--event-loop", loop])
+            try:
+                runs[loop, interval] = measure(f"host=127.0.0.1 port={port} user=root dbname=dev", args, ours=True)
+            finally:
+                stop_playground(proc)
+                shutil.rmtree(work, ignore_errors=True)
+    standalone = {}
     if args.standalone:
-        work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
-        try:
-            with Standalone(work) as cluster:
-                standalone = measure(f"host=127.0.0.1 port={cluster.port} user=root dbname=dev", args, ours=True)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        for loop in loops:
+            work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+            try:
+                with Standalone(work, ["--event-loop", loop]) as cluster:
+                    standalone[loop] = measure(f"host=127.0.0.1 port={cluster.port} user=root dbname=dev", args,
+                                               ours=True)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
     try:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
@@ -260,20 +271,25 @@ def main() -> None:
     finally:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    ours = runs[intervals[0]]
+    ours = runs[loops[0], intervals[0]]
     result = {"machine": {"cores": os.cpu_count()}, "rows": args.rows, "seconds": args.seconds,
               "connections": args.connections, "load_rows_per_s": args.load, "switch_interval_ms": intervals[0],
+              "event_loop": loops[0],
               "statements_per_s": {k: {"risingspark": round(ours[k]), "postgresql": round(pg[k]),
                                        "ratio": round(ours[k] / pg[k], 3)} for k in ours}}
-    for interval in intervals[1:]:  # each against the baseline interval, in the same script
-        other = runs[interval]
-        result[f"switch_interval_{interval:g}ms"] = {
-            k: {"risingspark": round(other[k]), "vs_baseline": round(other[k] / ours[k], 3),
-                "vs_postgresql": round(other[k] / pg[k], 3)} for k in other}
-    if standalone is not None:
-        result["standalone_frontend"] = {
-            k: {"risingspark": round(standalone[k]), "vs_postgresql": round(standalone[k] / pg[k], 3),
-                "vs_playground": round(standalone[k] / ours[k], 3)} for k in standalone}
+    for (loop, interval), other in runs.items():  # each against the baseline run, in the same script
+        if other is ours:
+            continue
+        name = "_".join(([f"event_loop_{loop}"] if loop != loops[0] else [])
+                        + ([f"switch_interval_{interval:g}ms"] if interval != intervals[0] else []))
+        result[name] = {k: {"risingspark": round(other[k]), "vs_baseline": round(other[k] / ours[k], 3),
+                            "vs_postgresql": round(other[k] / pg[k], 3)} for k in other}
+    for loop, alone in standalone.items():
+        base = standalone[loops[0]]
+        result["standalone_frontend" + ("" if loop == loops[0] else f"_event_loop_{loop}")] = {
+            k: {"risingspark": round(alone[k]), "vs_postgresql": round(alone[k] / pg[k], 3),
+                "vs_playground": round(alone[k] / ours[k], 3)}
+            | ({} if loop == loops[0] else {"vs_baseline": round(alone[k] / base[k], 3)}) for k in alone}
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

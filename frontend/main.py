@@ -21,13 +21,14 @@ READY = "RisingSpark frontend is ready"
 
 def run_frontend(cfg: FrontendConfig) -> int:
     from frontend.authentication import setup_auth
-    from frontend.pgwire.server import PgServer
+    from frontend.pgwire.server import PgServer, event_loop_factory, run_server
     from frontend.remote_runner import RemoteBatchRunner
     from frontend.session import Frontend
     from meta.client import MetaClient, MetaSession
     from risingspark.runtime import HttpServer, health_app
     from risingspark.storage.object_store import ObjectStore
 
+    event_loop_factory(cfg.event_loop)  # (an unknown loop fails before anything starts)
     sys.setswitchinterval(cfg.switch_interval_ms / 1000)
     http = None
     if cfg.metrics_port:
@@ -61,7 +62,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
         await server.stop()
 
     try:
-        asyncio.run(serve())
+        run_server(serve(), cfg.event_loop)
     finally:
         frontend.close()  # (first: it records asynchronously committed writes in meta)
         meta.stop()

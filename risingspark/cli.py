@@ -61,7 +61,7 @@ class Playground:
         from compute.server import spark_conf_pairs
         from compute.spark import SparkSettings, create_spark_session
         from frontend.authentication import setup_auth
-        from frontend.pgwire.server import PgServer
+        from frontend.pgwire.server import PgServer, event_loop_factory, run_server
         from frontend.session import Frontend
         from meta.api import create_app
         from meta.cluster import ClusterManager
@@ -77,6 +77,7 @@ class Playground:
         from risingspark.storage.object_store import ObjectStore
 
         cfg = self.cfg
+        event_loop_factory(cfg.event_loop)  # (an unknown loop fails before anything starts)
         sys.setswitchinterval(cfg.switch_interval_ms / 1000)
         Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
         store = ObjectStore(cfg.resolved_object_store_url())
@@ -131,7 +132,7 @@ class Playground:
             await server.stop()
 
         try:
-            asyncio.run(serve())
+            run_server(serve(), cfg.event_loop)
         finally:
             frontend.close()  # (first: it records asynchronously committed writes in meta)
             http.stop()

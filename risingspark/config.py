@@ -30,6 +30,9 @@ _DML_FLUSH_DELAY_HELP = ("milliseconds the frontend gathers logged and asynchron
 _SWITCH_INTERVAL_HELP = ("how long, in ms, a Python thread runs before another waiting for the interpreter may take "
                          "over (sys.setswitchinterval): the latency a client's statement waits behind streaming "
                          "work in the same process")
+_EVENT_LOOP_HELP = ("the frontend's event loop, which reads every client message and answers point queries, constant "
+                    "SELECTs and single-row INSERTs itself: uvloop (libuv's, in C) or asyncio (the standard "
+                    "library's, in Python)")
 _BLOCK_CACHE_HELP = "block cache of decoded SST blocks on the compute node, in MiB, shared by its Spark cores"
 
 
@@ -107,6 +110,7 @@ class PlaygroundConfig(ServerlessBackfillSettings, ServerlessCompactionSettings,
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
     dml_flush_delay_ms: float = _f(50.0, _DML_FLUSH_DELAY_HELP)
+    event_loop: str = _f("uvloop", _EVENT_LOOP_HELP)
 
 
     def resolved_meta_store_url(self) -> str:
@@ -214,6 +218,7 @@ class FrontendConfig:
     max_connections: int = _f(100, _MAX_CONNECTIONS_HELP)
     switch_interval_ms: float = _f(5.0, _SWITCH_INTERVAL_HELP)
     dml_flush_delay_ms: float = _f(50.0, _DML_FLUSH_DELAY_HELP)
+    event_loop: str = _f("uvloop", _EVENT_LOOP_HELP)
     dml_log_dir: str = _f("", "directory of the frontend's DML log on a disk that outlives the process: a small "
                               "durable statement is acknowledged once logged there, not once meta records it "
                               "(empty: no log)")

@@ -13,7 +13,8 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from frontend.metrics import CONNECTIONS, CONNECTIONS_TOTAL, NODE
 
@@ -22,6 +23,35 @@ from .auth import PasswordAuth
 from .connection import Connection, ConnectionSlots
 
 logger = logging.getLogger(__name__)
+
+EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    """The event loop a server runs on, by its setting's name (``event_loop``).
+
+    ``uvloop`` (the default) is libuv's loop, written in C, as uvicorn picks it when installed: the
+    frontend's event loop reads every message and answers the statements it can take without a
+    thread (constant SELECTs, cached point queries, single-row INSERTs), so its own cost is a share
+    of every such statement's. ``asyncio`` is the standard library's loop (in Python), kept as the
+    baseline the serving benchmark compares with (`bench/serving.py --event-loops`).
+
+    Raises:
+        ValueError: an unknown name (before anything starts).
+    """
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    if name == "asyncio":
+        return asyncio.new_event_loop
+    raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, not {name!r}")
+
+
+def run_server(main: Coroutine[Any, Any, None], event_loop: str) -> None:
+    """Run `main` on the event loop named `event_loop` (`event_loop_factory`) until it returns."""
+    with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
+        runner.run(main)
 
 
 class PgServer:

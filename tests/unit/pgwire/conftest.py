@@ -9,7 +9,8 @@ import pytest
 from .fakes import ServerThread
 
 
-@pytest.fixture
-def server() -> Iterator[ServerThread]:
-    with ServerThread() as srv:
+@pytest.fixture(params=["uvloop", "asyncio"])
+def server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
+    """The server on each event loop a frontend can run (`frontend.pgwire.server.event_loop_factory`)."""
+    with ServerThread(event_loop=request.param) as srv:
         yield srv
