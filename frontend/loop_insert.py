@@ -42,7 +42,7 @@ import numpy as np
 
 from frontend.dml_log import DmlLog
 from frontend.handlers import dml
-from frontend.metrics import NODE, QUERY_DURATION, QUERY_ERRORS
+from frontend.metrics import INSERT_DURATION, NODE, QUERY_ERRORS
 from frontend.parser import INSERT_VALUES
 from frontend.pgwire.api import StatementResult
 from risingspark.chunk import Op
@@ -144,5 +144,5 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
         await asyncio.sleep(0)  # (nothing awaited: a client's run of statements must not hold the loop)
     if frontend.dml.stalled(rel.id):
         await session.wait_out_write_stall(rel.id)
-    QUERY_DURATION.labels(NODE, "insert").observe(time.monotonic() - started)
+    INSERT_DURATION.observe(time.monotonic() - started)
     return StatementResult(f"INSERT 0 {table.num_rows}")

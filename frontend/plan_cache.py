@@ -85,20 +85,14 @@ class PlanCache:
             self.hits += 1
             return plan
 
-    def constant(self, key: PlanKey) -> ConstantPlan | None:
-        """The plan of `key` when it is a `ConstantPlan` (for the event loop: no catalog needed)."""
+    def last(self, key: PlanKey) -> Plan | None:
+        """What `key` last compiled to, whatever the catalog version since (for the event loop, which
+        asks no catalog before it knows the plan is one it answers itself: a constant, a key query)."""
         with self._lock:
             plan = self._plans.get(key)
-            if not isinstance(plan, ConstantPlan):
-                return None
-            self._plans.move_to_end(key)
-            self.hits += 1
+            if plan is not None:
+                self._plans.move_to_end(key)
             return plan
-
-    def is_key_query(self, key: PlanKey) -> bool:
-        """Whether `key` last compiled to a key query (whatever the catalog version since)."""
-        with self._lock:
-            return isinstance(self._plans.get(key), KeyPlan)
 
     def put(self, key: PlanKey, plan: Plan) -> None:
         with self._lock:

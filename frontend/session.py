@@ -38,7 +38,7 @@ from frontend.dml_log import DmlLog
 from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.loop_insert import LoopSync, insert_on_loop
-from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, statement_kind
+from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, SELECT_DURATION, statement_kind
 from frontend.parser import (
     DIALECT,
     AlterParallelismStmt,
@@ -254,7 +254,7 @@ class Session:
 
     # ---- running statements ----------------------------------------------------------------------
     def _plan_key(self, text: str, param_oids: list[int]) -> PlanKey:
-        return PlanKey(text, tuple(param_oids), self.database, self.user, tuple(self.vars.search_path()))
+        return PlanKey(text, tuple(param_oids), self.database, self.user, self.vars.search_path_key())
 
     async def _execute(self, text: str, offset: int, param_oids: list[int], params: list[Any]) -> StatementResult:
         """Run one statement (`text`, with ``$n`` placeholders for `params`); `offset` is where it
@@ -264,15 +264,15 @@ class Session:
         point query whose blocks are cached (`_point_query_inline`) and an INSERT of literals
         (`frontend.loop_insert`); every other runs on the thread pool (`_run_planned`)."""
         key = self._plan_key(text, param_oids)
-        constant = self.frontend.plans.constant(key)
-        if constant is not None:
+        plan = self.frontend.plans.last(key)
+        if isinstance(plan, ConstantPlan):
             self._begin_statement()
             self.query, self.query_started_at = text, None
-            QUERY_DURATION.labels(NODE, "select").observe(0.0)
-            return constant.result()
+            SELECT_DURATION.observe(0.0)
+            return plan.result()
         pool = self.frontend.pool
-        if self.frontend.plans.is_key_query(key):
-            result = self._point_query_inline(key, params)
+        if isinstance(plan, KeyPlan):
+            result = self._point_query_inline(key, plan, params)
             if result is not None:
                 return result
             # key queries run on a small pool of their own (`Frontend.key_pool`): more of them at
@@ -302,7 +302,7 @@ class Session:
                 timer.cancel()
             self.query_started_at = None
 
-    def _point_query_inline(self, key: PlanKey, params: list[Any]) -> StatementResult | None:
+    def _point_query_inline(self, key: PlanKey, plan: KeyPlan, params: list[Any]) -> StatementResult | None:
         """The result of a point query (one full key: at most one row) answered on the event loop,
         or None when it must run on a thread: its plan is not a current key plan, it looks up a
         prefix (up to every vnode), or a block or SST index it needs is not cached
@@ -311,8 +311,7 @@ class Session:
         meta = self.frontend.meta
         if not meta.reads_locally():  # (the catalog or a pin would ask meta: never on the event loop)
             return None
-        plan = self.frontend.plans.get(key, meta.catalog_snapshot().version)
-        if not isinstance(plan, KeyPlan):
+        if plan.catalog_version != meta.catalog_snapshot().version:
             return None
         values = plan.query.key_values(params)
         if values is None or len(values) != len(plan.query.desc.pk):
@@ -329,7 +328,7 @@ class Session:
             QUERY_ERRORS.labels(NODE, "select").inc()
             raise
         KEY_QUERIES.inc()
-        QUERY_DURATION.labels(NODE, "select").observe(time.monotonic() - started)
+        SELECT_DURATION.observe(time.monotonic() - started)
         return result
 
     async def _run(self, key: PlanKey, offset: int, params: list[Any], pool: ThreadPoolExecutor) -> StatementResult:

@@ -218,6 +218,7 @@ ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": 
 class SessionVars:
     def __init__(self) -> None:
         self._values = {n: s.default for n, s in SPECS.items()}
+        self._search_path: tuple[str | None, tuple[str, ...]] = (None, ())  # (the value parsed, its schemas)
 
     @staticmethod
     def spec(name: str) -> VarSpec:
@@ -267,7 +268,14 @@ class SessionVars:
         return {} if rate is None else {BACKFILL_RATE_LIMIT: rate}
 
     def search_path(self) -> list[str]:
-        return [p.strip().strip('"') for p in self.get("search_path").split(",")]
+        return list(self.search_path_key())
+
+    def search_path_key(self) -> tuple[str, ...]:
+        """`search_path` as a tuple, parsed once per value (every statement's plan key holds it)."""
+        raw = self._values["search_path"]
+        if self._search_path[0] is not raw:
+            self._search_path = (raw, tuple(p.strip().strip('"') for p in raw.split(",")))
+        return self._search_path[1]
 
     def reported(self) -> dict[str, str]:
         return {REPORTED_NAMES.get(n, n): self._values[n] for n, s in SPECS.items() if s.report}

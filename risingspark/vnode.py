@@ -8,6 +8,10 @@ query reading the one vnode of an index that holds a key), checked against Spark
 
 from __future__ import annotations
 
+import datetime as dt
+import struct
+from decimal import Decimal
+
 VNODE_COUNT = 256
 
 
@@ -89,10 +93,6 @@ def spark_hash(values: list | tuple, spark_types: list[str] | tuple[str, ...], s
     >>> spark_hash([1], ["INT"]), spark_hash(["a"], ["STRING"])
     (-559580957, 1485273170)
     """
-    import datetime as dt
-    import struct
-    from decimal import Decimal
-
     h = seed & _MASK
     for v, t in zip(values, spark_types, strict=True):
         t = t.upper()
