@@ -27,6 +27,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from frontend.key_query import KeyQuery, KeyValue  # noqa: E402
+from frontend.pgwire.datarows import row_count  # noqa: E402
 from risingspark.storage.cache import BlockCache  # noqa: E402
 from risingspark.storage.desc import HummockVersion, StateTableDesc, SubLevel, TableLevels  # noqa: E402
 from risingspark.storage.object_store import ObjectStore  # noqa: E402
@@ -63,7 +64,7 @@ def measure(rows_n: int, l0: int, queries: int) -> dict:
             query.run(reader, version, [rng.randint(1, rows_n)])
         started = time.perf_counter()
         for _ in range(queries):
-            assert query.run(reader, version, [rng.randint(1, rows_n)]).rows.num_rows == 1
+            assert row_count(query.run(reader, version, [rng.randint(1, rows_n)]).rows) == 1
         lookup_s = (time.perf_counter() - started) / queries
         started = time.perf_counter()
         full = StateTableReader(store, BlockCache(0)).read(DESC, version.ssts(DESC.table_id), 100)

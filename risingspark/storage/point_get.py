@@ -312,6 +312,24 @@ def read_ranges(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, lo:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
+def sorted_position(keys: np.ndarray, needle: bytes, side: str) -> int:
+    """``keys.searchsorted(needle, side)`` for one bytes needle, in ``O(log n)`` whatever its length.
+
+    numpy compares a fixed-width bytes (S) array with a longer needle by casting the whole array to
+    the needle's width first: ``O(n)`` a search (a 4,096-key block: 0.8 -> 21 µs; 65,536 keys: 335
+    µs), and a point lookup's upper bound (the key and ``\\xff``) is one byte longer than the keys of
+    a fixed-width key. An element ``e`` of width ``w`` compares with a longer needle ``x`` as ``e``
+    padded with zero bytes: below ``x`` when ``e < x[:w]``, or ``e == x[:w]`` and the rest of ``x``
+    holds a non-zero byte; equal when that rest is all zeros. So the search runs on ``x[:w]``, on
+    the right of an equal element when the rest is non-zero (for either side), else on `side`."""
+    width = keys.dtype.itemsize
+    if len(needle) > width:
+        if needle[width:].strip(b"\x00"):
+            side = "right"
+        needle = needle[:width]
+    return int(keys.searchsorted(needle, side=side))  # type: ignore[call-overload]
+
+
 def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, meta: SstMeta, lo: bytes, hi: bytes,
                 probe: Callable[[], bool] | None) -> pa.Table | None:
     """`read_ranges` of one range ``[lo, hi)`` (bytes as numpy's S dtype compares them: stripped of
@@ -323,15 +341,15 @@ def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, met
             return None
         if probe is not None and not probe():
             return None
-        first = max(int(meta.first_keys.searchsorted(lo, side="left")) - 1, 0)
-        last = max(int(meta.first_keys.searchsorted(hi, side="left")) - 1, 0)
+        first = max(sorted_position(meta.first_keys, lo, "left") - 1, 0)
+        last = max(sorted_position(meta.first_keys, hi, "left") - 1, 0)
     ids = list(range(first, last + 1))
     blocks = reader.blocks(desc, sst.path, meta, ids)
     pieces = []
     for b in ids:
         block = blocks[b]
-        start = int(block.keys.searchsorted(lo, side="left"))
-        end = int(block.keys.searchsorted(hi, side="left"))
+        start = sorted_position(block.keys, lo, "left")
+        end = sorted_position(block.keys, hi, "left")
         if end > start:
             pieces.append(block.rows.slice(start, end - start))
     if not pieces:

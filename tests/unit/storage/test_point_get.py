@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +15,7 @@ from risingspark.storage.desc import StateTableDesc, SubLevel, TableLevels
 from risingspark.storage.memcmp import encode_keys
 from risingspark.storage.mvcc import merge_versions
 from risingspark.storage.object_store import ObjectStore
-from risingspark.storage.point_get import BlockReader, LookupKeys, edge_rows, lookup_rows
+from risingspark.storage.point_get import BlockReader, LookupKeys, edge_rows, lookup_rows, sorted_position
 from risingspark.storage.reader import StateTableReader
 from risingspark.storage.sst import bloom_prefix, write_sst, write_ssts
 from risingspark.storage.sst_meta import SstMeta
@@ -213,3 +214,18 @@ def test_a_point_lookup_opens_only_the_ssts_whose_key_range_holds_it(store):
     many = reader.lookup(SIDE, ssts, 5, pa.table({"_vnode": pa.array([3] * 10, pa.int16()),
                                                   "k": list(range(0, 1000, 100))}), columns=["k"])
     assert many.column("s").to_pylist() == [f"s{k}" for k in range(0, 1000, 100)]  # (more keys: vectorized)
+
+
+def test_a_search_with_a_needle_longer_than_the_keys_agrees_with_numpy():
+    """`sorted_position` searches a prefix of a longer needle (numpy would cast the whole array to the
+    needle's width first: O(n) a search); its answer is numpy's, trailing zero bytes included."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        width = rng.randint(1, 6)
+        keys = np.array(sorted({bytes(rng.choice([0, 1, 2, 255]) for _ in range(rng.randint(0, width)))
+                                for _ in range(rng.randint(1, 12))}), dtype=f"S{width}")
+        keys.sort()
+        needle = bytes(rng.choice([0, 1, 2, 255]) for _ in range(rng.randint(0, width + 3)))
+        for side in ("left", "right"):
+            assert sorted_position(keys, needle, side) == int(np.searchsorted(keys, needle, side=side)), \
+                (keys, needle, side)
