@@ -288,7 +288,7 @@ def main() -> None:
         base = standalone[loops[0]]
         result["standalone_frontend" + ("" if loop == loops[0] else f"_event_loop_{loop}")] = {
             k: {"risingspark": round(alone[k]), "vs_postgresql": round(alone[k] / pg[k], 3),
-                "vs_playground": round(alone[k] / ours[k], 3)}
+                "vs_playground": round(alone[k] / runs[loop, intervals[0]][k], 3)}
             | ({} if loop == loops[0] else {"vs_baseline": round(alone[k] / base[k], 3)}) for k in alone}
     text = json.dumps(result, indent=2)
     print(text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 
 from risingspark.config import FrontendConfig, advertised
@@ -21,7 +20,7 @@ READY = "RisingSpark frontend is ready"
 
 def run_frontend(cfg: FrontendConfig) -> int:
     from frontend.authentication import setup_auth
-    from frontend.pgwire.server import PgServer, event_loop_factory, run_server
+    from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, event_loop_factory, run_server
     from frontend.remote_runner import RemoteBatchRunner
     from frontend.session import Frontend
     from meta.client import MetaClient, MetaSession
@@ -53,7 +52,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
         await server.start()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in SHUTDOWN_SIGNALS:
             loop.add_signal_handler(sig, stop.set)
         print(f"{READY}: psql -h {cfg.host} -p {server.port} -d dev -U root (node {session.node_id}, "
               f"meta {session.rpc.address})", flush=True)

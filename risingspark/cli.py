@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import dataclasses
 import logging
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -61,7 +60,7 @@ class Playground:
         from compute.server import spark_conf_pairs
         from compute.spark import SparkSettings, create_spark_session
         from frontend.authentication import setup_auth
-        from frontend.pgwire.server import PgServer, event_loop_factory, run_server
+        from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, event_loop_factory, run_server
         from frontend.session import Frontend
         from meta.api import create_app
         from meta.cluster import ClusterManager
@@ -123,7 +122,7 @@ class Playground:
             await server.start()
             loop = asyncio.get_running_loop()
             stop = asyncio.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in SHUTDOWN_SIGNALS:
                 loop.add_signal_handler(sig, stop.set)
             print(f"RisingSpark playground is ready: psql -h {cfg.host} -p {server.port} -d dev -U root "
                   f"(meta http://{cfg.host}:{http.port})", flush=True)

@@ -12,8 +12,10 @@ class HttpServer:
     def __init__(self, app: Any, host: str, port: int, name: str = "http") -> None:
         import uvicorn
 
+        # (loop="asyncio": uvicorn's "auto" picks uvloop, installed for the frontend; the HTTP APIs keep
+        # the standard loop, and no version of uvicorn sets uvloop's policy for the whole process)
         self._server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                                     lifespan="off"))
+                                                     lifespan="off", loop="asyncio"))
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self._port = port
         self._name = name

@@ -35,11 +35,19 @@ class MessageSink:
         await self._writer.drain()
 
     def flush_nowait(self) -> None:
-        """Hand the buffered messages to the transport without waiting for the socket."""
+        """Hand the buffered messages to the transport without waiting for the socket.
+
+        Raises:
+            ConnectionResetError: the client closed or reset the connection (uvloop's transport
+                raises RuntimeError on such a write, the standard loop's drops it: both end here).
+        """
         if self._buffer:
-            self._writer.write(b"".join(self._buffer))
+            data = b"".join(self._buffer)
             self._buffer.clear()
             self._size = 0
+            if self._writer.transport.is_closing():
+                raise ConnectionResetError("the client closed the connection")
+            self._writer.write(data)
 
     async def maybe_flush(self) -> None:
         """Flush when enough is buffered, applying the socket's back-pressure."""

@@ -129,7 +129,8 @@ class Connection:
             if self._shutting_down:
                 self.sink.send(error_message(AdminShutdown("terminating connection due to administrator "
                                                            "command"), fatal=True))
-                self.sink.flush_nowait()
+                with contextlib.suppress(ConnectionError):  # (the client went away first)
+                    self.sink.flush_nowait()
             raise
         except ProtocolViolation as exc:
             logger.info("connection %d: protocol violation: %s", self.pid, exc.message)

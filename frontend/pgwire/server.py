@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import secrets
+import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -44,14 +45,29 @@ def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
 
         return uvloop.new_event_loop
     if name == "asyncio":
-        return asyncio.new_event_loop
+        return asyncio.SelectorEventLoop  # (not `new_event_loop`: it follows a global policy, which may be uvloop's)
     raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, not {name!r}")
 
 
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what `main` may handle on the loop (`add_signal_handler`)
+
+
 def run_server(main: Coroutine[Any, Any, None], event_loop: str) -> None:
-    """Run `main` on the event loop named `event_loop` (`event_loop_factory`) until it returns."""
+    """Run `main` on the event loop named `event_loop` (`event_loop_factory`) until it returns.
+
+    The handlers `main` set for `SHUTDOWN_SIGNALS` are removed when it ends, so that a Ctrl-C or a
+    SIGTERM during the process's shutdown after it acts as without them (uvloop, unlike the
+    standard loop, leaves them bound to the closed loop, where they would be ignored)."""
+    async def serve() -> None:
+        try:
+            await main
+        finally:  # (on the running loop: uvloop rebinds them to itself once it stopped)
+            loop = asyncio.get_running_loop()
+            for sig in SHUTDOWN_SIGNALS:
+                loop.remove_signal_handler(sig)
+
     with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
-        runner.run(main)
+        runner.run(serve())
 
 
 class PgServer:

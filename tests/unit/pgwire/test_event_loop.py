@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 
 import pytest
 import uvloop
 
-from frontend.pgwire.server import event_loop_factory, run_server
+from frontend.pgwire.server import SHUTDOWN_SIGNALS, event_loop_factory, run_server
 
 
 @pytest.mark.parametrize(("name", "kind"), [("uvloop", uvloop.Loop), ("asyncio", asyncio.BaseEventLoop)])
@@ -32,3 +33,30 @@ def test_the_command_line_refuses_an_unknown_loop_before_starting(capsys: pytest
 
     assert main(["frontend", "--event-loop", "trio", "--metrics-port", "0"]) == 1
     assert "event_loop must be one of uvloop, asyncio, not 'trio'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["uvloop", "asyncio"])
+def test_the_shutdown_signals_act_again_once_the_server_ended(name: str) -> None:
+    """A Ctrl-C or SIGTERM while the process shuts down after the server's loop (uvloop left them bound
+    to its closed loop, where they did nothing)."""
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in SHUTDOWN_SIGNALS:
+            loop.add_signal_handler(sig, lambda: None)
+
+    before = {sig: signal.getsignal(sig) for sig in SHUTDOWN_SIGNALS}
+    run_server(main(), name)
+    assert {sig: signal.getsignal(sig) for sig in SHUTDOWN_SIGNALS} == before
+
+
+def test_the_standard_loop_is_the_standard_loop_under_uvloops_policy() -> None:
+    policy = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())  # (as some uvicorn versions set for the process)
+    try:
+        loop = event_loop_factory("asyncio")()
+        try:
+            assert not isinstance(loop, uvloop.Loop)
+        finally:
+            loop.close()
+    finally:
+        asyncio.set_event_loop_policy(policy)

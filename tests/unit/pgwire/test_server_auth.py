@@ -21,9 +21,11 @@ from frontend.pgwire.auth import PasswordAuth
 from .fakes import RawClient, ServerThread
 
 
-@pytest.fixture(params=["scram-sha-256", "md5"])
+@pytest.fixture(params=[("scram-sha-256", "uvloop"), ("md5", "uvloop"), ("scram-sha-256", "asyncio"), ("md5", "asyncio")],
+                ids=lambda p: "-".join(p))
 def server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
-    with ServerThread(PasswordAuth.with_passwords({"root": "s3cret", "ann": "pä ss"}, request.param)) as srv:
+    method, loop = request.param
+    with ServerThread(PasswordAuth.with_passwords({"root": "s3cret", "ann": "pä ss"}, method), event_loop=loop) as srv:
         yield srv
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 import time
@@ -270,3 +271,20 @@ def test_stop_sends_admin_shutdown(server: ServerThread, client: RawClient) -> N
     assert error_fields(body)["C"] == "57P01" and error_fields(body)["S"] == "FATAL"
     assert_closed(client)
     assert server.state.closes == 1
+
+
+def test_a_client_reset_during_a_statement_is_no_error(server: ServerThread, caplog: pytest.LogCaptureFixture) -> None:
+    """A client that resets its connection while a statement runs (a pool's reset, a killed client)
+    went away; nothing failed on the server, on either event loop (uvloop's transport raises on a write
+    to a reset socket where the standard loop's drops it)."""
+    c = RawClient(server.port)
+    c.startup()
+    c.send(b"Q", b"select pg_sleep(0.3)\0")
+    assert server.state.sleeping.wait(5)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()  # (an RST: the statement's answer has nowhere to go)
+    deadline = time.monotonic() + 10
+    while server.state.closes == 0:
+        assert time.monotonic() < deadline, "the connection was not closed"
+        time.sleep(0.02)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

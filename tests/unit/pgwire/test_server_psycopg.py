@@ -269,8 +269,9 @@ def test_stop_closes_connections(server: ServerThread) -> None:
     conn.close()
 
 
-def test_connections_past_the_limit_are_refused_as_postgres_does() -> None:
-    with ServerThread(max_connections=2) as server:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_connections_past_the_limit_are_refused_as_postgres_does(loop: str) -> None:
+    with ServerThread(max_connections=2, event_loop=loop) as server:
         first = psycopg.connect(server.dsn(), autocommit=True)
         second = psycopg.connect(server.dsn(), autocommit=True)
         with pytest.raises(psycopg.OperationalError, match="sorry, too many clients already"):
@@ -285,7 +286,8 @@ def test_connections_past_the_limit_are_refused_as_postgres_does() -> None:
         third.close()
 
 
-def test_connections_still_authenticating_take_their_slots() -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_connections_still_authenticating_take_their_slots(loop: str) -> None:
     """As a PostgreSQL backend counts from its start: clients that have not answered the password
     request yet fill the server as well."""
     import socket
@@ -293,7 +295,7 @@ def test_connections_still_authenticating_take_their_slots() -> None:
 
     from frontend.pgwire.auth import PasswordAuth
 
-    with ServerThread(PasswordAuth.with_passwords({"root": "pw"}, "md5"), max_connections=2) as server:
+    with ServerThread(PasswordAuth.with_passwords({"root": "pw"}, "md5"), max_connections=2, event_loop=loop) as server:
         waiting = []
         for _ in range(2):
             sock = socket.create_connection(("127.0.0.1", server.server.port), timeout=10)
