@@ -55,9 +55,13 @@ SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what `main` may handle on 
 def run_server(main: Coroutine[Any, Any, None], event_loop: str) -> None:
     """Run `main` on the event loop named `event_loop` (`event_loop_factory`) until it returns.
 
-    The handlers `main` set for `SHUTDOWN_SIGNALS` are removed when it ends, so that a Ctrl-C or a
-    SIGTERM during the process's shutdown after it acts as without them (uvloop, unlike the
-    standard loop, leaves them bound to the closed loop, where they would be ignored)."""
+    The handlers `main` set for `SHUTDOWN_SIGNALS` are removed when it ends, and the ones in effect
+    before it are put back, so that a Ctrl-C or a SIGTERM during the process's shutdown after it acts
+    as without them (uvloop, unlike the standard loop, leaves them bound to the closed loop, where they
+    would be ignored; and either loop's removal sets the default handler, not the one it replaced,
+    such as a SparkContext's in the same process)."""
+    previous = {sig: signal.getsignal(sig) for sig in SHUTDOWN_SIGNALS}
+
     async def serve() -> None:
         try:
             await main
@@ -66,8 +70,13 @@ def run_server(main: Coroutine[Any, Any, None], event_loop: str) -> None:
             for sig in SHUTDOWN_SIGNALS:
                 loop.remove_signal_handler(sig)
 
-    with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
-        runner.run(serve())
+    try:
+        with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
+            runner.run(serve())
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # (None: set outside Python, which cannot be put back)
+                signal.signal(sig, handler)
 
 
 class PgServer:

@@ -50,8 +50,10 @@ def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_stor
 
         # The application's executors, from Spark's REST API on the driver: tasks ran on an executor
         # of the standalone worker, none in the driver.
+        # (The first request starts the REST API's servlets, which took over 10 s in a loaded CI run
+        # on JVMs that compile with C1 only.)
         api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app_id}"
-        executors = httpx.get(f"{api}/allexecutors", timeout=10).json()
+        executors = httpx.get(f"{api}/allexecutors", timeout=120).json()
         driver = [e for e in executors if e["id"] == "driver"]
         remote = [e for e in executors if e["id"] != "driver"]
         assert remote, executors
@@ -63,7 +65,7 @@ def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_stor
         assert on_worker and {e["id"] for e in remote} <= on_worker | {e["id"] for e in remote if not e["isActive"]}
         assert all(e["hostPort"].startswith("127.0.0.1:") for e in remote)
         # completed jobs include the backfill's
-        jobs = httpx.get(f"{api}/jobs", params={"status": "succeeded"}, timeout=10).json()
+        jobs = httpx.get(f"{api}/jobs", params={"status": "succeeded"}, timeout=60).json()
         assert len(jobs) > 0
 
         # serverless backfill: a backfiller application of one core on the same Spark cluster

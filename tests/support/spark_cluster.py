@@ -70,11 +70,11 @@ class SparkStandalone:
 
     def master_state(self) -> dict:
         """The master's status JSON (workers, applications)."""
-        return httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=5).json()
+        return httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=30).json()
 
     def worker_state(self) -> dict:
         """The worker's status JSON (its executors and their applications)."""
-        return httpx.get(f"http://127.0.0.1:{self.worker_web_port}/json/", timeout=5).json()
+        return httpx.get(f"http://127.0.0.1:{self.worker_web_port}/json/", timeout=30).json()
 
     def stop(self) -> None:
         for proc in reversed(self.procs):

@@ -49,6 +49,28 @@ def test_the_shutdown_signals_act_again_once_the_server_ended(name: str) -> None
     assert {sig: signal.getsignal(sig) for sig in SHUTDOWN_SIGNALS} == before
 
 
+@pytest.mark.parametrize("name", ["uvloop", "asyncio"])
+def test_the_handlers_in_effect_before_the_server_are_put_back(name: str) -> None:
+    """As a SparkContext's SIGINT handler in the same process: removing the loop's handler sets the
+    default one, not the one it replaced."""
+    def before_the_server(signum: int, frame: object) -> None:
+        pass
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in SHUTDOWN_SIGNALS:
+            loop.add_signal_handler(sig, lambda: None)
+
+    saved = {sig: signal.signal(sig, before_the_server) for sig in SHUTDOWN_SIGNALS}
+    try:
+        run_server(main(), name)
+        assert {sig: signal.getsignal(sig) for sig in SHUTDOWN_SIGNALS} == dict.fromkeys(SHUTDOWN_SIGNALS,
+                                                                                        before_the_server)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 def test_the_standard_loop_is_the_standard_loop_under_uvloops_policy() -> None:
     policy = asyncio.get_event_loop_policy()
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())  # (as some uvicorn versions set for the process)
