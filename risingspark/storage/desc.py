@@ -58,6 +58,13 @@ class StateTableDesc:
             + [pa.field(EPOCH, pa.int64(), nullable=False), pa.field(TOMBSTONE, pa.bool_(), nullable=False)]
         )
 
+    @functools.cached_property
+    def pk_types(self) -> tuple[pa.DataType, ...]:
+        """The key columns' Arrow types as the SSTs hold them (once per descriptor: a point lookup
+        encodes its key with them)."""
+        schema = self._sst_schema
+        return tuple(schema.field(self.fields[i].name).type for i in self.pk)
+
     def to_json(self) -> dict:
         return {"table_id": self.table_id, "fields": [f.to_json() for f in self.fields],
                 "pk": list(self.pk), "dist_key": list(self.dist_key)}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -54,7 +55,18 @@ class Block:
 
     @property
     def nbytes(self) -> int:
-        return int(self.rows.nbytes) + int(self.keys.nbytes) + 128
+        # (with a byte a row for `tombstones`, made when a point lookup first reads the block)
+        return int(self.rows.nbytes) + int(self.keys.nbytes) + self.rows.num_rows + 128
+
+    @functools.cached_property
+    def epochs(self) -> np.ndarray:
+        """The rows' epochs as numpy (a view of the column: a point lookup reads a few, each a
+        pyarrow call otherwise)."""
+        return self.rows.column(EPOCH).to_numpy()
+
+    @functools.cached_property
+    def tombstones(self) -> np.ndarray:
+        return self.rows.column(TOMBSTONE).to_numpy()
 
 
 @dataclass(frozen=True)
@@ -335,26 +347,34 @@ def _read_range(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, met
     """`read_ranges` of one range ``[lo, hi)`` (bytes as numpy's S dtype compares them: stripped of
     trailing zero bytes): the same steps with scalars, about a tenth of the numpy calls (each costs
     microseconds, more than the work on one key). `probe` may rule the range out."""
+    pieces = [block.rows.slice(start, end - start) for block, start, end in _range_hits(reader, desc, sst, meta, lo, hi, probe)]
+    if not pieces:
+        return None
+    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def _range_hits(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, meta: SstMeta, lo: bytes, hi: bytes,
+                probe: Callable[[], bool] | None) -> list[tuple[Block, int, int]]:
+    """The rows of ``[lo, hi)`` in an SST, as ``(block, start, end)`` per block that holds some (in
+    key order), without slicing a table: a point lookup reads one row of them."""
     first = last = 0
     if meta.indexed:
         if not (lo <= meta.last_key.rstrip(b"\x00") and hi > meta.first_keys[0]):
-            return None
+            return []
         if probe is not None and not probe():
-            return None
+            return []
         first = max(sorted_position(meta.first_keys, lo, "left") - 1, 0)
         last = max(sorted_position(meta.first_keys, hi, "left") - 1, 0)
     ids = list(range(first, last + 1))
     blocks = reader.blocks(desc, sst.path, meta, ids)
-    pieces = []
+    hits = []
     for b in ids:
         block = blocks[b]
         start = sorted_position(block.keys, lo, "left")
         end = sorted_position(block.keys, hi, "left")
         if end > start:
-            pieces.append(block.rows.slice(start, end - start))
-    if not pieces:
-        return None
-    return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+            hits.append((block, start, end))
+    return hits
 
 
 class PointKey:
@@ -415,10 +435,12 @@ def get_values(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, e
 
 def _live_version(reader: BlockReader, desc: StateTableDesc, levels: TableLevels, epoch: int | None,
                   key: PointKey) -> tuple[pa.Table, int] | None:
-    """The rows of the block holding `get_row`'s version, and its index there."""
+    """The rows of the block holding `get_row`'s version, and its index there. A key's versions are
+    adjacent in an SST, newest first (they may run on into the next block), so the first at or before
+    `epoch` is its version there."""
     columns = len(desc.pk)
     lo, hi = key.encoded, key.encoded + b"\xff"  # (true bytes: exact against an SST's true key bounds)
-    best: tuple[int, pa.Table, int] | None = None  # (epoch, rows, row)
+    best: tuple[int, Block, int] | None = None  # (epoch, block, row)
     for sst in _candidates(levels, key.encoded):
         if epoch is not None and sst.min_epoch > epoch:
             continue
@@ -431,19 +453,19 @@ def _live_version(reader: BlockReader, desc: StateTableDesc, levels: TableLevels
         if meta.indexed and meta.bloom is not None and meta.bloom_prefix <= columns \
                 and not meta.bloom.may_contain_hash(key.hash(meta.bloom_prefix)):
             continue
-        rows = _read_range(reader, desc, sst, meta, key.lo, key.hi, None)
-        if rows is None or not rows.num_rows:
-            continue
-        epochs = rows.column(EPOCH).to_pylist()
-        i = next((j for j, e in enumerate(epochs) if epoch is None or e <= epoch), None)
-        if i is not None and (best is None or epochs[i] > best[0]):
-            best = (epochs[i], rows, i)
+        for block, start, end in _range_hits(reader, desc, sst, meta, key.lo, key.hi, None):
+            epochs = block.epochs
+            i = next((j for j in range(start, end) if epoch is None or epochs[j] <= epoch), None)
+            if i is not None:
+                if best is None or epochs[i] > best[0]:
+                    best = (int(epochs[i]), block, i)
+                break
     if best is None:
         return None
-    _, rows, i = best
-    if rows.column(TOMBSTONE)[i].as_py():
+    _, block, i = best
+    if block.tombstones[i]:
         return None
-    return rows, i
+    return block.rows, i
 
 
 @dataclass(frozen=True)

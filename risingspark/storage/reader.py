@@ -358,8 +358,7 @@ class StateTableReader:
 
 def _point_key(desc: StateTableDesc, vnode: int, values: Sequence[object]) -> PointKey | None:
     """One full key as `get` looks it up; None when a key column's type has no Python encoding."""
-    schema = desc.sst_schema()
-    parts = encode_scalar_parts(vnode, values, [schema.field(n).type for n in desc.pk_names])
+    parts = encode_scalar_parts(vnode, values, desc.pk_types)
     return None if parts is None else PointKey(vnode, parts)
 
 

@@ -76,8 +76,12 @@ def test_versions_of_a_key_straddle_blocks(store):
     sst = write_sst(store, SIDE, side_rows(rows), "v.parquet", level=0, sub_level=7, row_group_size=2)
     reader, _ = counting_reader(store)
     keys = pa.table({"_vnode": pa.array([0], pa.int16()), "k": [5], "id": pa.array([1], pa.int64())})
-    for epoch, want in [(7, ["v7"]), (6, []), (5, ["v5"]), (1, ["v1"]), (0, [])]:
+    levels = TableLevels(SIDE.table_id, (SubLevel(7, (sst,)),))
+    for epoch, want in [(7, ["v7"]), (6, []), (5, ["v5"]), (4, ["v4"]), (1, ["v1"]), (0, [])]:
         assert reader.lookup(SIDE, [sst], epoch, keys).column("s").to_pylist() == want, epoch
+        # one key's `get`: its version at `epoch` is found in whichever block holds it
+        assert reader.get(SIDE, levels, epoch, 0, [5, 1]).column("s").to_pylist() == want, epoch
+        assert reader.get_values(SIDE, levels, epoch, 0, [5, 1], ["s", "id"]) == [(s, 1) for s in want], epoch
 
 
 @pytest.mark.parametrize("seed", range(8))
