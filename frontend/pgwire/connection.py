@@ -27,7 +27,7 @@ from .api import ColumnDesc, ConnectionInfo, PgSession, StatementResult
 from .auth import PasswordAuth
 from .copy import copy_in
 from .datarows import Rows, encode_rows, row_count, slice_rows
-from .extended import ExtendedQuery, is_empty_query
+from .extended import CYCLE_TAIL, ExtendedQuery, is_empty_query
 from .row_stream import RowStream
 
 logger = logging.getLogger(__name__)
@@ -261,6 +261,14 @@ class Connection:
                 continue
             elif isinstance(msg, m.Query):
                 await self._simple_query(msg.sql)
+            elif isinstance(msg, m.Bind) and not msg.portal and self.messages.take_if(CYCLE_TAIL):
+                try:  # (a prepared statement's execution, pipelined: `ExtendedQuery.cycle`)
+                    await ext.cycle(msg)
+                except Exception as exc:
+                    self.send_error(exc)
+                ext.sync()
+                self.sink.send(be.ready_for_query(self.status))
+                await self.sink.flush()
             elif isinstance(msg, m.Parse | m.Bind | m.Describe | m.Execute | m.Close):
                 try:
                     await ext.handle(msg)

@@ -37,6 +37,11 @@ class DuplicateCursor(RisingSparkError):
     sqlstate = "42P03"
 
 
+# Describe (portal ""), Execute ("", all rows), Sync: what psycopg, asyncpg and JDBC pipeline after the
+# Bind of each execution of a prepared statement (`ExtendedQuery.cycle`)
+CYCLE_TAIL = b"D\x00\x00\x00\x06P\x00" + b"E\x00\x00\x00\x09\x00\x00\x00\x00\x00" + b"S\x00\x00\x00\x04"
+
+
 def is_empty_query(sql: str) -> bool:
     """Only blanks and semicolons: Postgres answers EmptyQueryResponse."""
     return not sql.replace(";", " ").strip()
@@ -80,6 +85,26 @@ class ExtendedQuery:
             await self._execute(msg)
         else:
             self._close(msg)
+
+    async def cycle(self, bind: m.Bind) -> None:
+        """Bind (to the unnamed portal), Describe P and Execute of all rows, answered as the three
+        messages are, but without decoding and dispatching the last two: the message loop takes this
+        when the bytes after a Bind are exactly `CYCLE_TAIL` (the Sync is the caller's). Raises as
+        `handle` (the caller skips to that Sync: what was not sent is what the loop would skip)."""
+        assert not bind.portal
+        await self._bind(bind)
+        portal = self._portals[""]
+        result = await self._result(portal)
+        columns = result.columns
+        formats = None if columns is None else result_formats(portal.result_formats, len(columns))
+        sink = self._conn.sink
+        sink.send(be.no_data() if columns is None else be.row_description(columns, formats or []))
+        try:
+            portal.position = await self._conn.send_result(result, formats, describe=False)
+        except Exception:
+            if isinstance(result.rows, RowStream):
+                self._drop_portals([""])
+            raise
 
     def sync(self) -> None:
         """End of an extended-protocol cycle."""

@@ -35,6 +35,21 @@ def test_decode_extended_messages() -> None:
     assert m.decode_message(b"X", b"") == m.Terminate()
 
 
+@pytest.mark.parametrize(("portal", "statement", "params", "param_formats", "result_formats"), [
+    ("", "", (), (), ()),
+    ("", "_pg3_0", (struct.pack("!i", 42),), (1,), (1,)),
+    ("p", "s1", (b"", None, "é".encode()), (0,), (0, 1, 1)),
+    ("\u00e9", "s", tuple(bytes([i]) * i for i in range(20)), (1, 0) * 10, ()),
+])
+def test_a_bind_decodes_whole_and_any_truncation_is_a_protocol_violation(
+        portal: str, statement: str, params: tuple, param_formats: tuple, result_formats: tuple) -> None:
+    body = RawClient.bind(portal, statement, params, param_formats, result_formats)
+    assert m.decode_message(b"B", body) == m.Bind(portal, statement, param_formats, params, result_formats)
+    for cut in range(len(body)):
+        with pytest.raises(ProtocolViolation):
+            m.decode_message(b"B", body[:cut])
+
+
 def test_decode_password_and_sasl() -> None:
     assert m.decode_message(b"p", b"secret\0").password == "secret"
     initial = b"SCRAM-SHA-256\0" + struct.pack("!i", 3) + b"n,,"

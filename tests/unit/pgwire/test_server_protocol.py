@@ -288,3 +288,54 @@ def test_a_client_reset_during_a_statement_is_no_error(server: ServerThread, cap
         assert time.monotonic() < deadline, "the connection was not closed"
         time.sleep(0.02)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def frame(kind: bytes, body: bytes = b"") -> bytes:
+    return kind + struct.pack("!i", len(body) + 4) + body
+
+
+@pytest.mark.parametrize(("sql", "params", "result_formats"), [
+    ("select $1::int4", (struct.pack("!i", 7),), (1,)),
+    ("select $1", (b"text",), ()),
+    ("select * from big", (), ()),
+    ("select * from stream 3", (), ()),
+    ("create table x (a int)", (), ()),
+    ("select * from missing", (), ()),
+    ("select * from failing_stream", (), ()),
+    ("begin", (), ()),
+])
+def test_a_pipelined_execution_answers_as_its_messages_one_by_one(server: ServerThread, sql: str, params: tuple,
+                                                                  result_formats: tuple,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bind + Describe P + Execute + Sync in one packet (a prepared statement's execution, as psycopg
+    sends it) is answered by `ExtendedQuery.cycle` with the bytes the messages get one by one (here:
+    the same messages to a named portal, which the cycle does not take)."""
+    from frontend.pgwire.extended import CYCLE_TAIL, ExtendedQuery
+
+    cycles = []
+    real_cycle = ExtendedQuery.cycle
+
+    async def counting_cycle(self: ExtendedQuery, bind) -> None:
+        cycles.append(bind.statement)
+        await real_cycle(self, bind)
+
+    monkeypatch.setattr(ExtendedQuery, "cycle", counting_cycle)
+    answers = []
+    for portal in ("", "p"):
+        c = RawClient(server.port)
+        c.startup()
+        c.sock.sendall(frame(b"P", P(sql, "s")) + frame(b"S"))
+        assert kinds(c.until(b"Z")) == [b"1", b"Z"]
+        bind = frame(b"B", B(portal, "s", params, (1,) * len(params) if result_formats else (), result_formats))
+        if portal:
+            tail = frame(b"D", b"P" + portal.encode() + b"\0") + frame(b"E", E(portal)) + frame(b"S")
+        else:
+            tail = CYCLE_TAIL
+        c.sock.sendall(bind + tail)
+        answers.append(c.until(b"Z"))
+        c.sock.sendall(frame(b"B", B("", "missing")) + CYCLE_TAIL)  # an error in the Bind: skipped to the Sync
+        answers.append(c.until(b"Z"))
+        c.close()
+    assert answers[0] == answers[2] and answers[1] == answers[3]
+    assert kinds(answers[1]) == [b"E", b"Z"]
+    assert cycles == ["s", "missing", "missing"]  # (the named portal's connection: its bad Bind only)
