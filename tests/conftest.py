@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
+from support.cluster import free_port
 
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 READY = "RisingSpark playground is ready"
@@ -87,10 +88,6 @@ def meta_store_url() -> Callable[[str], str]:
     return lambda label: pg_meta_store_url(label) if META_STORE == "postgresql" else ""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
