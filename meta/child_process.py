@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -14,7 +15,30 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
+LOWEST_PORT = 20000
+_PORTS = random.Random()  # (seeded by the OS in each process)
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # (Linux's default)
+
+
 def free_port(host: str) -> int:
+    """A port of `host` nothing listens on, for a child service to bind: drawn at random below the
+    kernel's ephemeral range when it can. A port from ``bind(0)`` is one the kernel also gives to
+    outgoing connections, and one of those can take it before the child binds it ("address already
+    in use": seen in the test suite, where many processes connect at once)."""
+    high = _ephemeral_low() - 1
+    for _ in range(200 if high > LOWEST_PORT else 0):
+        with socket.socket() as s:
+            try:
+                s.bind((host, _PORTS.randint(LOWEST_PORT, high)))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

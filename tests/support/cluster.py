@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,38 +15,16 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from meta.child_process import free_port as child_free_port
+
 READY = {"meta": "RisingSpark meta is ready", "compute": "RisingSpark compute node is ready",
          "compactor": "RisingSpark compactor is ready", "frontend": "RisingSpark frontend is ready"}
 
 
-def _ephemeral_low() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-_PORTS = random.Random()  # (seeded by the OS: each xdist worker draws its own)
-_LOWEST = 20000
-
-
 def free_port() -> int:
-    """A port nothing listens on, for a service a test starts, drawn below the kernel's ephemeral
-    range: a port the kernel gave to ``bind(0)`` is one it also gives to outgoing connections, and
-    in a CI run one of those (another worker's client socket, Spark's) took a playground's port
-    between this call and the playground's bind ("address already in use")."""
-    high = _ephemeral_low() - 1
-    for _ in range(200):
-        port = _PORTS.randint(_LOWEST, high) if high > _LOWEST else 0
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port of 127.0.0.1 for a service a test starts, drawn below the kernel's ephemeral range
+    as meta draws its children's (`meta.child_process.free_port`)."""
+    return child_free_port("127.0.0.1")
 
 
 @dataclass
