@@ -266,9 +266,7 @@ class Connection:
                     await ext.cycle(msg)
                 except Exception as exc:
                     self.send_error(exc)
-                ext.sync()
-                self.sink.send(be.ready_for_query(self.status))
-                await self.sink.flush()
+                    skipping = True
             elif isinstance(msg, m.Parse | m.Bind | m.Describe | m.Execute | m.Close):
                 try:
                     await ext.handle(msg)

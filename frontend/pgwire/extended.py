@@ -37,9 +37,9 @@ class DuplicateCursor(RisingSparkError):
     sqlstate = "42P03"
 
 
-# Describe (portal ""), Execute ("", all rows), Sync: what psycopg, asyncpg and JDBC pipeline after the
-# Bind of each execution of a prepared statement (`ExtendedQuery.cycle`)
-CYCLE_TAIL = b"D\x00\x00\x00\x06P\x00" + b"E\x00\x00\x00\x09\x00\x00\x00\x00\x00" + b"S\x00\x00\x00\x04"
+# Describe (portal ""), Execute ("", all rows): what psycopg, asyncpg and JDBC pipeline after the Bind
+# of each execution of a prepared statement, before its Sync (`ExtendedQuery.cycle`)
+CYCLE_TAIL = b"D\x00\x00\x00\x06P\x00" + b"E\x00\x00\x00\x09\x00\x00\x00\x00\x00"
 
 
 def is_empty_query(sql: str) -> bool:
@@ -89,8 +89,9 @@ class ExtendedQuery:
     async def cycle(self, bind: m.Bind) -> None:
         """Bind (to the unnamed portal), Describe P and Execute of all rows, answered as the three
         messages are, but without decoding and dispatching the last two: the message loop takes this
-        when the bytes after a Bind are exactly `CYCLE_TAIL` (the Sync is the caller's). Raises as
-        `handle` (the caller skips to that Sync: what was not sent is what the loop would skip)."""
+        when the bytes after a Bind are exactly `CYCLE_TAIL`. What follows (the Sync; a COPY's data)
+        goes through the message loop as always. Raises as `handle` (the caller skips to the Sync:
+        what was not sent is what the loop would have skipped)."""
         assert not bind.portal
         await self._bind(bind)
         portal = self._portals[""]

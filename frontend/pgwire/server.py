@@ -14,6 +14,7 @@ import itertools
 import logging
 import secrets
 import signal
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -74,9 +75,10 @@ def run_server(main: Coroutine[Any, Any, None], event_loop: str) -> None:
         with asyncio.Runner(loop_factory=event_loop_factory(event_loop)) as runner:
             runner.run(serve())
     finally:
-        for sig, handler in previous.items():
-            if handler is not None:  # (None: set outside Python, which cannot be put back)
-                signal.signal(sig, handler)
+        if threading.current_thread() is threading.main_thread():  # (only it may set handlers)
+            for sig, handler in previous.items():
+                if handler is not None:  # (None: set outside Python, which cannot be put back)
+                    signal.signal(sig, handler)
 
 
 class PgServer:

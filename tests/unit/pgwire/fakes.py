@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.pgwire.api import ColumnDesc, CopyIn, StatementResult
 from frontend.pgwire.auth import PasswordAuth
 from frontend.pgwire.row_stream import RowStream
 from frontend.pgwire.server import PgServer, event_loop_factory
@@ -118,6 +118,19 @@ class FakeSession:
             return StatementResult(text.split()[0].upper())
         if text.startswith("set "):
             return StatementResult("SET")
+        if text == "copy t from stdin":  # (counts the bytes it is sent)
+            received = bytearray()
+
+            async def write(data: bytes) -> None:
+                received.extend(data)
+
+            async def finish() -> StatementResult:
+                return StatementResult(f"COPY {len(received)}")
+
+            async def abort(message: str) -> None:
+                pass
+
+            return StatementResult("", copy_in=CopyIn(1, write, finish, abort))
         if text == "select 1":
             return StatementResult("SELECT 1", [ColumnDesc("?column?", 23, 4)], [(1,)])
         if text == "select 2":

@@ -303,11 +303,12 @@ def frame(kind: bytes, body: bytes = b"") -> bytes:
     ("select * from missing", (), ()),
     ("select * from failing_stream", (), ()),
     ("begin", (), ()),
+    ("copy t from stdin", (), ()),
 ])
 def test_a_pipelined_execution_answers_as_its_messages_one_by_one(server: ServerThread, sql: str, params: tuple,
                                                                   result_formats: tuple,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bind + Describe P + Execute + Sync in one packet (a prepared statement's execution, as psycopg
+    """Bind + Describe P + Execute (+ Sync) in one packet (a prepared statement's execution, as psycopg
     sends it) is answered by `ExtendedQuery.cycle` with the bytes the messages get one by one (here:
     the same messages to a named portal, which the cycle does not take)."""
     from frontend.pgwire.extended import CYCLE_TAIL, ExtendedQuery
@@ -330,12 +331,16 @@ def test_a_pipelined_execution_answers_as_its_messages_one_by_one(server: Server
         if portal:
             tail = frame(b"D", b"P" + portal.encode() + b"\0") + frame(b"E", E(portal)) + frame(b"S")
         else:
-            tail = CYCLE_TAIL
+            tail = CYCLE_TAIL + frame(b"S")
+        if sql.startswith("copy"):  # (then the data and another Sync, as libpq sends an extended COPY's)
+            tail += frame(b"d", b"abc") + frame(b"c") + frame(b"S")
         c.sock.sendall(bind + tail)
         answers.append(c.until(b"Z"))
-        c.sock.sendall(frame(b"B", B("", "missing")) + CYCLE_TAIL)  # an error in the Bind: skipped to the Sync
+        c.sock.sendall(frame(b"B", B("", "missing")) + CYCLE_TAIL + frame(b"S"))  # an error in the Bind: skipped to the Sync
         answers.append(c.until(b"Z"))
         c.close()
     assert answers[0] == answers[2] and answers[1] == answers[3]
+    if sql.startswith("copy"):
+        assert kinds(answers[0]) == [b"2", b"n", b"G", b"C", b"Z"] and answers[0][3][1] == b"COPY 3\0"
     assert kinds(answers[1]) == [b"E", b"Z"]
     assert cycles == ["s", "missing", "missing"]  # (the named portal's connection: its bad Bind only)
