@@ -27,6 +27,10 @@ def test_writes_stall_on_a_deep_l0_and_resume_without_loss(playground: Playgroun
         # one sub-level is already too deep: every checkpoint that writes the table stalls it until
         # compaction has moved its L0 down
         conn.execute("ALTER SYSTEM SET level0_stop_write_threshold_sub_level_number = 1")
+        # barriers back to back: the stall is judged when a barrier takes the queued DML, and a quiet
+        # machine's compaction emptied L0 within ~0.2 s of each commit, before a 1-s barrier came
+        # (a CI run saw no stall at all)
+        conn.execute("ALTER SYSTEM SET barrier_interval_ms = 50")
         try:
             seen: list[tuple] = []
             done = threading.Event()
@@ -51,6 +55,7 @@ def test_writes_stall_on_a_deep_l0_and_resume_without_loss(playground: Playgroun
             assert any(name == t and depth >= 1 for name, depth in seen), seen[:5]
         finally:
             conn.execute("ALTER SYSTEM SET level0_stop_write_threshold_sub_level_number = DEFAULT")
+            conn.execute("ALTER SYSTEM SET barrier_interval_ms = DEFAULT")
         conn.execute("FLUSH")
         assert conn.execute(f"SELECT count(*), sum(k) FROM {t}").fetchone() == (40, sum(range(40)))
         rows = conn.execute(f"SELECT g, n, s FROM {mv} ORDER BY g").fetchall()
