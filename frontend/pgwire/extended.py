@@ -95,17 +95,8 @@ class ExtendedQuery:
         assert not bind.portal
         await self._bind(bind)
         portal = self._portals[""]
-        result = await self._result(portal)
-        columns = result.columns
-        formats = None if columns is None else result_formats(portal.result_formats, len(columns))
-        sink = self._conn.sink
-        sink.send(be.no_data() if columns is None else be.row_description(columns, formats or []))
-        try:
-            portal.position = await self._conn.send_result(result, formats, describe=False)
-        except Exception:
-            if isinstance(result.rows, RowStream):
-                self._drop_portals([""])
-            raise
+        await self._describe_portal(portal)
+        await self._execute_portal("", portal, 0)
 
     def sync(self) -> None:
         """End of an extended-protocol cycle."""
@@ -160,27 +151,31 @@ class ExtendedQuery:
             sink.send(be.parameter_description(oids))
             sink.send(be.no_data() if columns is None else be.row_description(columns, [0] * len(columns)))
         elif msg.kind == "P":
-            portal = self._portal(msg.name)
-            columns = (await self._result(portal)).columns
-            if columns is None:
-                sink.send(be.no_data())
-            else:
-                sink.send(be.row_description(columns, result_formats(portal.result_formats, len(columns))))
+            await self._describe_portal(self._portal(msg.name))
         else:
             raise ProtocolViolation(f"invalid DESCRIBE message subtype {msg.kind!r}")
 
+    async def _describe_portal(self, portal: Portal) -> None:
+        columns = (await self._result(portal)).columns
+        if columns is None:
+            self._conn.sink.send(be.no_data())
+        else:
+            self._conn.sink.send(be.row_description(columns, result_formats(portal.result_formats, len(columns))))
+
     async def _execute(self, msg: m.Execute) -> None:
-        portal = self._portal(msg.portal)
+        await self._execute_portal(msg.portal, self._portal(msg.portal), msg.max_rows)
+
+    async def _execute_portal(self, name: str, portal: Portal, max_rows: int) -> None:
         result = await self._result(portal)
         formats = None
         if result.columns is not None:
             formats = result_formats(portal.result_formats, len(result.columns))
         try:
             portal.position = await self._conn.send_result(result, formats, describe=False,
-                                                           start=portal.position, max_rows=msg.max_rows)
+                                                           start=portal.position, max_rows=max_rows)
         except Exception:
             if isinstance(result.rows, RowStream):  # (its rows are gone: an Execute again must not
-                self._drop_portals([msg.portal])  # answer with fewer)
+                self._drop_portals([name])  # answer with fewer)
             raise
 
     def _close(self, msg: m.Close) -> None:

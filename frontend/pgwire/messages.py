@@ -208,7 +208,7 @@ def decode_startup(body: bytes) -> StartupPacket:
 
 def _decode_bind(body: bytes) -> Bind:
     """A Bind's body, read with offsets rather than `_Reader` calls (a prepared statement's every
-    execution sends one: this took ~6 µs of the event loop's time, a third of it now)."""
+    execution sends one: a one-parameter Bind took 4.4 µs that way, 2.5 µs this one; timeit)."""
     try:
         end = body.index(b"\x00")
         portal = body[:end].decode()

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from frontend.pgwire.backend import frame
+
 from .fakes import BIG_ROWS, RawClient, ServerThread, error_fields
 
 P, B, E = RawClient.parse, RawClient.bind, RawClient.execute
@@ -288,10 +290,6 @@ def test_a_client_reset_during_a_statement_is_no_error(server: ServerThread, cap
         assert time.monotonic() < deadline, "the connection was not closed"
         time.sleep(0.02)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
-
-
-def frame(kind: bytes, body: bytes = b"") -> bytes:
-    return kind + struct.pack("!i", len(body) + 4) + body
 
 
 @pytest.mark.parametrize(("sql", "params", "result_formats"), [
