@@ -3,7 +3,8 @@
 It registers with meta and talks to it over RPC (`meta.client.MetaClient`, with the same calls the
 playground's frontend makes on the meta service), writes DML batches to and reads committed
 versions from the object store, and serves ``/api/health`` and ``/metrics`` on its metrics port.
-Any number of frontends can serve one cluster.
+Any number of frontends can serve one cluster; with ``--processes N`` one frontend is N processes
+serving one port (`frontend.processes`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,39 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from risingspark.config import FrontendConfig, advertised
+
+if TYPE_CHECKING:
+    from frontend.pgwire.process_group import ProcessGroup
 
 logger = logging.getLogger(__name__)
 READY = "RisingSpark frontend is ready"
 
 
 def run_frontend(cfg: FrontendConfig) -> int:
+    if cfg.processes < 1:
+        raise ValueError(f"processes must be at least 1, not {cfg.processes}")
+    if cfg.processes == 1:
+        return _serve(cfg)
+    if cfg.port == 0:
+        raise ValueError("processes share one port: give it (port 0 would bind a different one in each)")
+    from frontend.pgwire.server import event_loop_factory
+    from frontend.processes import run_processes
+
+    event_loop_factory(cfg.event_loop)  # (an unknown loop fails before anything starts)
+    return run_processes(cfg, _serve, lambda: f"{READY}: psql -h {cfg.host} -p {cfg.port} -d dev -U root "
+                                              f"({cfg.processes} processes, meta {cfg.meta_address})")
+
+
+def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callable[[], None] | None = None) -> int:
+    """One frontend process: alone (`group` None), or one of a group serving one port, which calls
+    `ready` once it serves."""
     from frontend.authentication import setup_auth
     from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, event_loop_factory, run_server
+    from frontend.processes import replay_orphaned_logs
     from frontend.remote_runner import RemoteBatchRunner
     from frontend.session import Frontend
     from meta.client import MetaClient, MetaSession
@@ -42,20 +66,30 @@ def run_frontend(cfg: FrontendConfig) -> int:
     # registered again under a new node id: meta pins this frontend's versions anew at once
     session.on_reregister = meta.sync
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
+    if group is not None and group.index == 0:  # (before it serves: statements acknowledged first go first)
+        replay_orphaned_logs(meta, store, cfg.dml_log_dir, group.count)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                         distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None,
-                        dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000)
+                        dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000,
+                        drain_others=group.drain_others if group is not None else None)
     session.start()
 
     async def serve() -> None:
-        server = PgServer(cfg.host, cfg.port, frontend.new_session, auth, max_connections=cfg.max_connections)
+        server = PgServer(cfg.host, cfg.port, frontend.new_session, auth, max_connections=cfg.max_connections,
+                          group=group, drain=frontend.dml.drain)
         await server.start()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in SHUTDOWN_SIGNALS:
             loop.add_signal_handler(sig, stop.set)
-        print(f"{READY}: psql -h {cfg.host} -p {server.port} -d dev -U root (node {session.node_id}, "
-              f"meta {session.rpc.address})", flush=True)
+        if group is None:
+            print(f"{READY}: psql -h {cfg.host} -p {server.port} -d dev -U root (node {session.node_id}, "
+                  f"meta {session.rpc.address})", flush=True)
+        else:
+            logger.info("frontend process %d of %d serves port %d (node %d)", group.index, group.count, server.port,
+                        session.node_id)
+            assert ready is not None
+            ready()
         await stop.wait()
         logger.info("shutting down")
         await server.stop()

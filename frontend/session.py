@@ -118,8 +118,12 @@ class Frontend:
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
                  password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None,
-                 dml_log_dir: str | os.PathLike[str] | None = None, dml_flush_delay_s: float | None = None) -> None:
+                 dml_log_dir: str | os.PathLike[str] | None = None, dml_flush_delay_s: float | None = None,
+                 drain_others: Callable[[], None] | None = None) -> None:
         self.meta = meta
+        # a FLUSH here also waits for the statements the frontend's other processes acknowledged
+        # (`frontend.pgwire.process_group`; None: a frontend of one process)
+        self.drain_others = drain_others
         self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
         self.engine = BatchEngine(store, cache_bytes)

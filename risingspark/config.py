@@ -222,6 +222,9 @@ class FrontendConfig:
     dml_log_dir: str = _f("", "directory of the frontend's DML log on a disk that outlives the process: a small "
                               "durable statement is acknowledged once logged there, not once meta records it "
                               "(empty: no log)")
+    processes: int = _f(1, "processes serving the port, each on a core of its own (Linux's SO_REUSEPORT spreads "
+                           "connections over them); max_connections counts them all, the block cache is split "
+                           "between them, process i serves metrics on metrics_port + i")
     log_level: str = _f("INFO", "logging level")
 
 

@@ -141,6 +141,8 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
 
 def flush(session: Session) -> StatementResult:
     session.frontend.dml.drain()  # asynchronously committed rows first (`frontend.dml_commit`)
+    if session.frontend.drain_others is not None:  # (and those of the frontend's other processes)
+        session.frontend.drain_others()
     session.frontend.meta.flush()
     return StatementResult("FLUSH")
 

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from risingspark.errors import (
     AdminShutdown,
@@ -93,11 +93,14 @@ class Connection:
         slots: the server's connection limit: a connection takes a slot after its startup packet
             (before authentication, as a PostgreSQL backend counts from its start) or is refused with
             FATAL 53300; a CancelRequest takes none.
+        forward_cancel: passes on a CancelRequest for a connection of another process of the
+            server's group (`process_group`); returns False for an id of this process.
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int, secret: int,
                  session_factory: Callable[[], PgSession], registry: dict[int, Connection],
-                 auth: PasswordAuth | None = None, slots: ConnectionSlots | None = None) -> None:
+                 auth: PasswordAuth | None = None, slots: ConnectionSlots | None = None, *,
+                 forward_cancel: Callable[[int, int], Awaitable[bool]] | None = None) -> None:
         self.reader = reader
         self.messages = m.MessageReader(reader)  # (after the startup packets, which are read from `reader`)
         self.writer = writer
@@ -110,6 +113,7 @@ class Connection:
         self._registry = registry
         self._auth = auth
         self._slots = slots
+        self._forward_cancel = forward_cancel
         self._extended = ExtendedQuery(self)
         self._task: asyncio.Task | None = None
         self._shutting_down = False
@@ -207,6 +211,8 @@ class Connection:
             target = self._registry.get(packet.pid)
             if target is not None and target.secret == packet.secret:
                 target.cancel_statement()
+            elif self._forward_cancel is not None and await self._forward_cancel(packet.pid, packet.secret):
+                pass  # (another process's connection: that process checked and cancelled it)
             else:
                 logger.info("connection %d: cancel request for unknown backend %d", self.pid, packet.pid)
             return False

@@ -10,23 +10,29 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
+import os
 import secrets
 import signal
+import struct
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from frontend.metrics import CONNECTIONS, CONNECTIONS_TOTAL, NODE
 
+from . import messages as m
 from .api import PgSession
 from .auth import PasswordAuth
 from .connection import Connection, ConnectionSlots
+from .process_group import DRAIN_REQUEST_CODE, ProcessGroup
 
 logger = logging.getLogger(__name__)
 
 EVENT_LOOPS = ("uvloop", "asyncio")
+FORWARDED_TIMEOUT_S = 5.0  # for a passed-on CancelRequest's 16 bytes
 
 
 def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
@@ -91,25 +97,42 @@ class PgServer:
         auth: password authentication of every connection; None trusts every user.
         max_connections: connections served at once (0: no limit); past it a new connection gets
             FATAL 53300 after its startup packet, as PostgreSQL's (a CancelRequest is still served).
+        group: this server is one process of several serving `port` (`process_group`): the port
+            is bound with ``SO_REUSEPORT``, connection ids and `max_connections` are the group's, and
+            CancelRequests for the other processes' connections are passed on to them.
+        drain: what another process's FLUSH asks of this one (in a thread): record in meta the
+            statements this process acknowledged.
     """
 
     def __init__(self, host: str, port: int, session_factory: Callable[[], PgSession],
-                 auth: PasswordAuth | None = None, *, max_connections: int = 0) -> None:
+                 auth: PasswordAuth | None = None, *, max_connections: int = 0,
+                 group: ProcessGroup | None = None, drain: Callable[[], None] | None = None) -> None:
         self._host = host
-        self._slots = ConnectionSlots(max_connections)
+        self._group = group
+        self._drain = drain
+        self._slots = ConnectionSlots(max_connections) if group is None else group.slots(max_connections)
         self._port = port
         self._session_factory = session_factory
         self._auth = auth
         self._server: asyncio.Server | None = None
-        self._pids = itertools.count(1)
+        self._forwarded: asyncio.Server | None = None  # (a group's: CancelRequests from the other processes)
+        self._pids = itertools.count(1) if group is None else group.pids()
         self._registry: dict[int, Connection] = {}  # started connections, for CancelRequest
         self._connections: set[Connection] = set()
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
         """Bind and start accepting connections."""
-        self._server = await asyncio.start_server(self._handle, self._host, self._port)
-        logger.info("RisingSpark listening on %s:%d", self._host, self.port)
+        group = self._group
+        if group is not None:
+            path = group.socket_path(group.index)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)  # (left by a process of the group that died)
+            self._forwarded = await asyncio.start_unix_server(self._handle_forwarded, path)
+        self._server = await asyncio.start_server(self._handle, self._host, self._port,
+                                                  reuse_port=True if group is not None else None)
+        logger.info("RisingSpark listening on %s:%d%s", self._host, self.port,
+                    "" if group is None else f" (process {group.index + 1} of {group.count})")
 
     @property
     def port(self) -> int:
@@ -129,6 +152,8 @@ class PgServer:
         """Close the listeners, then every connection (clients get FATAL 57P01)."""
         if self._server is not None:
             self._server.close()
+        if self._forwarded is not None:
+            self._forwarded.close()
         for conn in list(self._connections):
             conn.shutdown()
         tasks = list(self._tasks)
@@ -137,6 +162,12 @@ class PgServer:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        if self._forwarded is not None:
+            await self._forwarded.wait_closed()
+            self._forwarded = None
+        close = getattr(self._slots, "close", None)
+        if close is not None:
+            close()
         logger.info("RisingSpark server stopped")
 
     async def __aenter__(self) -> PgServer:
@@ -150,7 +181,8 @@ class PgServer:
         task = asyncio.current_task()
         assert task is not None
         conn = Connection(reader, writer, next(self._pids), secrets.randbits(32), self._session_factory,
-                          self._registry, self._auth, self._slots)
+                          self._registry, self._auth, self._slots,
+                          forward_cancel=self._forward_cancel if self._group is not None else None)
         self._tasks.add(task)
         self._connections.add(conn)
         CONNECTIONS.labels(NODE).inc()
@@ -163,3 +195,41 @@ class PgServer:
             CONNECTIONS.labels(NODE).dec()
             self._connections.discard(conn)
             self._tasks.discard(task)
+
+    async def _forward_cancel(self, pid: int, secret: int) -> bool:
+        """Pass on a CancelRequest naming another process's connection; False for this process's."""
+        group = self._group
+        if group is None or group.owner(pid) == group.index:
+            return False
+        await group.forward_cancel(pid, secret)
+        return True
+
+    async def _handle_forwarded(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A request of another process of the group (nothing else is served here): a CancelRequest
+        it took for one of this process's connections (closing the socket says it was handled), or a
+        FLUSH's request to record this process's statements (`ProcessGroup.drain_others`)."""
+        try:
+            async with asyncio.timeout(FORWARDED_TIMEOUT_S):
+                length, code = struct.unpack("!ii", await reader.readexactly(8))
+                body = await reader.readexactly(8) if code == m.CANCEL_REQUEST_CODE and length == 16 else b""
+            if body:
+                pid, secret = struct.unpack("!II", body)
+                target = self._registry.get(pid)
+                if target is not None and target.secret == secret:
+                    target.cancel_statement()
+                else:
+                    logger.info("cancel request for unknown backend %d (passed on)", pid)
+            elif code == DRAIN_REQUEST_CODE and length == 8:
+                try:
+                    if self._drain is not None:
+                        await asyncio.get_running_loop().run_in_executor(None, self._drain)
+                    writer.write(b"D")
+                except Exception as e:  # (the sibling's FLUSH reports it)
+                    writer.write(b"E" + str(e).encode())
+                await writer.drain()
+            else:
+                logger.warning("a process of this frontend sent an unknown request (code %d)", code)
+        except Exception as e:  # (never let it reach the server)
+            logger.info("a request of another process of this frontend failed: %s", e)
+        finally:
+            writer.close()

@@ -29,8 +29,7 @@ MV_QUERY = "SELECT kind, count(*) AS n, sum(v) AS total FROM events WHERE v < 90
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, meta_store_url) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("faults"), meta_store_url=meta_store_url("faults"))
-    try:
+    with LocalCluster(tmp_path_factory.mktemp("faults"), meta_store_url=meta_store_url("faults")) as c:
         c.meta()
         c.meta(wait_ready=False)  # the standby: waits for the meta store's leader lock
         c.compute()
@@ -42,11 +41,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, meta_store_url) -> Iterato
             conn.execute(f"INSERT INTO events SELECT i, 'k' || (i % 37), i % 1000 FROM generate_series(1, {ROWS}) AS g(i)")
             conn.execute("FLUSH")
         yield c
-    except Exception:
-        print(c.logs())
-        raise
-    finally:
-        c.stop()
 
 
 def _frontends(cluster: LocalCluster) -> list[ServiceProcess]:

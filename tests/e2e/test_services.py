@@ -20,19 +20,13 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, meta_store_url) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("services"), meta_store_url=meta_store_url("services"))
-    try:
+    with LocalCluster(tmp_path_factory.mktemp("services"), meta_store_url=meta_store_url("services")) as c:
         c.meta()
         c.compute()
         c.compactor()
         c.frontend()
         c.frontend()
         yield c
-    except Exception:
-        print(c.logs())
-        raise
-    finally:
-        c.stop()
 
 
 def _frontends(cluster: LocalCluster):

@@ -149,10 +149,10 @@ class LocalCluster:
         return self._service("compactor", ["--port", str(port), "--meta-address", self.meta_address,
                                            "--poll-interval-s", "0.5", *extra_args], port, env).start()
 
-    def frontend(self) -> ServiceProcess:
+    def frontend(self, extra_args: tuple[str, ...] = ()) -> ServiceProcess:
         port = free_port()
         return self._service("frontend", ["--port", str(port), "--metrics-port", str(free_port()),
-                                          "--meta-address", self.meta_address], port).start()
+                                          "--meta-address", self.meta_address, *extra_args], port).start()
 
     def connect(self, frontend: ServiceProcess, **kwargs) -> psycopg.Connection:
         return psycopg.connect(self.dsn(frontend), autocommit=True, **kwargs)
@@ -176,6 +176,16 @@ class LocalCluster:
 
     def logs(self) -> str:
         return "\n".join(f"--- {s.log_path.name}\n{s.log_tail(40)}" for s in self.services)
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Stop the cluster; the services' logs are printed first when its block failed (a service
+        that did not start)."""
+        if exc_type is not None and issubclass(exc_type, Exception):
+            print(self.logs())
+        self.stop()
 
     def stop(self) -> None:
         """Stop every service, frontends first, meta last; anything still running is killed."""

@@ -335,3 +335,23 @@ def test_a_logged_batch_whose_file_is_gone_before_the_retry_is_written_again(met
 def test_a_negative_flush_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="dml_flush_delay_ms must be at least 0, not -5"):
         dml_commit.GroupCommit(None, flush_delay_s=-0.005)
+
+
+def test_the_log_of_a_process_the_frontend_no_longer_runs_is_replayed_and_removed(meta: MetaService, tmp_path,
+                                                                                  monkeypatch) -> None:
+    from frontend.processes import log_dir, orphaned_logs, replay_orphaned_logs
+
+    root = str(tmp_path / "log")
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 3600.0)  # meta records nothing before the "crash"
+    second = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=log_dir(root, 1))
+    session = _session(second)
+    for k in range(3):
+        _insert(session, k)  # acknowledged by process 1 of a frontend of two processes
+    second.dml._log.close()  # type: ignore[union-attr]  # the frontend stopped before recording them
+    assert log_dir(root, 0) == root and _recorded(meta) == []
+    assert orphaned_logs(root, 2) == [] and orphaned_logs(root, 1) == [tmp_path / "log" / "process-1"]
+
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 0.0)
+    assert replay_orphaned_logs(meta, meta.objects, root, 1) == 3  # (the frontend started again with one)
+    assert _recorded(meta) == [0, 1, 2]
+    assert orphaned_logs(root, 1) == [] and not (tmp_path / "log" / "process-1").exists()

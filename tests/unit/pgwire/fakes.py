@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from frontend.pgwire.api import ColumnDesc, CopyIn, StatementResult
 from frontend.pgwire.auth import PasswordAuth
+from frontend.pgwire.process_group import ProcessGroup
 from frontend.pgwire.row_stream import RowStream
 from frontend.pgwire.server import PgServer, event_loop_factory
 from risingspark.errors import DivisionByZero, InvalidCatalogName, QueryCanceled, SyntaxError_, UndefinedTable
@@ -206,9 +207,11 @@ class ServerThread:
     """A `PgServer` with fake sessions, served by an event loop (`event_loop`: the server's setting) in
     a background thread."""
 
-    def __init__(self, auth: PasswordAuth | None = None, max_connections: int = 0, event_loop: str = "uvloop") -> None:
+    def __init__(self, auth: PasswordAuth | None = None, max_connections: int = 0, event_loop: str = "uvloop",
+                 group: ProcessGroup | None = None, port: int = 0) -> None:
         self.state = FakeState()
-        self.server = PgServer("127.0.0.1", 0, lambda: FakeSession(self.state), auth, max_connections=max_connections)
+        self.server = PgServer("127.0.0.1", port, lambda: FakeSession(self.state), auth,
+                               max_connections=max_connections, group=group)
         self.loop = event_loop_factory(event_loop)()
         self._thread = threading.Thread(target=self._serve, name="pgwire-test-server", daemon=True)
         self._ready = threading.Event()
