@@ -27,10 +27,11 @@ one with a materialized view of an aggregate over it): the streaming work a serv
 process with. ``--switch-intervals 5,0.5`` runs RisingSpark once per interpreter switch interval
 (the playground's ``--switch-interval-ms``, each in a fresh playground), the first the baseline;
 ``--event-loops uvloop,asyncio`` once per frontend event loop (``--event-loop``; the standalone
-frontend too), the first the baseline.
+frontend too), the first the baseline; ``--frontend-processes 1,2`` the standalone frontend once per
+process count (``--processes``), the first the baseline.
 
 Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--load 0]
-[--switch-intervals 5] [--event-loops uvloop] [--standalone] [--out result.json]``
+[--switch-intervals 5] [--event-loops uvloop] [--standalone [--frontend-processes 1]] [--out result.json]``
 """
 
 from __future__ import annotations
@@ -237,6 +238,9 @@ def main() -> None:
                              "the baseline")
     parser.add_argument("--standalone", action="store_true",
                         help="also measure a frontend in a process of its own (a cluster of separate services)")
+    parser.add_argument("--frontend-processes", default="1",
+                        help="comma-separated process counts of the standalone frontend (--processes), one run each; "
+                             "the first is the baseline")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     intervals = [float(x) for x in args.switch_intervals.split(",")]
@@ -254,15 +258,17 @@ def main() -> None:
                 stop_playground(proc)
                 shutil.rmtree(work, ignore_errors=True)
     standalone = {}
+    counts = [int(x) for x in args.frontend_processes.split(",")]
     if args.standalone:
         for loop in loops:
-            work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
-            try:
-                with Standalone(work, ["--event-loop", loop]) as cluster:
-                    standalone[loop] = measure(f"host=127.0.0.1 port={cluster.port} user=root dbname=dev", args,
-                                               ours=True)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
+            for n in counts if loop == loops[0] else counts[:1]:
+                work = Path(tempfile.mkdtemp(prefix="risingspark-bench-serving-"))
+                try:
+                    with Standalone(work, ["--event-loop", loop, "--processes", str(n)]) as cluster:
+                        standalone[loop, n] = measure(f"host=127.0.0.1 port={cluster.port} user=root dbname=dev",
+                                                      args, ours=True)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
     try:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
@@ -284,12 +290,14 @@ def main() -> None:
                         + ([f"switch_interval_{interval:g}ms"] if interval != intervals[0] else []))
         result[name] = {k: {"risingspark": round(other[k]), "vs_baseline": round(other[k] / ours[k], 3),
                             "vs_postgresql": round(other[k] / pg[k], 3)} for k in other}
-    for loop, alone in standalone.items():
-        base = standalone[loops[0]]
-        result["standalone_frontend" + ("" if loop == loops[0] else f"_event_loop_{loop}")] = {
+    for (loop, n), alone in standalone.items():
+        base = standalone[loops[0], counts[0]]
+        name = "_".join(["standalone_frontend"] + ([f"event_loop_{loop}"] if loop != loops[0] else [])
+                        + ([f"processes_{n}"] if n != counts[0] else []))
+        result[name] = {
             k: {"risingspark": round(alone[k]), "vs_postgresql": round(alone[k] / pg[k], 3),
                 "vs_playground": round(alone[k] / runs[loop, intervals[0]][k], 3)}
-            | ({} if loop == loops[0] else {"vs_baseline": round(alone[k] / base[k], 3)}) for k in alone}
+            | ({} if alone is base else {"vs_baseline": round(alone[k] / base[k], 3)}) for k in alone}
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -216,6 +216,27 @@ def test_flush_does_not_wait_for_the_gathering_delay():
     assert _recorded(meta, store) == [(1, [1])]  # (within the timeout: a TimeoutError otherwise)
 
 
+def test_statements_queued_while_the_flusher_gathers_do_not_wake_it():
+    """Each wake-up of a gathering flusher costs the statement's thread and the flusher's (measured
+    ~40 µs a statement); the flusher wakes for the first batch only, and at the end of its delay."""
+    meta, store = SlowMeta(0), RecordingStore()
+    commit = GroupCommit(meta, store, flush_delay_s=3600.0)
+    commit.queue_rows(1, _rows(0), durable=False)
+    time.sleep(0.3)  # (the flusher took it: it gathers for an hour)
+    wakes = []
+    notify_all = commit._cond.notify_all
+    commit._cond.notify_all = lambda: (wakes.append(1), notify_all())  # type: ignore[method-assign]
+    for i in range(1, 100):
+        assert commit.queue_rows(1, _rows(i), durable=False) == 0
+    assert wakes == []
+    commit.drain(timeout=60)
+    assert [v for _, values in _recorded(meta, store) for v in values] == list(range(100))
+    _until(lambda: commit._flusher_idle)
+    commit.queue_rows(1, _rows(100), durable=False)  # (the idle flusher is woken for the next one)
+    assert wakes and commit.drain(timeout=60) is None
+    assert [v for _, values in _recorded(meta, store) for v in values] == list(range(101))
+
+
 def test_a_failed_asynchronous_commit_is_retried_and_flush_reports_it(monkeypatch):
     monkeypatch.setattr(dml_commit, "RETRY_S", (0.01, 0.02))
     meta, store = FlakyMeta(failures=3), RecordingStore()
