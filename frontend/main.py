@@ -43,6 +43,7 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callab
     """One frontend process: alone (`group` None), or one of a group serving one port, which calls
     `ready` once it serves."""
     from frontend.authentication import setup_auth
+    from frontend.group_member import GroupMember
     from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, event_loop_factory, run_server
     from frontend.processes import replay_orphaned_logs
     from frontend.remote_runner import RemoteBatchRunner
@@ -70,13 +71,14 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callab
         replay_orphaned_logs(meta, store, cfg.dml_log_dir, group.count)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                         distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None,
-                        dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000,
-                        drain_others=group.drain_others if group is not None else None)
+                        dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000)
+    if group is not None:
+        frontend.group = GroupMember(frontend, group)
     session.start()
 
     async def serve() -> None:
         server = PgServer(cfg.host, cfg.port, frontend.new_session, auth, max_connections=cfg.max_connections,
-                          group=group, drain=frontend.dml.drain)
+                          group=group, answer=frontend.group.answer if frontend.group is not None else None)
         await server.start()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()

@@ -84,6 +84,7 @@ from frontend.statements import (
 from risingspark.catalog import DEFAULT_DATABASE, DEFAULT_USER
 from risingspark.errors import (
     FeatureNotSupported,
+    InsufficientPrivilege,
     InvalidAuthorizationSpecification,
     InvalidCatalogName,
     InvalidSchemaName,
@@ -102,6 +103,7 @@ from risingspark.types import DataType, TypeName
 from risingspark.users import DEFAULT_SUPER_USER_ID
 
 if TYPE_CHECKING:
+    from frontend.group_member import GroupMember
     from meta.catalog import CatalogSnapshot
 
 logger = logging.getLogger(__name__)
@@ -118,12 +120,10 @@ class Frontend:
 
     def __init__(self, meta: Any, store: ObjectStore, *, cache_bytes: int = 1 << 30, workers: int = 64,
                  password_method: str = "scram-sha-256", distributed: DistributedRunner | None = None,
-                 dml_log_dir: str | os.PathLike[str] | None = None, dml_flush_delay_s: float | None = None,
-                 drain_others: Callable[[], None] | None = None) -> None:
+                 dml_log_dir: str | os.PathLike[str] | None = None, dml_flush_delay_s: float | None = None) -> None:
         self.meta = meta
-        # a FLUSH here also waits for the statements the frontend's other processes acknowledged
-        # (`frontend.pgwire.process_group`; None: a frontend of one process)
-        self.drain_others = drain_others
+        # this process's part in a frontend of several (`frontend.group_member`); None: of one process
+        self.group: GroupMember | None = None
         self.distributed = distributed  # runs queries in distributed mode (None: local mode only)
         self.store = store
         self.engine = BatchEngine(store, cache_bytes)
@@ -155,10 +155,33 @@ class Frontend:
                 del self.sessions[session.pid]
 
     def session_infos(self) -> list[SessionInfo]:
-        """Every connected session, by process id."""
+        """Every connected session, by process id: of the frontend's every process."""
+        infos = self.local_session_infos()
+        if self.group is not None:
+            infos = sorted(infos + self.group.others_session_infos(), key=lambda i: i.pid)
+        return infos
+
+    def local_session_infos(self) -> list[SessionInfo]:
+        """The sessions of this process, by process id."""
         with self._sessions_lock:
             sessions = sorted(self.sessions.values(), key=lambda s: s.pid)
         return [s.info() for s in sessions]
+
+    def kill(self, pid: int, user_id: int, may_cancel_others: bool) -> None:
+        """Cancel the statement of session `pid` (of any process of the frontend) for the user
+        `user_id`, who may cancel other users' statements or not (as PostgreSQL's
+        ``pg_cancel_backend``)."""
+        if pid in self.sessions or self.group is None or not self.group.kill(pid, user_id, may_cancel_others):
+            self.kill_local(pid, user_id, may_cancel_others)
+
+    def kill_local(self, pid: int, user_id: int, may_cancel_others: bool) -> None:
+        target = self.sessions.get(pid)
+        if target is None:
+            raise UndefinedObject(f"no session with process id {pid}")
+        if target.user_id != user_id and not may_cancel_others:
+            raise InsufficientPrivilege("must be a member of the role whose query is being canceled or member of "
+                                        "pg_signal_backend")
+        target.cancel()
 
     def close(self) -> None:
         self.dml.close()

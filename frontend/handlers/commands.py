@@ -34,7 +34,6 @@ from risingspark.errors import (
     ObjectInUse,
     SyntaxError_,
     UndefinedColumn,
-    UndefinedObject,
     UndefinedTable,
     WrongObjectType,
 )
@@ -141,8 +140,8 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
 
 def flush(session: Session) -> StatementResult:
     session.frontend.dml.drain()  # asynchronously committed rows first (`frontend.dml_commit`)
-    if session.frontend.drain_others is not None:  # (and those of the frontend's other processes)
-        session.frontend.drain_others()
+    if session.frontend.group is not None:  # (and those of the frontend's other processes)
+        session.frontend.group.drain_others()
     session.frontend.meta.flush()
     return StatementResult("FLUSH")
 
@@ -219,14 +218,8 @@ def show_processlist(session: Session) -> StatementResult:
 
 def kill(session: Session, stmt: KillStmt) -> StatementResult:
     """Cancel the statement a session is running (the session stays connected)."""
-    target = session.frontend.sessions.get(stmt.process_id)
-    if target is None:
-        raise UndefinedObject(f"no session with process id {stmt.process_id}")
-    if target.user_id != session.user_id:  # as PostgreSQL's pg_cancel_backend
-        session.privileges().check_superuser("must be a member of the role whose query is being canceled or "
-                                             "member of pg_signal_backend")
+    session.frontend.kill(stmt.process_id, session.user_id, session.privileges().is_super)
     logger.info("session %d: KILL of session %d", session.pid, stmt.process_id)
-    target.cancel()
     return StatementResult("KILL")
 
 

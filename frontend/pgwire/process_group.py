@@ -18,15 +18,14 @@ meta — so the group shares only what a client of the port must see as one serv
   the secret as for a request of its own. Only the group's processes can reach the sockets (the
   directory is the supervisor's, mode 0700).
 - **FLUSH** returns once every statement acknowledged on the port is visible: the process that runs
-  it first asks each other one to record in meta what its DML log and queue hold
-  (`ProcessGroup.drain_others`, over the same sockets), as a single frontend drains its own.
+  it first asks each other one to record in meta what its DML log and queue hold, as a single
+  frontend drains its own; ``SHOW PROCESSLIST`` and ``pg_stat_activity`` list the sessions of every
+  process, and ``KILL`` reaches any of them — each a request over the same sockets
+  (`ProcessGroup.ask`, answered by `frontend.group_member`).
 - **max_connections** counts the group's connections, not each process's (`SharedConnectionSlots`):
   a file in the group's directory holds one count per process, read and updated under ``flock``
   when a connection starts (a few microseconds, once per connection). A process writes only its own
   count, and starts by zeroing it, so a restarted process does not inherit a dead one's connections.
-
-Not shared: ``SHOW PROCESSLIST``, ``pg_stat_activity`` and ``KILL`` see the connections of the
-process that runs them.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ import asyncio
 import contextlib
 import fcntl
 import itertools
+import json
 import logging
 import os
 import socket
@@ -42,8 +42,9 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from risingspark.errors import InternalError
+from risingspark.errors import InternalError, RisingSparkError
 
 from .connection import ConnectionSlots
 from .messages import CANCEL_REQUEST_CODE
@@ -51,10 +52,16 @@ from .messages import CANCEL_REQUEST_CODE
 logger = logging.getLogger(__name__)
 
 FORWARD_TIMEOUT_S = 5.0
-DRAIN_TIMEOUT_S = 120.0
-# What the group's sockets take: a CancelRequest as a client sends it, or this code alone (a
-# length and a code like a startup packet's; no PostgreSQL packet has it)
-DRAIN_REQUEST_CODE = 80877199
+ASK_TIMEOUT_S = 10.0
+MAX_REQUEST_BYTES = 1 << 20
+# What the group's sockets take besides a CancelRequest (as a client sends it): a request of the
+# group, a length and a code like a startup packet's (no PostgreSQL packet has these codes) and a
+# JSON payload, answered with ``{"result": ...}`` or ``{"error": ...}`` (`RisingSparkError.to_json`)
+# by the process's `frontend.group_member.GroupMember`.
+DRAIN_REQUEST = 80877199  # record in meta what the process acknowledged (a FLUSH elsewhere)
+SESSIONS_REQUEST = 80877198  # the process's sessions (SHOW PROCESSLIST, pg_stat_activity elsewhere)
+KILL_REQUEST = 80877197  # cancel a session's statement (a KILL elsewhere)
+REQUESTS = (DRAIN_REQUEST, SESSIONS_REQUEST, KILL_REQUEST)
 _COUNT = struct.Struct("<q")
 _HEAD = struct.Struct("!ii")
 
@@ -84,32 +91,34 @@ class ProcessGroup:
         """Where process `index` takes the CancelRequests the others pass on."""
         return str(self.directory / f"cancel-{index}.sock")
 
-    def drain_others(self, timeout: float = DRAIN_TIMEOUT_S) -> None:
-        """Ask every other process of the group to record in meta the statements it acknowledged,
-        and wait until all did (``FLUSH``; blocking: call it from a thread). A process's answer is one
-        byte, ``D`` when done, or ``E`` and its error's message.
+    def others(self) -> list[int]:
+        return [i for i in range(self.count) if i != self.index]
+
+    def ask(self, index: int, code: int, payload: Any = None, timeout: float = ASK_TIMEOUT_S) -> Any:
+        """Send process `index` the request `code` (one of `REQUESTS`) with `payload` (JSON) and
+        return its answer (blocking: call it from a thread, never from an event loop, where two
+        processes asking each other would wait for each other).
 
         Raises:
-            InternalError: a process could not be reached or failed to record its statements.
+            RisingSparkError: the error the process answered with, or InternalError when it could
+                not be reached or did not answer within `timeout`.
         """
-        for index in range(self.count):
-            if index == self.index:
-                continue
-            path = self.socket_path(index)
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                    sock.settimeout(timeout)
-                    sock.connect(path)
-                    sock.sendall(_HEAD.pack(8, DRAIN_REQUEST_CODE))
-                    answer = b""
-                    while chunk := sock.recv(4096):
-                        answer += chunk
-            except OSError as e:
-                raise InternalError(f"FLUSH: process {index} of this frontend ({path}) did not answer: {e}") from None
-            if answer[:1] != b"D":
-                reason = answer[1:].decode(errors="replace") or "it closed the connection"
-                raise InternalError(f"FLUSH: process {index} of this frontend could not record its statements: "
-                                    f"{reason}")
+        body = json.dumps(payload).encode()
+        path = self.socket_path(index)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(path)
+                sock.sendall(_HEAD.pack(_HEAD.size + len(body), code) + body)
+                answer = b""
+                while chunk := sock.recv(1 << 16):
+                    answer += chunk
+            reply = json.loads(answer)
+        except (OSError, ValueError) as e:
+            raise InternalError(f"process {index} of this frontend ({path}) did not answer: {e}") from None
+        if "error" in reply:
+            raise RisingSparkError.from_json(reply["error"])
+        return reply.get("result")
 
     def slots(self, limit: int) -> SharedConnectionSlots:
         return SharedConnectionSlots(limit, self.directory / "connections", self.index, self.count)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import os
 import secrets
@@ -22,12 +23,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from frontend.metrics import CONNECTIONS, CONNECTIONS_TOTAL, NODE
+from risingspark.errors import InternalError, ProtocolViolation, RisingSparkError
 
 from . import messages as m
 from .api import PgSession
 from .auth import PasswordAuth
 from .connection import Connection, ConnectionSlots
-from .process_group import DRAIN_REQUEST_CODE, ProcessGroup
+from .process_group import MAX_REQUEST_BYTES, REQUESTS, ProcessGroup
 
 logger = logging.getLogger(__name__)
 
@@ -100,16 +102,16 @@ class PgServer:
         group: this server is one process of several serving `port` (`process_group`): the port
             is bound with ``SO_REUSEPORT``, connection ids and `max_connections` are the group's, and
             CancelRequests for the other processes' connections are passed on to them.
-        drain: what another process's FLUSH asks of this one (in a thread): record in meta the
-            statements this process acknowledged.
+        answer: answers the requests of the group's other processes (in a thread):
+            ``answer(code, payload)`` (`frontend.group_member.GroupMember.answer`).
     """
 
     def __init__(self, host: str, port: int, session_factory: Callable[[], PgSession],
                  auth: PasswordAuth | None = None, *, max_connections: int = 0,
-                 group: ProcessGroup | None = None, drain: Callable[[], None] | None = None) -> None:
+                 group: ProcessGroup | None = None, answer: Callable[[int, Any], Any] | None = None) -> None:
         self._host = host
         self._group = group
-        self._drain = drain
+        self._answer = answer
         self._slots = ConnectionSlots(max_connections) if group is None else group.slots(max_connections)
         self._port = port
         self._session_factory = session_factory
@@ -206,26 +208,32 @@ class PgServer:
 
     async def _handle_forwarded(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """A request of another process of the group (nothing else is served here): a CancelRequest
-        it took for one of this process's connections (closing the socket says it was handled), or a
-        FLUSH's request to record this process's statements (`ProcessGroup.drain_others`)."""
+        it took for one of this process's connections (closing the socket says it was handled), or
+        one of the group's requests (`process_group.REQUESTS`), answered by `answer` in a thread."""
         try:
             async with asyncio.timeout(FORWARDED_TIMEOUT_S):
                 length, code = struct.unpack("!ii", await reader.readexactly(8))
-                body = await reader.readexactly(8) if code == m.CANCEL_REQUEST_CODE and length == 16 else b""
-            if body:
+                if not 8 <= length <= MAX_REQUEST_BYTES:
+                    raise ProtocolViolation(f"invalid length {length} of a request")
+                body = await reader.readexactly(length - 8)
+            if code == m.CANCEL_REQUEST_CODE and length == 16:
                 pid, secret = struct.unpack("!II", body)
                 target = self._registry.get(pid)
                 if target is not None and target.secret == secret:
                     target.cancel_statement()
                 else:
                     logger.info("cancel request for unknown backend %d (passed on)", pid)
-            elif code == DRAIN_REQUEST_CODE and length == 8:
+            elif code in REQUESTS and self._answer is not None:
                 try:
-                    if self._drain is not None:
-                        await asyncio.get_running_loop().run_in_executor(None, self._drain)
-                    writer.write(b"D")
-                except Exception as e:  # (the sibling's FLUSH reports it)
-                    writer.write(b"E" + str(e).encode())
+                    result = await asyncio.get_running_loop().run_in_executor(None, self._answer, code,
+                                                                              json.loads(body))
+                    reply: dict = {"result": result}
+                except RisingSparkError as e:
+                    reply = {"error": e.to_json()}
+                except Exception as e:  # noqa: BLE001 - (the asking process reports it)
+                    logger.exception("a request of another process of this frontend failed")
+                    reply = {"error": InternalError(str(e) or type(e).__name__).to_json()}
+                writer.write(json.dumps(reply).encode())
                 await writer.drain()
             else:
                 logger.warning("a process of this frontend sent an unknown request (code %d)", code)

@@ -1,10 +1,13 @@
 """A frontend of two processes on one port (`risingspark frontend --processes 2`) in a cluster of
 separate services: connections spread over both, each a frontend node of meta; a client's cancel
 reaches the statement whichever process the kernel gives the cancel's connection to; a FLUSH on one
-process makes what the other acknowledged visible; MVs equal PostgreSQL's answer."""
+process makes what the other acknowledged visible; SHOW PROCESSLIST, pg_stat_activity and KILL reach
+the sessions of both; MVs equal PostgreSQL's answer."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -76,3 +79,39 @@ def test_a_cancel_reaches_the_statement_through_either_process(by_process) -> No
                 if i == 10:
                     conn.cancel()
         assert conn.execute("SELECT count(*) FROM fp_big").fetchone() == (3000,)
+
+
+def test_processlist_and_kill_reach_every_process(by_process) -> None:
+    asking = by_process[1][0]
+    everyone = {c.info.backend_pid for conns in by_process.values() for c in conns}
+    listed = {int(r[1]) for r in asking.execute("SHOW PROCESSLIST").fetchall()}
+    assert everyone <= listed  # (the sessions of process 0 too)
+    active = {pid for (pid,) in asking.execute("SELECT pid FROM pg_stat_activity").fetchall()}
+    assert everyone <= active
+    # a statement of process 0, killed from process 1
+    victim = by_process[0][1]
+    long_query = "select count(*) from generate_series(1, 100000) a, generate_series(1, 100000) b where a.a <> b.b"
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            victim.execute(long_query)
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            failure.append(e)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(r[6] == long_query for r in asking.execute("SHOW PROCESSLIST").fetchall()):
+            assert time.monotonic() < deadline and worker.is_alive()
+            time.sleep(0.05)
+        assert asking.execute(f"KILL {victim.info.backend_pid}").statusmessage == "KILL"
+    finally:
+        worker.join(120)
+    assert len(failure) == 1 and isinstance(failure[0], psycopg.errors.QueryCanceled)
+    assert victim.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        asking.execute("KILL 999998")  # (an id of process 1's numbering that no session has)
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        asking.execute("KILL 999999")  # (of process 0's: answered there)

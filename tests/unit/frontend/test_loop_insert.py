@@ -40,6 +40,14 @@ class CountingPool(ThreadPoolExecutor):
         return super().submit(*args, **kwargs)
 
 
+@pytest.fixture(autouse=True)
+def quick_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Syncs count as quick whatever the disk does: in loaded runs (CI, a test run beside) they
+    averaged over 1 ms and went to a thread, as they should, failing the tests' counts of threads;
+    which path slow syncs take is tested on its own (it sets the bound back)."""
+    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 60.0)
+
+
 @pytest.fixture
 def meta(tmp_path) -> Iterator[MetaService]:
     store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
@@ -79,9 +87,6 @@ def _run(session: Session, sql: str, params: list, oids: list[int] | None = None
 
 def test_a_durable_insert_runs_on_the_event_loop_and_is_logged(frontend: Frontend, meta: MetaService,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # (syncs count as quick whatever the disk does: in a loaded CI run they averaged over 1 ms, and
-    # went to a thread as they should; which path slow syncs take is tested on its own)
-    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 60.0)
     session = _session(frontend)
     pool = frontend.pool
     pool.submitted = 0  # (the session's startup read the catalog on it)
@@ -128,6 +133,7 @@ def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(front
     assert len(syncs) == 1 and frontend.pool.submitted == 0
     log = frontend.dml._log
     assert log is not None
+    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.001)
     monkeypatch.setattr(log, "sync_seconds", 1.0)  # (a busy disk)
     asyncio.run(together(10))
     assert frontend.pool.submitted >= 1 and log.synced(log.written)
@@ -175,6 +181,7 @@ def test_a_cancelled_insert_is_cancelled_not_failed(frontend: Frontend, monkeypa
     session = _session(frontend)
     log = frontend.dml._log
     assert log is not None
+    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.001)
     monkeypatch.setattr(log, "sync_seconds", 1.0)  # (synced on a thread)
     monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: time.sleep(0.5))
 

@@ -9,12 +9,20 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from frontend.pgwire.process_group import ProcessGroup, SharedConnectionSlots
+from frontend.pgwire.process_group import (
+    DRAIN_REQUEST,
+    KILL_REQUEST,
+    SESSIONS_REQUEST,
+    ProcessGroup,
+    SharedConnectionSlots,
+)
 from meta.child_process import free_port
+from risingspark.errors import InternalError, RisingSparkError, UndefinedObject
 
 from .fakes import RawClient, ServerThread, error_fields
 
@@ -85,25 +93,32 @@ def test_max_connections_counts_the_whole_group(pair: tuple[ServerThread, Server
             conn.close()
 
 
-def test_a_flush_asks_the_other_processes_to_record_their_statements(tmp_path: Path) -> None:
-    drained = []
-    failing = [False]
+def test_the_group_s_requests_are_answered_off_the_event_loop_with_their_errors(tmp_path: Path) -> None:
+    asked = []
 
-    def drain() -> None:
-        if failing[0]:
+    def answer(code: int, payload: Any) -> Any:
+        asked.append((code, payload, threading.current_thread().name))
+        if code == KILL_REQUEST:
+            raise UndefinedObject(f"no session with process id {payload['pid']}")
+        if code == DRAIN_REQUEST:
             raise RuntimeError("meta is down")
-        drained.append(threading.current_thread().name)
+        return [{"pid": 2, "user": "root"}]
 
     with ServerThread(group=ProcessGroup(1, 2, tmp_path)) as other:
-        other.server._drain = drain  # noqa: SLF001 - (what `frontend.main` gives it: the frontend's DML drain)
+        other.server._answer = answer  # noqa: SLF001 - (what `frontend.main` gives it: `GroupMember.answer`)
         asker = ProcessGroup(0, 2, tmp_path)
-        asker.drain_others()
-        assert len(drained) == 1 and drained[0] != "pgwire-test-server"  # (not on the event loop)
-        failing[0] = True
-        with pytest.raises(Exception, match="process 1 of this frontend could not record its statements: meta is down"):
-            asker.drain_others()
-    with pytest.raises(Exception, match="process 1 of this frontend .* did not answer"):
-        asker.drain_others()
+        assert asker.others() == [1]
+        assert asker.ask(1, SESSIONS_REQUEST) == [{"pid": 2, "user": "root"}]
+        with pytest.raises(UndefinedObject, match="no session with process id 4"):
+            asker.ask(1, KILL_REQUEST, {"pid": 4})
+        with pytest.raises(RisingSparkError, match="meta is down") as err:
+            asker.ask(1, DRAIN_REQUEST)
+        assert err.value.sqlstate == "XX000"
+        assert [(code, payload) for code, payload, _ in asked] == [
+            (SESSIONS_REQUEST, None), (KILL_REQUEST, {"pid": 4}), (DRAIN_REQUEST, None)]
+        assert all(thread != "pgwire-test-server" for _, _, thread in asked)  # (not on the event loop)
+    with pytest.raises(InternalError, match="process 1 of this frontend .* did not answer"):
+        asker.ask(1, SESSIONS_REQUEST)
 
 
 def test_connection_counts_of_a_restarted_process_start_at_zero(tmp_path: Path) -> None:
