@@ -213,7 +213,14 @@ class GroupCommit:
         — ahead of any statement; returns how many. Records of tables dropped since are left out."""
         if self._log is None:
             return 0
-        records = self._log.unrecorded(self._meta.dml_log_recorded(self._log.log_id))
+        recorded = self._meta.dml_log_open(self._log.log_id, self._log.found == 0)
+        if recorded < 0:
+            raise InternalError(
+                f"the DML log in {self._log.directory} holds {self._log.found} statements this cluster has never "
+                "recorded from it: it was written for another cluster, or before this cluster's meta store was "
+                "reset, and its rows name tables by ids that mean other tables here. Move the directory away (its "
+                "statements are lost to this cluster) or give the frontend another --dml-log-dir")
+        records = self._log.unrecorded(recorded)
         tables = self._meta.catalog_snapshot().relations
         kept = [r for r in records if r.table_id in tables]
         if len(kept) < len(records):

@@ -18,6 +18,10 @@ The algorithm:
 - **Recorded.** Meta records the log's newest recorded record in the transaction that records the
   batches (`meta.service.MetaService.submit_dml_batches` with ``log``), so the log and meta's batches
   cannot disagree. Segments every record of which is recorded are deleted.
+- **Tied to a cluster.** A new log is registered with meta before its first record
+  (`MetaService.dml_log_open`); a log with records that meta has never heard of was written for
+  another cluster, or before its meta store was reset, and is refused: its records name tables by ids
+  that mean other tables, or nothing, here.
 - **Open.** The records after meta's recorded one are acknowledged statements meta may not have:
   the group commit records them again before the frontend serves (`GroupCommit.replay`). A record cut
   by a crash (short, or failing its CRC) ends the log: its statement was never acknowledged. Appends
@@ -148,6 +152,11 @@ class DmlLog:
                 continue
             self._found.extend(records)
             self._segments.append((int(path.stem), records[-1].seq, path))
+
+    @property
+    def found(self) -> int:
+        """Records found at open (before `unrecorded`)."""
+        return len(self._found)
 
     def unrecorded(self, recorded: int) -> list[LogRecord]:
         """The records found at open that come after meta's `recorded` one; appends are numbered on

@@ -137,7 +137,11 @@ class Frontend:
         # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
         log = DmlLog(dml_log_dir) if dml_log_dir else None
         self.dml = GroupCommit(meta, store, log, dml_flush_delay_s)
-        self.dml.replay()
+        try:
+            self.dml.replay()
+        except BaseException:
+            self.dml.close()  # (and the log: its lock would hold it until the process ends)
+            raise
         self.loop_sync = LoopSync(log, self.pool) if log is not None else None  # (`frontend.loop_insert`)
         self.sessions: dict[int, Session] = {}  # by process id
         self._sessions_lock = threading.Lock()

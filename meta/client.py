@@ -405,6 +405,9 @@ class MetaClient:
     def dml_log_recorded(self, log_id: str) -> int:
         return self.rpc.call("dml_log_recorded", log_id)
 
+    def dml_log_open(self, log_id: str, register: bool) -> int:
+        return self.rpc.call("dml_log_open", log_id, register)
+
     def compute_nodes(self) -> list[str]:
         """Addresses of the live compute nodes of the default resource group."""
         return self.rpc.call("compute_nodes")

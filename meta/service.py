@@ -574,6 +574,21 @@ class MetaService:
         with self.store.begin() as conn:
             return _log_recorded(conn, log_id)
 
+    def dml_log_open(self, log_id: str, register: bool) -> int:
+        """A frontend opens its DML log: the newest record of it recorded here, 0 for a log this
+        cluster knows and has recorded nothing of; -1 for a log it has never heard of, which is
+        registered (then 0) when `register` (the log holds no record yet). A log with records
+        this cluster never heard of was written for another one, or for this meta store before a
+        reset: its records name tables by ids that mean nothing here (the frontend refuses it)."""
+        with self.store.transaction() as tx:
+            seq = tx.conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
+            if seq is not None:
+                return int(seq)
+            if not register:
+                return -1
+            tx.conn.execute(dml_logs.insert().values(log_id=log_id, recorded_seq=0))
+            return 0
+
     def is_write_stalled(self, table_id: int) -> bool:
         """Whether writes into `table_id` are held (`meta.compaction.write_stall`); its writers wait
         on this (frontend.handlers.dml)."""

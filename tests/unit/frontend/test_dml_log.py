@@ -355,3 +355,27 @@ def test_the_log_of_a_process_the_frontend_no_longer_runs_is_replayed_and_remove
     assert replay_orphaned_logs(meta, meta.objects, root, 1) == 3  # (the frontend started again with one)
     assert _recorded(meta) == [0, 1, 2]
     assert orphaned_logs(root, 1) == [] and not (tmp_path / "log" / "process-1").exists()
+
+
+def test_a_log_written_for_another_cluster_is_refused(meta: MetaService, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 3600.0)  # meta records nothing before the "crash"
+    first = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    assert meta.dml_log_open(first.dml._log.log_id, False) == 0  # type: ignore[union-attr]  # (registered at open)
+    for k in range(2):
+        _insert(_session(first), k)
+    first.dml._log.close()  # type: ignore[union-attr]  # the frontend stopped before recording them
+
+    # the same log directory, and a meta store made anew (its table t has the same id)
+    store = MetaStore(f"sqlite:///{tmp_path / 'other-meta.db'}")
+    store.upgrade()
+    other = MetaService(store, ObjectStore(str(tmp_path / "other-objects")), None)
+    create_table(other, "t", (Field("k", INT8), Field("v", VARCHAR)))
+    with pytest.raises(InternalError, match="holds 2 statements this cluster has never recorded from it"):
+        Frontend(other, other.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    assert _recorded(other) == []
+    # the cluster it was written for still records them
+    monkeypatch.setattr(dml_commit, "ASYNC_COMMIT_DELAY_S", 0.0)
+    again = Frontend(meta, meta.objects, cache_bytes=1 << 20, workers=2, dml_log_dir=tmp_path / "log")
+    again.dml.drain(timeout=30)
+    assert _recorded(meta) == [0, 1]
+    again.close()
