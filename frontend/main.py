@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from risingspark.config import FrontendConfig, advertised
 
 if TYPE_CHECKING:
     from frontend.pgwire.process_group import ProcessGroup
+    from frontend.processes import Startup
 
 logger = logging.getLogger(__name__)
 READY = "RisingSpark frontend is ready"
@@ -31,7 +31,7 @@ def run_frontend(cfg: FrontendConfig) -> int:
         return _serve(cfg)
     if cfg.port == 0:
         raise ValueError("processes share one port: give it (port 0 would bind a different one in each)")
-    from frontend.pgwire.server import event_loop_factory
+    from frontend.pgwire.event_loops import event_loop_factory
     from frontend.processes import run_processes
 
     event_loop_factory(cfg.event_loop)  # (an unknown loop fails before anything starts)
@@ -39,9 +39,9 @@ def run_frontend(cfg: FrontendConfig) -> int:
                                               f"({cfg.processes} processes, meta {cfg.meta_address})")
 
 
-def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callable[[], None] | None = None) -> int:
-    """One frontend process: alone (`group` None), or one of a group serving one port, which calls
-    `ready` once it serves."""
+def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Startup | None = None) -> int:
+    """One frontend process: alone (`group` None), or one of a group serving one port, which tells
+    the supervisor each step of its `startup`."""
     from frontend.authentication import setup_auth
     from frontend.group_member import GroupMember
     from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, event_loop_factory, run_server
@@ -67,14 +67,17 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callab
     # registered again under a new node id: meta pins this frontend's versions anew at once
     session.on_reregister = meta.sync
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
-    if group is not None and group.index == 0:  # (before it serves: statements acknowledged first go first)
-        replay_orphaned_logs(meta, store, cfg.dml_log_dir, group.count)
+    if group is None or group.index == 0:  # (before any process serves: acknowledged statements go first)
+        # (process 0's log is the frontend's directory itself, where the others' logs lie)
+        replay_orphaned_logs(meta, store, cfg.dml_log_dir, 1 if group is None else group.count)
     frontend = Frontend(meta, store, cache_bytes=cfg.block_cache_mb << 20, password_method=cfg.auth_method.lower(),
                         distributed=RemoteBatchRunner(meta), dml_log_dir=cfg.dml_log_dir or None,
                         dml_flush_delay_s=cfg.dml_flush_delay_ms / 1000)
     if group is not None:
         frontend.group = GroupMember(frontend, group)
     session.start()
+    if startup is not None:
+        startup.replayed()  # (waits for the other processes' replays)
 
     async def serve() -> None:
         server = PgServer(cfg.host, cfg.port, frontend.new_session, auth, max_connections=cfg.max_connections,
@@ -90,8 +93,8 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, ready: Callab
         else:
             logger.info("frontend process %d of %d serves port %d (node %d)", group.index, group.count, server.port,
                         session.node_id)
-            assert ready is not None
-            ready()
+            assert startup is not None
+            startup.ready()
         await stop.wait()
         logger.info("shutting down")
         await server.stop()

@@ -29,33 +29,12 @@ from . import messages as m
 from .api import PgSession
 from .auth import PasswordAuth
 from .connection import Connection, ConnectionSlots
+from .event_loops import EVENT_LOOPS, event_loop_factory  # noqa: F401 - (where the wire server's callers find them)
 from .process_group import MAX_REQUEST_BYTES, REQUESTS, ProcessGroup
 
 logger = logging.getLogger(__name__)
 
-EVENT_LOOPS = ("uvloop", "asyncio")
 FORWARDED_TIMEOUT_S = 5.0  # for a passed-on CancelRequest's 16 bytes
-
-
-def event_loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
-    """The event loop a server runs on, by its setting's name (``event_loop``).
-
-    ``uvloop`` (the default) is libuv's loop, written in C, as uvicorn picks it when installed: the
-    frontend's event loop reads every message and answers the statements it can take without a
-    thread (constant SELECTs, cached point queries, single-row INSERTs), so its own cost is a share
-    of every such statement's. ``asyncio`` is the standard library's loop (in Python), kept as the
-    baseline the serving benchmark compares with (`bench/serving.py --event-loops`).
-
-    Raises:
-        ValueError: an unknown name (before anything starts).
-    """
-    if name == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop
-    if name == "asyncio":
-        return asyncio.SelectorEventLoop  # (not `new_event_loop`: it follows a global policy, which may be uvloop's)
-    raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, not {name!r}")
 
 
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what `main` may handle on the loop (`add_signal_handler`)

@@ -22,16 +22,23 @@ from meta.child_process import free_port
 from risingspark.config import FrontendConfig
 
 SUPERVISOR = """
-import asyncio, os, sys
+import asyncio, os, sys, time
 sys.path.insert(0, sys.argv[2])
 from pgwire.fakes import FakeSession, FakeState
 from frontend.pgwire.server import SHUTDOWN_SIGNALS, PgServer, run_server
 from frontend.processes import run_processes
 from risingspark.config import FrontendConfig
 
-def serve(cfg, group, ready):
+def say(line):  # (one write: a print of two would let the other process's line come between)
+    sys.stdout.write(line + "\\n")
+    sys.stdout.flush()
+
+def serve(cfg, group, startup):
     if group.index == int(os.environ.get("FAIL_PROCESS", "-1")):
         raise RuntimeError("cannot start")
+    time.sleep(1.0 if group.index == 0 else 0)  # (process 0 replays its log for a second)
+    say(f"process {group.index} replayed")
+    startup.replayed()
     async def main():
         state = FakeState()
         server = PgServer(cfg.host, cfg.port, lambda: FakeSession(state), group=group)
@@ -39,12 +46,12 @@ def serve(cfg, group, ready):
         stop = asyncio.Event()
         for sig in SHUTDOWN_SIGNALS:
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        print(f"process {group.index} serves, pid {os.getpid()}, cache {cfg.block_cache_mb}", flush=True)
-        ready()
+        say(f"process {group.index} serves, pid {os.getpid()}, cache {cfg.block_cache_mb}")
+        startup.ready()
         await stop.wait()
         await server.stop()
     run_server(main(), "asyncio")
-    print(f"process {group.index} stopped", flush=True)
+    say(f"process {group.index} stopped")
     return 0
 
 cfg = FrontendConfig(port=int(sys.argv[1]), processes=2, metrics_port=0, block_cache_mb=64)
@@ -54,8 +61,8 @@ FAKES = str(Path(__file__).parents[1])  # (tests/unit: `pgwire.fakes`)
 
 
 class Supervisor:
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.port = free_port("127.0.0.1")
+    def __init__(self, env: dict[str, str] | None = None, port: int = 0) -> None:
+        self.port = port or free_port("127.0.0.1")
         self.proc = subprocess.Popen([sys.executable, "-c", SUPERVISOR, str(self.port), FAKES], text=True,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
@@ -111,6 +118,11 @@ def test_the_processes_serve_one_port_and_stop_on_sigterm(supervisor: Supervisor
     assert supervisor.wait_for("READY"), "".join(supervisor.lines)
     children = supervisor.children()
     assert len(children) == 2, supervisor.lines
+    # no process serves before every process replayed its DML log (process 0 took a second)
+    steps = [line.split()[2] for line in supervisor.lines if line.startswith("process ")]
+    assert steps == ["replayed", "replayed", "serves,", "serves,"], supervisor.lines
+    second = Supervisor(port=supervisor.port)  # (another frontend of processes on the same port)
+    assert second.finish() == 1 and "another frontend serves 127.0.0.1:" in "".join(second.lines)
     assert all("cache 32" in line for line in supervisor.lines if "serves" in line)
     conns = [psycopg.connect(f"host=127.0.0.1 port={supervisor.port} user=root dbname=dev", autocommit=True)
              for _ in range(24)]
