@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from frontend.catalog.table import SessionInfo
@@ -59,10 +60,13 @@ class GroupMember:
 
     # ---- what this process asks -------------------------------------------------------------------
     def drain_others(self) -> None:
-        """Every other process records in meta what it acknowledged (``FLUSH``)."""
-        for index in self.group.others():
+        """Every other process records in meta what it acknowledged (``FLUSH``), all at once."""
+        others = self.group.others()
+        with ThreadPoolExecutor(len(others), thread_name_prefix="flush-others") as pool:
+            asked = [(i, pool.submit(self.group.ask, i, DRAIN_REQUEST, None, DRAIN_TIMEOUT_S + 10)) for i in others]
+        for index, future in asked:
             try:
-                self.group.ask(index, DRAIN_REQUEST, timeout=DRAIN_TIMEOUT_S + 10)
+                future.result()
             except RisingSparkError as e:
                 raise type(e)(f"FLUSH: process {index} of this frontend could not record its statements: "
                               f"{e.message}") from None

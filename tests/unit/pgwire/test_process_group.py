@@ -154,3 +154,19 @@ def test_two_processes_share_one_port(tmp_path: Path) -> None:
         finally:
             for c in conns:
                 c.close()
+
+
+def test_a_flush_asks_every_other_process_at_once(tmp_path: Path) -> None:
+    from frontend.group_member import GroupMember
+
+    both = threading.Barrier(2, timeout=10)  # (asked one after the other, the first would wait in vain)
+
+    def answer(code: int, payload: Any) -> Any:
+        assert code == DRAIN_REQUEST
+        both.wait()
+
+    with ServerThread(group=ProcessGroup(1, 3, tmp_path)) as one, ServerThread(group=ProcessGroup(2, 3, tmp_path)) as two:
+        one.server._answer = two.server._answer = answer  # noqa: SLF001
+        GroupMember(None, ProcessGroup(0, 3, tmp_path)).drain_others()  # type: ignore[arg-type]
+    with pytest.raises(InternalError, match="FLUSH: process 1 of this frontend could not record its statements"):
+        GroupMember(None, ProcessGroup(0, 3, tmp_path)).drain_others()  # type: ignore[arg-type]  # (both gone)
