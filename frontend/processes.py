@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from risingspark.config import FrontendConfig
-from risingspark.errors import InternalError
+from risingspark.errors import InternalError, RisingSparkError
 
 if TYPE_CHECKING:
     from frontend.pgwire.process_group import ProcessGroup
@@ -252,6 +252,10 @@ def _child(cfg: FrontendConfig, index: int, directory: Path, startup: Startup, s
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except KeyboardInterrupt:  # (a Ctrl-C while it started: the terminal's SIGINT reaches every process)
         code = 0
+    except Exception as e:  # (a clear line for the operator, as `risingspark.cli` prints one)
+        message = e.message if isinstance(e, RisingSparkError) else f"{type(e).__name__}: {e}"
+        logger.debug("fatal error", exc_info=True)
+        print(f"risingspark frontend (process {index}): {message}", file=sys.stderr, flush=True)
     except BaseException:
         traceback.print_exc()
     finally:

@@ -155,7 +155,7 @@ def test_a_process_that_fails_to_start_fails_the_frontend() -> None:
     try:
         assert not s.wait_for("READY")
         assert s.finish() == 1
-        assert "cannot start" in "".join(s.lines)
+        assert "risingspark frontend (process 1): RuntimeError: cannot start" in "".join(s.lines)
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
