@@ -7,6 +7,8 @@ an application of its own on the same cluster, sized by the backfiller SKU."""
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import psycopg
 import pytest
@@ -16,6 +18,21 @@ from support.oracle import assert_same, copy_table
 from support.spark_cluster import SparkStandalone
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+
+def _rest(url: str, timeout_s: float = 120.0) -> list:
+    """A JSON list from the driver's Spark REST API. Its first requests start its servlets: in loaded
+    CI runs (JVMs compiling with C1 only) one took over 10 s, and one answered an empty body."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            response = httpx.get(url, timeout=max(1.0, deadline - time.monotonic()))
+            if response.status_code == 200 and response.content.strip():
+                return response.json()
+        except (httpx.HTTPError, ValueError):
+            pass
+        assert time.monotonic() < deadline, f"no answer from {url}"
+        time.sleep(1)
 
 
 def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_store_url) -> None:
@@ -53,7 +70,7 @@ def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_stor
         # (The first request starts the REST API's servlets, which took over 10 s in a loaded CI run
         # on JVMs that compile with C1 only.)
         api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app_id}"
-        executors = httpx.get(f"{api}/allexecutors", timeout=120).json()
+        executors = _rest(f"{api}/allexecutors")
         driver = [e for e in executors if e["id"] == "driver"]
         remote = [e for e in executors if e["id"] != "driver"]
         assert remote, executors
@@ -65,7 +82,7 @@ def test_backfill_runs_on_the_spark_workers(tmp_path, oracle_dsn: str, meta_stor
         assert on_worker and {e["id"] for e in remote} <= on_worker | {e["id"] for e in remote if not e["isActive"]}
         assert all(e["hostPort"].startswith("127.0.0.1:") for e in remote)
         # completed jobs include the backfill's
-        jobs = httpx.get(f"{api}/jobs", params={"status": "succeeded"}, timeout=60).json()
+        jobs = _rest(f"{api}/jobs?status=succeeded")
         assert len(jobs) > 0
 
         # serverless backfill: a backfiller application of one core on the same Spark cluster
