@@ -88,8 +88,8 @@ class ProcessGroup:
         return (pid - 1) % self.count
 
     def socket_path(self, index: int) -> str:
-        """Where process `index` takes the CancelRequests the others pass on."""
-        return str(self.directory / f"cancel-{index}.sock")
+        """Where process `index` takes the others' requests (and the CancelRequests they pass on)."""
+        return str(self.directory / f"process-{index}.sock")
 
     def others(self) -> list[int]:
         return [i for i in range(self.count) if i != self.index]

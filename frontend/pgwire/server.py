@@ -34,7 +34,7 @@ from .process_group import MAX_REQUEST_BYTES, REQUESTS, ProcessGroup
 
 logger = logging.getLogger(__name__)
 
-FORWARDED_TIMEOUT_S = 5.0  # for a passed-on CancelRequest's 16 bytes
+FORWARDED_TIMEOUT_S = 5.0  # to read a request of another process of the group (`_handle_forwarded`)
 
 
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what `main` may handle on the loop (`add_signal_handler`)
@@ -96,7 +96,7 @@ class PgServer:
         self._session_factory = session_factory
         self._auth = auth
         self._server: asyncio.Server | None = None
-        self._forwarded: asyncio.Server | None = None  # (a group's: CancelRequests from the other processes)
+        self._forwarded: asyncio.Server | None = None  # (a group's: the other processes' requests)
         self._pids = itertools.count(1) if group is None else group.pids()
         self._registry: dict[int, Connection] = {}  # started connections, for CancelRequest
         self._connections: set[Connection] = set()
