@@ -62,6 +62,8 @@ class GroupMember:
     def drain_others(self) -> None:
         """Every other process records in meta what it acknowledged (``FLUSH``), all at once."""
         others = self.group.others()
+        if not others:
+            return
         with ThreadPoolExecutor(len(others), thread_name_prefix="flush-others") as pool:
             asked = [(i, pool.submit(self.group.ask, i, DRAIN_REQUEST, None, DRAIN_TIMEOUT_S + 10)) for i in others]
         for index, future in asked:
