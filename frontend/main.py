@@ -77,6 +77,8 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Star
         frontend.group = GroupMember(frontend, group)
     session.start()
     if startup is not None:
+        # recorded, not only queued ahead of this process's statements: the others' come next
+        frontend.dml.drain()
         startup.replayed()  # (waits for the other processes' replays)
 
     async def serve() -> None:
