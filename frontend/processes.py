@@ -180,10 +180,10 @@ def run_processes(cfg: FrontendConfig, serve: Callable[[FrontendConfig, ProcessG
         nonlocal code
         index = children.pop(pid)
         exit_code = os.waitstatus_to_exitcode(status)
-        if not stopping:
-            logger.error("frontend process %d (pid %d) ended with %s: stopping the others", index, pid,
-                         _describe(exit_code))
-            code = exit_code if exit_code > 0 else 1
+        if not stopping:  # (exit code 0: it was stopped, as when a service manager signals every process)
+            logger.log(logging.INFO if exit_code == 0 else logging.ERROR, "frontend process %d (pid %d) ended "
+                       "with %s: stopping the others", index, pid, _describe(exit_code))
+            code = exit_code if exit_code >= 0 else 1
             stop_all()
         elif exit_code != 0 and code == 0 and exit_code != -signal.SIGTERM:
             code = exit_code if exit_code > 0 else 1
