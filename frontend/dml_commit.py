@@ -205,8 +205,8 @@ class GroupCommit:
         if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_queue, name="dml-flusher", daemon=True)
             self._flusher.start()
-        if self._flusher_idle:  # (gathering, it waits for the delay to pass: a wake-up per statement
-            self._cond.notify_all()  # cost both threads ~40 µs a statement, measured in-process)
+        if self._flusher_idle:  # (gathering, it waits for the delay to pass: waking it for every statement
+            self._cond.notify_all()  # cost ~80 µs of CPU a single-row INSERT, 515 → 432 µs in-process)
 
     def replay(self) -> int:
         """Queue the DML log's records meta has not recorded — statements acknowledged before a crash

@@ -175,7 +175,7 @@ class Frontend:
         """Cancel the statement of session `pid` (of any process of the frontend) for the user
         `user_id`, who may cancel other users' statements or not (as PostgreSQL's
         ``pg_cancel_backend``)."""
-        if pid in self.sessions or self.group is None or not self.group.kill(pid, user_id, may_cancel_others):
+        if self.group is None or not self.group.kill(pid, user_id, may_cancel_others):  # (an id of this process)
             self.kill_local(pid, user_id, may_cancel_others)
 
     def kill_local(self, pid: int, user_id: int, may_cancel_others: bool) -> None:

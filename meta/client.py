@@ -402,9 +402,6 @@ class MetaClient:
                            log: tuple[str, int] | None = None) -> list[DmlReceipt]:
         return self.rpc.call("submit_dml_batches", batches, retried, log)
 
-    def dml_log_recorded(self, log_id: str) -> int:
-        return self.rpc.call("dml_log_recorded", log_id)
-
     def dml_log_open(self, log_id: str, register: bool) -> int:
         return self.rpc.call("dml_log_open", log_id, register)
 

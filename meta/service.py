@@ -570,7 +570,8 @@ class MetaService:
         return [DmlReceipt(ids[b[1]], self.is_write_stalled(b[0])) for b in batches]
 
     def dml_log_recorded(self, log_id: str) -> int:
-        """The newest record of a frontend's DML log recorded by `submit_dml_batches` (0: none)."""
+        """The newest record of a frontend's DML log recorded by `submit_dml_batches` (0: none). (A
+        frontend before `dml_log_open` asks this; kept for one upgraded after meta.)"""
         with self.store.begin() as conn:
             return _log_recorded(conn, log_id)
 
@@ -581,9 +582,9 @@ class MetaService:
         this cluster never heard of was written for another one, or for this meta store before a
         reset: its records name tables by ids that mean nothing here (the frontend refuses it)."""
         with self.store.transaction() as tx:
-            seq = tx.conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
+            seq = _log_row(tx.conn, log_id)
             if seq is not None:
-                return int(seq)
+                return seq
             if not register:
                 return -1
             tx.conn.execute(dml_logs.insert().values(log_id=log_id, recorded_seq=0))
@@ -779,14 +780,19 @@ def _scanned(rel: RelationCatalog) -> list[int]:
     return [s.upstream_id for s in scans(node_from_json(rel.plan))] if rel.plan else list(rel.dependencies)
 
 
-def _log_recorded(conn, log_id: str) -> int:
+def _log_row(conn, log_id: str) -> int | None:
+    """A DML log's recorded record; None for a log meta has no row of."""
     seq = conn.execute(sa.select(dml_logs.c.recorded_seq).where(dml_logs.c.log_id == log_id)).scalar()
-    return int(seq or 0)
+    return None if seq is None else int(seq)
+
+
+def _log_recorded(conn, log_id: str) -> int:
+    return _log_row(conn, log_id) or 0
 
 
 def _record_log(conn, log_id: str, seq: int) -> None:
     """Advance a DML log's recorded record to `seq` (never back: a retried commit may repeat it)."""
     updated = conn.execute(dml_logs.update().where(dml_logs.c.log_id == log_id)
                            .where(dml_logs.c.recorded_seq < seq).values(recorded_seq=seq)).rowcount
-    if not updated and conn.execute(sa.select(dml_logs.c.log_id).where(dml_logs.c.log_id == log_id)).first() is None:
+    if not updated and _log_row(conn, log_id) is None:
         conn.execute(dml_logs.insert().values(log_id=log_id, recorded_seq=seq))

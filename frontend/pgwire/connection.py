@@ -60,6 +60,16 @@ def error_message(exc: BaseException, *, fatal: bool = False) -> bytes:
     return be.error_response("FATAL" if fatal else "ERROR", "XX000", str(exc) or type(exc).__name__)
 
 
+def cancel_in(registry: dict[int, Connection], pid: int, secret: int) -> bool:
+    """A CancelRequest for `pid`: cancels the statement of the connection of `registry` with that id
+    and `secret`; False when there is none."""
+    target = registry.get(pid)
+    if target is None or target.secret != secret:
+        return False
+    target.cancel_statement()
+    return True
+
+
 class ConnectionSlots:
     """At most `limit` connections served at once (0: no limit). Taken and given back on the event
     loop, with no await between the check and the taking."""
@@ -208,12 +218,9 @@ class Connection:
             logger.info("connection %d: no startup packet in %.0f s", self.pid, STARTUP_TIMEOUT_S)
             return False
         if isinstance(packet, m.CancelRequest):
-            target = self._registry.get(packet.pid)
-            if target is not None and target.secret == packet.secret:
-                target.cancel_statement()
-            elif self._forward_cancel is not None and await self._forward_cancel(packet.pid, packet.secret):
-                pass  # (another process's connection: that process checked and cancelled it)
-            else:
+            if not cancel_in(self._registry, packet.pid, packet.secret) and not (
+                    # (another process's connection: that process checks the secret and cancels)
+                    self._forward_cancel is not None and await self._forward_cancel(packet.pid, packet.secret)):
                 logger.info("connection %d: cancel request for unknown backend %d", self.pid, packet.pid)
             return False
         if self._slots is not None and not self._slots.take(self.pid):

@@ -28,7 +28,7 @@ from risingspark.errors import InternalError, ProtocolViolation, RisingSparkErro
 from . import messages as m
 from .api import PgSession
 from .auth import PasswordAuth
-from .connection import Connection, ConnectionSlots
+from .connection import Connection, ConnectionSlots, cancel_in
 from .event_loops import EVENT_LOOPS, event_loop_factory  # noqa: F401 - (where the wire server's callers find them)
 from .process_group import MAX_REQUEST_BYTES, REQUESTS, ProcessGroup
 
@@ -197,10 +197,7 @@ class PgServer:
                 body = await reader.readexactly(length - 8)
             if code == m.CANCEL_REQUEST_CODE and length == 16:
                 pid, secret = struct.unpack("!II", body)
-                target = self._registry.get(pid)
-                if target is not None and target.secret == secret:
-                    target.cancel_statement()
-                else:
+                if not cancel_in(self._registry, pid, secret):
                     logger.info("cancel request for unknown backend %d (passed on)", pid)
             elif code in REQUESTS and self._answer is not None:
                 try:

@@ -85,8 +85,7 @@ def _run(session: Session, sql: str, params: list, oids: list[int] | None = None
     return asyncio.run(session.execute(sql, [20, 23] if oids is None else oids, params))
 
 
-def test_a_durable_insert_runs_on_the_event_loop_and_is_logged(frontend: Frontend, meta: MetaService,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_durable_insert_runs_on_the_event_loop_and_is_logged(frontend: Frontend, meta: MetaService) -> None:
     session = _session(frontend)
     pool = frontend.pool
     pool.submitted = 0  # (the session's startup read the catalog on it)
