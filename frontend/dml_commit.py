@@ -67,7 +67,9 @@ from typing import Any
 import pyarrow as pa
 from prometheus_client import Gauge, Histogram
 
+from frontend import dml_rows
 from frontend.dml_log import DmlLog, encode_rows
+from frontend.dml_rows import Rows
 from risingspark.barrier import DmlReceipt
 from risingspark.errors import InternalError, QueryCanceled
 from risingspark.storage.object_store import ObjectStore
@@ -92,7 +94,7 @@ class _Batch:
     table_id: int
     rows: int
     path: str | None = None  # the file holding the rows (the statement's, or the commit's once written)
-    data: pa.Table | None = None  # rows the commit has to write (a logged batch's: until recorded)
+    data: pa.Table | Rows | None = None  # rows the commit has to write (a logged batch's: until recorded)
     waits: bool = True  # a statement waits for the commit (False: asynchronous commit)
     file_rows: int = 0  # rows of the file at `path` (a commit's file holds a run of batches)
     seq: int = 0  # order of arrival
@@ -132,7 +134,7 @@ class GroupCommit:
         """Record one batch (already in the object store); returns once it is durable."""
         return self._wait_for(_Batch(table_id, rows, path=path, file_rows=rows))
 
-    def queue_rows(self, table_id: int, data: pa.Table, durable: bool, wait: bool = True) -> int | None:
+    def queue_rows(self, table_id: int, data: pa.Table | Rows, durable: bool, wait: bool = True) -> int | None:
         """`submit_rows` for a caller that must not wait for meta (the event loop): queues the rows
         and returns the DML log record to sync before acknowledging them (0: none, an asynchronous
         statement's); None, having queued nothing, where `submit_rows` would wait: a durable statement
@@ -407,7 +409,7 @@ class GroupCommit:
         group_tag = max((b.log_seq for b in group), default=0)
 
         def write(batches: list[_Batch], tag: int) -> None:
-            data = pa.concat_tables([b.data for b in batches if b.data is not None])
+            data = dml_rows.concat([b.data for b in batches if b.data is not None])
             table_id = batches[0].table_id
             path = f"dml/{table_id}/{uuid.uuid4().hex}.parquet"
             assert self._store is not None, "in-memory DML batches need the object store"
@@ -427,7 +429,7 @@ class GroupCommit:
         while i < len(group):
             b = group[i]
             if b.path is None:
-                if run and (run[0].table_id != b.table_id or not run[0].data.schema.equals(b.data.schema)):  # type: ignore[union-attr]
+                if run and (run[0].table_id != b.table_id or not _same_schema(run[0].data, b.data)):
                     write_run()
                 run.append(b)
                 of_batch.append(len(files))
@@ -445,3 +447,8 @@ class GroupCommit:
             i += len(same)
         write_run()
         return files, of_batch
+
+
+def _same_schema(a: pa.Table | Rows | None, b: pa.Table | Rows | None) -> bool:
+    assert a is not None and b is not None
+    return a.schema is b.schema or a.schema.equals(b.schema)  # (the same plan's rows: one object)

@@ -8,7 +8,8 @@ Parquet file and a meta-store transaction per statement when it writes alone, ~4
 
 The algorithm:
 
-- **Append.** A record is ``[length u32][crc32 u32][seq u64][table id u32][rows: Arrow IPC stream]``,
+- **Append.** A record is ``[length u32][crc32 u32][seq u64][table id u32][rows]``, the rows an Arrow
+  IPC stream or a single-row INSERT's tuples (`frontend.dml_rows`),
   the CRC over everything after it. Records get consecutive sequence numbers; the group commit
   writes each under its own lock, so the log's order is the order its batches are recorded in.
 - **Sync.** A writer waits until an ``fdatasync`` that began after its record was written returns.
@@ -60,6 +61,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from frontend import dml_rows
+from frontend.dml_rows import Rows
 from risingspark.errors import InternalError
 
 logger = logging.getLogger(__name__)
@@ -78,7 +81,10 @@ class LogRecord:
     rows: pa.Table
 
 
-def encode_rows(rows: pa.Table) -> bytes:
+def encode_rows(rows: pa.Table | Rows) -> bytes:
+    """A record's payload: an Arrow IPC stream of `rows`, or a `Rows` batch's own encoding."""
+    if isinstance(rows, Rows):
+        return dml_rows.encode(rows)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as writer:
         writer.write_table(rows)
@@ -379,6 +385,6 @@ def _read_records(data: bytes) -> tuple[list[LogRecord], int]:
         if len(body) < length or length < _BODY.size or zlib.crc32(body) != crc:
             break
         seq, table_id = _BODY.unpack_from(body)
-        out.append(LogRecord(seq, table_id, pa.ipc.open_stream(body[_BODY.size:]).read_all()))
+        out.append(LogRecord(seq, table_id, dml_rows.decode(body[_BODY.size:])))
         pos += _HEAD.size + length
     return out, pos

@@ -9,9 +9,12 @@ The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and
 (`frontend.parser.FastInsert`, the parse cached per text):
 
 1. Only a statement of at most `MAX_TEXT` characters is taken (a bulk load's values take
-   milliseconds to read). The rows are made as the thread path makes them (`frontend.handlers.dml.literal_rows`); anything it
-   cannot take (an expression, a value that does not convert, a missing table or privilege, a NULL
-   key) returns None, and the statement runs on a thread, which reports the exact error.
+   milliseconds to read). A single row of parameters and literals into integer and text columns is
+   made as a tuple by the statement's cached `RowInsertPlan` (`frontend.row_insert`: 4x less CPU
+   than the Arrow path, measured in-process); other rows are made as the thread path makes them
+   (`frontend.handlers.dml.literal_rows`). Anything neither can take (an expression, a value that
+   does not convert, a missing table or privilege, a NULL key) returns None, and the statement runs
+   on a thread, which reports the exact error.
 2. The group commit queues them without waiting (`GroupCommit.queue_rows`): a durable statement's
    rows are appended to the DML log, an asynchronous one's only queued. Where the commit would have to
    wait — no usable log, a full queue, a closing frontend — nothing is queued and the thread path runs.
@@ -39,18 +42,23 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from frontend.dml_log import DmlLog
+from frontend.dml_rows import Rows
 from frontend.handlers import dml
 from frontend.metrics import INSERT_DURATION, NODE, QUERY_ERRORS
 from frontend.parser import INSERT_VALUES
 from frontend.pgwire.api import StatementResult
+from frontend.plan_cache import FullPlan
+from frontend.row_insert import RowInsertPlan, plan_row_insert
 from risingspark.chunk import Op
 from risingspark.errors import InternalError, RisingSparkError
 
 if TYPE_CHECKING:
     from frontend.plan_cache import PlanKey
     from frontend.session import Session
+    from frontend.statements import FastInsert
 
 INLINE_SYNC_S = 0.001  # syncs averaging longer than this run on a thread
 MAX_TEXT = 4096  # longer statements (bulk loads: reading their values takes milliseconds) run on a thread
@@ -104,7 +112,7 @@ def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
 async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> StatementResult | None:
     """The result of an INSERT of literals run on the event loop, or None (nothing done) when it must
     run on a thread (see the module doc)."""
-    from frontend.session import _insert_template, substitute_params
+    from frontend.session import _insert_template
 
     frontend = session.frontend
     if not frontend.meta.reads_locally() or session.vars.flag("rw_implicit_flush"):
@@ -116,20 +124,15 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
         return None
     session.begin_inline_statement(key.text)
     try:
-        stmt = template if not params else \
-            replace(template, values_text=substitute_params(template.values_text, params, list(key.param_oids)))
-        if len(stmt.values_text) > MAX_TEXT:  # (long parameters)
-            return None
-        rows = dml.literal_rows(session, stmt)
+        made = _row(session, key, template, params) or _table_rows(session, key, template, params)
     except RisingSparkError:  # (the thread path raises it again, with its position in the text)
         return None
-    if rows is None:
+    if made is None:
         return None
-    rel, table = rows
+    table_id, rows = made
     started = time.monotonic()
     durable = session.vars.get("synchronous_commit") != "off"
-    full = dml.with_change_columns(table, np.full(table.num_rows, int(Op.INSERT), np.int8))
-    seq = frontend.dml.queue_rows(rel.id, full, durable, wait=False)
+    seq = frontend.dml.queue_rows(table_id, rows, durable, wait=False)
     if seq is None:
         return None
     if seq:
@@ -142,7 +145,38 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
                                 "recorded") from e
     else:
         await asyncio.sleep(0)  # (nothing awaited: a client's run of statements must not hold the loop)
-    if frontend.dml.stalled(rel.id):
-        await session.wait_out_write_stall(rel.id)
+    if frontend.dml.stalled(table_id):
+        await session.wait_out_write_stall(table_id)
     INSERT_DURATION.observe(time.monotonic() - started)
-    return StatementResult(f"INSERT 0 {table.num_rows}")
+    return StatementResult(f"INSERT 0 {rows.num_rows}")
+
+
+def _row(session: Session, key: PlanKey, template: FastInsert, params: list[Any]) -> tuple[int, Rows] | None:
+    """The statement's row by its `RowInsertPlan` (made and cached at the first execution), or None:
+    it has none, or the Arrow path must decide this row (`frontend.row_insert`)."""
+    plans = session.frontend.plans
+    version = session.frontend.meta.catalog_snapshot().version
+    plan = plans.get(key, version)
+    if plan is None:
+        plan = plan_row_insert(session, template, version) or FullPlan(version)
+        plans.put(key, plan)
+    if not isinstance(plan, RowInsertPlan):
+        return None
+    rows = plan.rows(params, key.param_oids)
+    return (plan.table_id, rows) if rows is not None else None
+
+
+def _table_rows(session: Session, key: PlanKey, template: FastInsert,
+                params: list[Any]) -> tuple[int, pa.Table] | None:
+    """The statement's rows as an Arrow table (`frontend.handlers.dml.literal_rows`), or None."""
+    from frontend.session import substitute_params
+
+    stmt = template if not params else \
+        replace(template, values_text=substitute_params(template.values_text, params, list(key.param_oids)))
+    if len(stmt.values_text) > MAX_TEXT:  # (long parameters)
+        return None
+    made = dml.literal_rows(session, stmt)
+    if made is None:
+        return None
+    rel, table = made
+    return rel.id, dml.with_change_columns(table, np.full(table.num_rows, int(Op.INSERT), np.int8))

@@ -5,13 +5,15 @@ An entry is keyed by everything the compilation read besides the catalog: the st
 its ``$n`` placeholders, so every execution of a prepared statement shares one entry), its parameter
 types, the database, the user and the search path. An entry that resolved names holds the catalog
 version it was compiled at and is used only at that version: any DDL (a new, dropped, renamed or
-altered relation) bumps the version, and the statement is compiled again. Three kinds of entries:
+altered relation) bumps the version, and the statement is compiled again. Four kinds of entries:
 
 * `ConstantPlan`: a SELECT of literals without FROM (``SELECT 1``, what drivers and pools ping with):
   its result, computed once by the full path; served on the event loop, without a thread or a parse.
   It reads no catalog and no session value, so it has no version.
 * `KeyPlan`: a key query (`frontend.key_query`), run by the storage's key lookup.
-* `FullPlan`: neither; the statement takes the full path (parse, bind, DuckDB) on each execution,
+* `RowInsertPlan`: a single-row INSERT of literals and parameters (`frontend.row_insert`), made on
+  the event loop (`frontend.loop_insert`).
+* `FullPlan`: none of these; the statement takes the full path (parse, bind, DuckDB) on each execution,
   without trying to match the text again.
 
 At most `capacity` entries, least recently used first out; a lock makes it safe from the event loop
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from frontend.key_query import KeyQuery
 from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.row_insert import RowInsertPlan
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class FullPlan:
     catalog_version: int
 
 
-Plan = ConstantPlan | KeyPlan | FullPlan
+Plan = ConstantPlan | KeyPlan | FullPlan | RowInsertPlan
 
 
 class PlanCache:

@@ -7,7 +7,7 @@ rows are read by one regex scan and each column is cast by Arrow to its column t
 gives Postgres' exact error for a value that does not convert.
 
 >>> read_values("VALUES (1, 'a''b', NULL), (2, 'c', TRUE)", 3)
-[['1', '2'], ['a\\'b', 'c'], [None, 'true']]
+[['1', '2'], ["a'b", 'c'], [None, 'true']]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ _TOKEN = re.compile(
       | '(?P<str>(?:[^']|'')*)'
       | (?P<num>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))
       | (?P<kw>NULL|TRUE|FALSE)\b
+      | \$(?P<param>[1-9][0-9]*)
     )""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -86,6 +87,38 @@ def read_values(text: str, ncols: int) -> list[list[str | None]] | None:
     return cols
 
 
+def read_row(text: str) -> list[tuple[str, str | None]] | None:
+    """The items of a one-row ``VALUES (...)`` of literals and parameters: ``("param", "3")`` for
+    ``$3``, ``("str", text)``, ``("num", text)`` or ``("kw", "true" | "false" | None)`` for a literal;
+    None for anything else (another row, an expression).
+
+    >>> read_row("VALUES ($1, 'a''b', -2.5, NULL)")
+    [('param', '1'), ('str', "a'b"), ('num', '-2.5'), ('kw', None)]
+    """
+    m = _ROW_START.match(text)
+    if not m:
+        return None
+    pos, items = m.end(), []
+    while True:
+        v = _TOKEN.match(text, pos)
+        if v is None or v.lastgroup not in ("str", "num", "kw", "param"):
+            return None
+        kind = v.lastgroup
+        value = v.group(kind)
+        if kind == "str":
+            value = value.replace("''", "'")
+        elif kind == "kw":
+            value = None if value.upper() == "NULL" else value.lower()
+        items.append((kind, value))
+        sep = _TOKEN.match(text, v.end())
+        if sep is None or sep.lastgroup not in ("comma", "close"):
+            return None
+        pos = sep.end()
+        if sep.lastgroup == "close":
+            return items if not text[pos:].strip().rstrip(";").strip() else None
+
+
+_ROW_START = re.compile(r"\s*VALUES\s*\(", re.IGNORECASE)
 _INT_BITS = {TypeName.SMALLINT: 16, TypeName.INT: 32, TypeName.BIGINT: 64}
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 SCALAR_VALUES = 16  # at most this many values of an integer or text column are converted in Python

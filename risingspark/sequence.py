@@ -32,6 +32,14 @@ class IdGenerator:
         self._next_tick = 0
         self._lock = threading.Lock()
 
+    def next_id(self) -> int:
+        """One id, as a Python int (`next_block(1)`, without the array)."""
+        with self._lock:
+            now = (int(time.time() * 1000) - EPOCH_BASE_MS) * TICKS_PER_MS
+            first = max(now, self._next_tick)
+            self._next_tick = first + 1
+        return (first << NODE_BITS) | self._node
+
     def next_block(self, n: int) -> np.ndarray:
         """`n` consecutive ids as an int64 array."""
         with self._lock:

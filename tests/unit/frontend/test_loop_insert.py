@@ -11,13 +11,9 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from frontend import dml_log, loop_insert
-from frontend.dml_log import encode_rows
-from frontend.handlers import dml
 from frontend.loop_insert import MAX_TEXT, insert_on_loop
 from frontend.session import Frontend, Session
 from meta.service import MetaService
@@ -162,16 +158,15 @@ def test_an_append_that_would_roll_the_segment_runs_on_a_thread(frontend: Fronte
     frontend.pool.submitted = 0  # (CountingPool; the session's startup read the catalog on it)
     log = frontend.dml._log
     assert log is not None
-    room = dml_log.SEGMENT_BYTES - log._fd_bytes
-    record = len(encode_rows(dml.with_change_columns(pa.table({"k": pa.array([0], pa.int64()),
-                                                               "v": pa.array([0], pa.int32())}),
-                                                     np.full(1, 1, np.int8)))) + 24
-    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", dml_log.SEGMENT_BYTES - room + 2 * record + record // 2)
-    for k in range(4):
+    start = log._fd_bytes
+    _run(session, INSERT, [0, 0])
+    record = log._fd_bytes - start  # (the statement's record, with its head)
+    monkeypatch.setattr(dml_log, "SEGMENT_BYTES", log._fd_bytes + 2 * record + record // 2)
+    for k in range(1, 5):
         _run(session, INSERT, [k, k])
     assert frontend.pool.submitted == 1  # the third rolled, on a thread; the others on the loop
     frontend.dml.drain(timeout=30)
-    assert _recorded(meta) == [(k, k) for k in range(4)]
+    assert _recorded(meta) == [(k, k) for k in range(5)]
 
 
 def test_a_cancelled_insert_is_cancelled_not_failed(frontend: Frontend, monkeypatch) -> None:
