@@ -20,7 +20,8 @@ The algorithm:
 2. **Row** (`RowInsertPlan.row`): each parameter converted exactly as the Arrow path would store it —
    an integer within its column type's range (also from text), a string for a text column — or the
    row is refused (`None`): a value of another kind (a bool, a float, a numeric), a parameter type the
-   Arrow path reads as a cast, a NULL for a key or NOT NULL column. A refused row takes the Arrow path,
+   Arrow path reads as a cast, a NULL for a key or NOT NULL column, a text longer than
+   `MAX_TEXT_CHARS` (the event loop would copy and write it). A refused row takes the Arrow path,
    which stores it or raises PostgreSQL's error: this path never decides an error itself.
 3. The tuple ``(op, seq, *columns)`` goes to the group commit as `frontend.dml_rows.Rows`, which
    writes one Arrow table for a whole group of statements.
@@ -55,6 +56,7 @@ _INT_OIDS = frozenset({0, 20, 21, 23})
 _TEXT_OIDS = frozenset({0, 25, 1043})
 _NULL_OIDS = frozenset({0, 25})  # a NULL of these types is a plain NULL
 _REFUSED = object()
+MAX_TEXT_CHARS = 4096  # a longer text value goes to the Arrow path, on a thread (`frontend.loop_insert.MAX_TEXT`)
 
 _ROW_ID = -1  # `_Column.param`: the row id
 _CONSTANT = -2  # `_Column.param`: `_Column.value` (a literal's, or NULL)
@@ -158,7 +160,7 @@ def _convert(value: object, oid: int, bound: int) -> object:
     if value is None:
         return None if oid in _NULL_OIDS else _REFUSED  # (a typed NULL is a cast: its type may not fit)
     if isinstance(value, str):
-        if oid not in _TEXT_OIDS:
+        if oid not in _TEXT_OIDS or len(value) > MAX_TEXT_CHARS:
             return _REFUSED
         return _integer(value, bound) if bound else value
     if bound and isinstance(value, int) and not isinstance(value, bool) and oid in _INT_OIDS:

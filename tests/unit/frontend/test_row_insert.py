@@ -157,6 +157,15 @@ def test_a_row_the_plan_refuses_gets_the_arrow_paths_error(frontend: Frontend) -
         asyncio.run(session.execute("INSERT INTO r (a, b) VALUES ($1, 1)", [21], [40000]))
 
 
+def test_a_long_text_is_left_to_the_arrow_path(frontend: Frontend) -> None:
+    session = _session(frontend)
+    template = _insert_template("INSERT INTO t VALUES ($1, $2)")
+    plan = row_insert.plan_row_insert(session, template, 1)
+    assert plan is not None
+    assert plan.rows([1, "x" * row_insert.MAX_TEXT_CHARS], [20, 25]) is not None
+    assert plan.rows([1, "x" * (row_insert.MAX_TEXT_CHARS + 1)], [20, 25]) is None  # (on a thread)
+
+
 # ---- the plan in the cache -----------------------------------------------------------------------
 
 def test_the_plan_is_made_once_again_after_ddl_and_a_revoke_takes_effect(frontend: Frontend, meta: MetaService,
