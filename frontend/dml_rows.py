@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 MAGIC = b"RSR1"
+MARSHAL_VERSION = 4  # (pinned: what a later Python writes, this one reads)
 _SCHEMA_LEN = struct.Struct("<I")
 
 
@@ -80,7 +81,7 @@ def header(schema: pa.Schema) -> bytes:
 
 
 def encode(rows: Rows) -> bytes:
-    return (rows.header or header(rows.schema)) + marshal.dumps(rows.rows)
+    return (rows.header or header(rows.schema)) + marshal.dumps(rows.rows, MARSHAL_VERSION)
 
 
 def decode(payload: bytes) -> pa.Table:

@@ -50,7 +50,7 @@ from frontend.handlers import dml
 from frontend.metrics import INSERT_DURATION, NODE, QUERY_ERRORS
 from frontend.parser import INSERT_VALUES
 from frontend.pgwire.api import StatementResult
-from frontend.plan_cache import FullPlan
+from frontend.plan_cache import FullPlan, Plan
 from frontend.row_insert import RowInsertPlan, plan_row_insert
 from risingspark.chunk import Op
 from risingspark.errors import InternalError, RisingSparkError
@@ -152,14 +152,18 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
 
 
 def _row(session: Session, key: PlanKey, template: FastInsert, params: list[Any]) -> tuple[int, Rows] | None:
-    """The statement's row by its `RowInsertPlan` (made and cached at the first execution), or None:
-    it has none, or the Arrow path must decide this row (`frontend.row_insert`)."""
+    """The statement's row by its `RowInsertPlan` (made and cached at the first execution of a
+    statement with parameters), or None: it has none, or the Arrow path must decide this row
+    (`frontend.row_insert`)."""
     plans = session.frontend.plans
     version = session.frontend.meta.catalog_snapshot().version
-    plan = plans.get(key, version)
-    if plan is None:
-        plan = plan_row_insert(session, template, version) or FullPlan(version)
-        plans.put(key, plan)
+    if not params:  # (literals alone: a new text each time, not kept)
+        plan: Plan | None = plan_row_insert(session, template, version)
+    else:
+        plan = plans.get(key, version)
+        if plan is None:
+            plan = plan_row_insert(session, template, version) or FullPlan(version)
+            plans.put(key, plan)
     if not isinstance(plan, RowInsertPlan):
         return None
     rows = plan.rows(params, key.param_oids)

@@ -3,7 +3,7 @@ skips parsing, binding and planning (the local execution mode's first step).
 
 An entry is keyed by everything the compilation read besides the catalog: the statement's text (with
 its ``$n`` placeholders, so every execution of a prepared statement shares one entry), its parameter
-types, the database, the user and the search path. An entry that resolved names holds the catalog
+types, the database, the user (by name and id) and the search path. An entry that resolved names holds the catalog
 version it was compiled at and is used only at that version: any DDL (a new, dropped, renamed or
 altered relation) bumps the version, and the statement is compiled again. Four kinds of entries:
 
@@ -38,6 +38,7 @@ class PlanKey:
     database: str
     user: str
     search_path: tuple[str, ...]
+    user_id: int = 0  # (a user dropped and made again under its name is another user: its own plans)
 
 
 @dataclass(frozen=True)

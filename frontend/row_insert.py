@@ -9,6 +9,8 @@ Arrow IPC stream into the DML log. For one row the Arrow objects cost more than 
 A `RowInsertPlan` is made once for a statement's `PlanKey` (text, parameter types, database, user,
 search path) at a catalog version, and kept in the plan cache (`frontend.plan_cache`): any DDL, and
 GRANT or REVOKE, move the version, and the plan is made again (with the privilege checked again).
+Only a statement with parameters keeps its plan: a text of literals alone (a driver that binds on
+the client) is new at each execution, and its plans would push the repeated statements' out.
 The algorithm:
 
 1. **Plan** (`plan_row_insert`): the statement is ``INSERT INTO t [(cols)] VALUES (item, ...)`` with
@@ -20,8 +22,8 @@ The algorithm:
 2. **Row** (`RowInsertPlan.row`): each parameter converted exactly as the Arrow path would store it —
    an integer within its column type's range (also from text), a string for a text column — or the
    row is refused (`None`): a value of another kind (a bool, a float, a numeric), a parameter type the
-   Arrow path reads as a cast, a NULL for a key or NOT NULL column, a text longer than
-   `MAX_TEXT_CHARS` (the event loop would copy and write it). A refused row takes the Arrow path,
+   Arrow path reads as a cast, a NULL for a key or NOT NULL column, text parameters longer than
+   `MAX_TEXT_CHARS` in all (the event loop would copy and write them). A refused row takes the Arrow path,
    which stores it or raises PostgreSQL's error: this path never decides an error itself.
 3. The tuple ``(op, seq, *columns)`` goes to the group commit as `frontend.dml_rows.Rows`, which
    writes one Arrow table for a whole group of statements.
@@ -38,7 +40,8 @@ import pyarrow as pa
 
 from frontend import dml_rows
 from frontend.dml_rows import Rows
-from frontend.handlers.dml import ROW_IDS, SEQUENCE, _columns, _target
+from frontend.handlers import dml
+from frontend.handlers.dml import _columns, _target
 from frontend.values import read_row
 from risingspark.chunk import OP, SEQ, Op
 from risingspark.types import TypeName
@@ -56,7 +59,7 @@ _INT_OIDS = frozenset({0, 20, 21, 23})
 _TEXT_OIDS = frozenset({0, 25, 1043})
 _NULL_OIDS = frozenset({0, 25})  # a NULL of these types is a plain NULL
 _REFUSED = object()
-MAX_TEXT_CHARS = 4096  # a longer text value goes to the Arrow path, on a thread (`frontend.loop_insert.MAX_TEXT`)
+MAX_TEXT_CHARS = 4096  # longer text values (all a row's) go to the Arrow path, on a thread (`loop_insert.MAX_TEXT`)
 
 _ROW_ID = -1  # `_Column.param`: the row id
 _CONSTANT = -2  # `_Column.param`: `_Column.value` (a literal's, or NULL)
@@ -89,7 +92,7 @@ class RowInsertPlan:
         """The DML batch row ``(op, seq, *columns)`` for these parameters; None where the Arrow path
         must decide (see the module doc, step 2)."""
         values: list[object] = [int(Op.INSERT), 0]
-        row_id_at = -1
+        row_id_at, text_chars = -1, 0
         for c in self.columns:
             if c.param >= 0:
                 if c.param >= len(params):
@@ -97,14 +100,18 @@ class RowInsertPlan:
                 value = _convert(params[c.param], param_oids[c.param] if c.param < len(param_oids) else 0, c.bound)
                 if value is _REFUSED or (value is None and c.required):
                     return None
+                if type(value) is str:
+                    text_chars += len(value)
+                    if text_chars > MAX_TEXT_CHARS:
+                        return None
             elif c.param == _ROW_ID:
                 row_id_at, value = len(values), None
             else:
                 value = c.value
             values.append(value)
         if row_id_at >= 0:
-            values[row_id_at] = ROW_IDS.next_id()
-        values[1] = SEQUENCE.next_id()
+            values[row_id_at] = dml.ROW_IDS.next_id()
+        values[1] = dml.SEQUENCE.next_id()
         return tuple(values)
 
 
@@ -160,7 +167,7 @@ def _convert(value: object, oid: int, bound: int) -> object:
     if value is None:
         return None if oid in _NULL_OIDS else _REFUSED  # (a typed NULL is a cast: its type may not fit)
     if isinstance(value, str):
-        if oid not in _TEXT_OIDS or len(value) > MAX_TEXT_CHARS:
+        if oid not in _TEXT_OIDS:
             return _REFUSED
         return _integer(value, bound) if bound else value
     if bound and isinstance(value, int) and not isinstance(value, bool) and oid in _INT_OIDS:

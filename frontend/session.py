@@ -285,7 +285,7 @@ class Session:
 
     # ---- running statements ----------------------------------------------------------------------
     def _plan_key(self, text: str, param_oids: list[int]) -> PlanKey:
-        return PlanKey(text, tuple(param_oids), self.database, self.user, self.vars.search_path_key())
+        return PlanKey(text, tuple(param_oids), self.database, self.user, self.vars.search_path_key(), self.user_id)
 
     async def _execute(self, text: str, offset: int, param_oids: list[int], params: list[Any]) -> StatementResult:
         """Run one statement (`text`, with ``$n`` placeholders for `params`); `offset` is where it

@@ -157,13 +157,15 @@ def test_a_row_the_plan_refuses_gets_the_arrow_paths_error(frontend: Frontend) -
         asyncio.run(session.execute("INSERT INTO r (a, b) VALUES ($1, 1)", [21], [40000]))
 
 
-def test_a_long_text_is_left_to_the_arrow_path(frontend: Frontend) -> None:
+def test_long_texts_are_left_to_the_arrow_path(frontend: Frontend, meta: MetaService) -> None:
+    create_table(meta, "two", (Field("k", INT8), Field("x", VARCHAR), Field("y", VARCHAR)))
     session = _session(frontend)
-    template = _insert_template("INSERT INTO t VALUES ($1, $2)")
+    template = _insert_template("INSERT INTO two VALUES ($1, $2, $3)")
     plan = row_insert.plan_row_insert(session, template, 1)
     assert plan is not None
-    assert plan.rows([1, "x" * row_insert.MAX_TEXT_CHARS], [20, 25]) is not None
-    assert plan.rows([1, "x" * (row_insert.MAX_TEXT_CHARS + 1)], [20, 25]) is None  # (on a thread)
+    half = row_insert.MAX_TEXT_CHARS // 2
+    assert plan.rows([1, "x" * half, "y" * half], [20, 25, 25]) is not None
+    assert plan.rows([1, "x" * half, "y" * (half + 1)], [20, 25, 25]) is None  # (the row's texts: on a thread)
 
 
 # ---- the plan in the cache -----------------------------------------------------------------------
@@ -191,8 +193,25 @@ def test_the_plan_is_made_once_again_after_ddl_and_a_revoke_takes_effect(fronten
     asyncio.run(root.execute("REVOKE INSERT ON t FROM writer", [], []))
     with pytest.raises(InsufficientPrivilege, match="permission denied for table t"):
         asyncio.run(writer.execute(sql, [20, 25], [6, "v6"]))
+    # a user dropped and made again under its name is another user: the old one's session has no plan of the new one's
+    for stmt in ("DROP USER writer", "CREATE USER writer", "GRANT INSERT ON t TO writer"):
+        asyncio.run(root.execute(stmt, [], []))
+    asyncio.run(_session(frontend, "writer").execute(sql, [20, 25], [7, "v7"]))
+    with pytest.raises(InsufficientPrivilege):
+        asyncio.run(writer.execute(sql, [20, 25], [8, "v8"]))
     frontend.dml.drain(timeout=30)
-    assert _recorded(meta, ["k", "v"]) == [(k, f"v{k}") for k in range(6)]
+    assert _recorded(meta, ["k", "v"]) == [(k, f"v{k}") for k in (0, 1, 2, 3, 4, 5, 7)]
+
+
+def test_a_text_of_literals_alone_keeps_no_plan(frontend: Frontend) -> None:
+    """A driver that binds on the client sends a new text each time: its plans would push the repeated
+    statements' out of the cache."""
+    session = _session(frontend)
+    asyncio.run(session.execute("SELECT 1", [], []))
+    cached = len(frontend.plans)
+    for k in range(20):
+        assert asyncio.run(session.execute(f"INSERT INTO t VALUES ({k}, 'v')", [], [])).tag == "INSERT 0 1"
+    assert len(frontend.plans) == cached
 
 
 # ---- the rows in the log and in meta --------------------------------------------------------------
