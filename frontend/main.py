@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from risingspark.config import FrontendConfig, advertised
+from risingspark.sequence import NODE_BITS
 
 if TYPE_CHECKING:
     from frontend.pgwire.process_group import ProcessGroup
@@ -39,6 +40,19 @@ def run_frontend(cfg: FrontendConfig) -> int:
                                               f"({cfg.processes} processes, meta {cfg.meta_address})")
 
 
+def set_id_node(node_id: int) -> None:
+    """Row ids and DML sequence numbers made here carry this frontend's slot, one of 1..1023 by its
+    node id from meta (never reused; 0 is the playground's frontend, which does not register): two
+    frontends of a cluster, or two processes of one, that make ids in the same millisecond make
+    different ones (a keyless table's rows would otherwise overwrite each other). Frontends whose
+    node ids differ by a multiple of 1023 share a slot: 1,023 registrations apart, both alive."""
+    from frontend.handlers import dml
+
+    slot = 1 + (node_id - 1) % ((1 << NODE_BITS) - 1)
+    dml.ROW_IDS.set_node(slot)
+    dml.SEQUENCE.set_node(slot)
+
+
 def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Startup | None = None) -> int:
     """One frontend process: alone (`group` None), or one of a group serving one port, which tells
     the supervisor each step of its `startup`."""
@@ -61,6 +75,7 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Star
     session = MetaSession(cfg.meta_address, "frontend", advertised(cfg, cfg.metrics_port or cfg.port),
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     session.register()
+    set_id_node(session.node_id)
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
     meta = MetaClient(session)
     meta.start()  # (the catalog and the current version, kept up to date by meta's pushes)

@@ -32,6 +32,12 @@ class IdGenerator:
         self._next_tick = 0
         self._lock = threading.Lock()
 
+    def set_node(self, node_id: int) -> None:
+        """Make ids with `node_id` from now on (a frontend learns its node id from meta at start)."""
+        if not 0 <= node_id < (1 << NODE_BITS):
+            raise ValueError(f"node id must be below {1 << NODE_BITS}")
+        self._node = node_id
+
     def next_id(self) -> int:
         """One id, as a Python int (`next_block(1)`, without the array)."""
         with self._lock:

@@ -33,6 +33,7 @@ from meta.compaction.write_stall import MAX_WAIT_S
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.chunk import OP, SEQ, Op
 from risingspark.errors import (
+    DuplicateColumn,
     FeatureNotSupported,
     NotNullViolation,
     SyntaxError_,
@@ -78,6 +79,8 @@ def _columns(rel: RelationCatalog, names: tuple[str, ...] | None) -> list[int]:
     for n in names:
         if n not in by_name or rel.fields[by_name[n]].hidden:
             raise UndefinedColumn(f'column "{n}" of relation "{rel.name}" does not exist')
+        if by_name[n] in out:
+            raise DuplicateColumn(f'column "{n}" specified more than once')
         out.append(by_name[n])
     return out
 

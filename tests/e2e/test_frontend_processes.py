@@ -1,7 +1,8 @@
 """A frontend of two processes on one port (`risingspark frontend --processes 2`) in a cluster of
 separate services: connections spread over both, each a frontend node of meta; a client's cancel
 reaches the statement whichever process the kernel gives the cancel's connection to; a FLUSH on one
-process makes what the other acknowledged visible; SHOW PROCESSLIST, pg_stat_activity and KILL reach
+process makes what the other acknowledged visible; rows both insert at once into a keyless table all
+stay (their row ids differ); SHOW PROCESSLIST, pg_stat_activity and KILL reach
 the sessions of both; MVs equal PostgreSQL's answer."""
 
 from __future__ import annotations
@@ -63,6 +64,32 @@ def test_a_flush_on_one_process_makes_the_others_statements_visible(by_process, 
         assert b.execute("SELECT count(*) FROM fp_orders").fetchone() == (40,)
         copy_table(a, pg, "fp_orders")
         assert_same(b, pg, "fp_totals", "SELECT customer, count(*), sum(amount) FROM fp_orders GROUP BY customer")
+
+
+def test_rows_both_processes_insert_at_once_into_a_keyless_table_all_stay(by_process) -> None:
+    """Each process makes the hidden row ids of its rows: two bulk INSERTs started together draw ids
+    from overlapping clock ranges (a block of n ids spans n / 4096 ms), so only the process's own
+    slot in the ids keeps them apart (with one slot for all, rows overwrote each other)."""
+    a, b = by_process[0][2], by_process[1][2]
+    a.execute("CREATE TABLE fp_events (v INT)")
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def load(conn: psycopg.Connection, first: int) -> None:
+        try:
+            start.wait(30)
+            conn.execute(f"INSERT INTO fp_events SELECT g FROM generate_series({first}, {first + 299_999}) AS g(g)")
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            failures.append(e)
+
+    loaders = [threading.Thread(target=load, args=(conn, first)) for conn, first in ((a, 0), (b, 300_000))]
+    for t in loaders:
+        t.start()
+    for t in loaders:
+        t.join(300)
+    assert not failures, failures
+    b.execute("FLUSH")
+    assert a.execute("SELECT count(*), count(DISTINCT v) FROM fp_events").fetchone() == (600_000, 600_000)
 
 
 def test_a_cancel_reaches_the_statement_through_either_process(by_process) -> None:

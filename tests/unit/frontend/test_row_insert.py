@@ -29,7 +29,7 @@ from meta.service import MetaService
 from meta.store.store import MetaStore
 from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
 from risingspark.chunk import OP, SEQ
-from risingspark.errors import InsufficientPrivilege, RisingSparkError
+from risingspark.errors import DuplicateColumn, InsufficientPrivilege, RisingSparkError
 from risingspark.storage.desc import StateTableDesc
 from risingspark.storage.object_store import ObjectStore
 from risingspark.types import INT4, INT8, VARCHAR, DataType, Field
@@ -155,6 +155,8 @@ def test_a_row_the_plan_refuses_gets_the_arrow_paths_error(frontend: Frontend) -
         asyncio.run(session.execute("INSERT INTO t VALUES ($1, $2)", [20, 25], [None, "x"]))
     with pytest.raises(RisingSparkError, match="smallint out of range"):
         asyncio.run(session.execute("INSERT INTO r (a, b) VALUES ($1, 1)", [21], [40000]))
+    with pytest.raises(DuplicateColumn, match='column "k" specified more than once'):  # (PostgreSQL's 42701)
+        asyncio.run(session.execute("INSERT INTO t (k, k) VALUES ($1, $2)", [20, 20], [1, 2]))
 
 
 def test_long_texts_are_left_to_the_arrow_path(frontend: Frontend, meta: MetaService) -> None:
