@@ -31,7 +31,6 @@ The algorithm:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,7 +41,7 @@ from frontend import dml_rows
 from frontend.dml_rows import Rows
 from frontend.handlers import dml
 from frontend.handlers.dml import _columns, _target
-from frontend.values import read_row
+from frontend.values import INT_BITS, int_value, read_row
 from risingspark.chunk import OP, SEQ, Op
 from risingspark.types import TypeName
 
@@ -50,9 +49,6 @@ if TYPE_CHECKING:
     from frontend.session import Session
     from frontend.statements import FastInsert
 
-_INT_BOUND = {TypeName.SMALLINT: 1 << 15, TypeName.INT: 1 << 31, TypeName.BIGINT: 1 << 63}
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_BLANKS = " \t\n\r\v\f"  # PostgreSQL's blanks around an integer's text (isspace), not Unicode's
 # The parameter types whose values the Arrow path reads as plain literals (`frontend.session.sql_literal`:
 # others become casts, which only the general path runs): for an int value, for a str value, for None.
 _INT_OIDS = frozenset({0, 20, 21, 23})
@@ -69,7 +65,7 @@ _CONSTANT = -2  # `_Column.param`: `_Column.value` (a literal's, or NULL)
 class _Column:
     param: int  # 0-based parameter index, or `_ROW_ID`, `_CONSTANT`
     value: object = None  # a `_CONSTANT`'s
-    bound: int = 0  # an integer column's: values lie in [-bound, bound); 0: a text column
+    bits: int = 0  # an integer column's width (`frontend.values.INT_BITS`); 0: a text column
     required: bool = False  # a key or NOT NULL column: a NULL goes to the Arrow path (its error)
 
 
@@ -97,7 +93,7 @@ class RowInsertPlan:
             if c.param >= 0:
                 if c.param >= len(params):
                     return None
-                value = _convert(params[c.param], param_oids[c.param] if c.param < len(param_oids) else 0, c.bound)
+                value = _convert(params[c.param], param_oids[c.param] if c.param < len(param_oids) else 0, c.bits)
                 if value is _REFUSED or (value is None and c.required):
                     return None
                 if type(value) is str:
@@ -138,14 +134,14 @@ def plan_row_insert(session: Session, stmt: FastInsert, catalog_version: int) ->
                 return None
             columns.append(_Column(_CONSTANT))
             continue
-        bound = _INT_BOUND.get(f.type.name, 0)
-        if not bound and f.type.name is not TypeName.VARCHAR:
+        bits = INT_BITS.get(f.type.name, 0)
+        if not bits and f.type.name is not TypeName.VARCHAR:
             return None
         kind, text = given[i]
         if kind == "param":
-            columns.append(_Column(int(text) - 1, bound=bound, required=required))  # type: ignore[arg-type]
+            columns.append(_Column(int(text) - 1, bits=bits, required=required))  # type: ignore[arg-type]
             continue
-        value = _literal(kind, text, bound)
+        value = _literal(kind, text, bits)
         if value is _REFUSED or (value is None and required):
             return None
         columns.append(_Column(_CONSTANT, value))
@@ -153,31 +149,28 @@ def plan_row_insert(session: Session, stmt: FastInsert, catalog_version: int) ->
     return RowInsertPlan(catalog_version, rel.id, schema, tuple(columns), dml_rows.header(schema))
 
 
-def _literal(kind: str, text: str | None, bound: int) -> object:
+def _literal(kind: str, text: str | None, bits: int) -> object:
     """A literal's value in its column, as the Arrow path stores it (`frontend.values.cast_column`)."""
     if text is None:
         return None
-    if not bound:
+    if not bits:
         return text  # (a number or TRUE/FALSE into a text column: its text, as the Arrow path)
-    return _integer(text, bound) if kind in ("num", "str") else _REFUSED
+    return _integer(text, bits) if kind in ("num", "str") else _REFUSED
 
 
-def _convert(value: object, oid: int, bound: int) -> object:
+def _convert(value: object, oid: int, bits: int) -> object:
     """A parameter's value in its column (see the module doc, step 2)."""
     if value is None:
         return None if oid in _NULL_OIDS else _REFUSED  # (a typed NULL is a cast: its type may not fit)
     if isinstance(value, str):
         if oid not in _TEXT_OIDS:
             return _REFUSED
-        return _integer(value, bound) if bound else value
-    if bound and isinstance(value, int) and not isinstance(value, bool) and oid in _INT_OIDS:
-        return value if -bound <= value < bound else _REFUSED
+        return _integer(value, bits) if bits else value
+    if bits and isinstance(value, int) and not isinstance(value, bool) and oid in _INT_OIDS:
+        return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else _REFUSED
     return _REFUSED
 
 
-def _integer(text: str, bound: int) -> object:
-    text = text.strip(_BLANKS)
-    if not _INT_TEXT.fullmatch(text):
-        return _REFUSED
-    n = int(text)
-    return n if -bound <= n < bound else _REFUSED
+def _integer(text: str, bits: int) -> object:
+    n = int_value(text, bits)
+    return _REFUSED if n is None else n

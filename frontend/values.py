@@ -119,7 +119,7 @@ def read_row(text: str) -> list[tuple[str, str | None]] | None:
 
 
 _ROW_START = re.compile(r"\s*VALUES\s*\(", re.IGNORECASE)
-_INT_BITS = {TypeName.SMALLINT: 16, TypeName.INT: 32, TypeName.BIGINT: 64}
+INT_BITS = {TypeName.SMALLINT: 16, TypeName.INT: 32, TypeName.BIGINT: 64}
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 SCALAR_VALUES = 16  # at most this many values of an integer or text column are converted in Python
 
@@ -130,7 +130,7 @@ def cast_column(values: list[str | None], t: DataType) -> pa.Array | None:
     integer or text column are converted in Python: an Arrow cast costs ~0.3 ms a call, and
     `cast_column` was 29 % of an asynchronous single-row INSERT's time in the session's thread
     (cProfile, 1,000 INSERTs)."""
-    if len(values) <= SCALAR_VALUES and (bits := _INT_BITS.get(t.name)) is not None:
+    if len(values) <= SCALAR_VALUES and (bits := INT_BITS.get(t.name)) is not None:
         return _scalar_ints(values, bits, t)
     if len(values) <= SCALAR_VALUES and t.name is TypeName.VARCHAR:
         return pa.array(values, pa.string())
@@ -220,22 +220,25 @@ def special_numeric_error(value: str) -> FeatureNotSupported | None:
 
 
 def _scalar_ints(values: list[str | None], bits: int, t: DataType) -> pa.Array | None:
-    """Integer texts (``[+-]digits``, PostgreSQL's blanks around them) in Python; None for any
-    other text or a value out of the type's range (the general path reports either)."""
-    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    """Integer texts converted in Python (`int_value`); None when one does not convert (the general
+    path reports it)."""
     out: list[int | None] = []
     for v in values:
-        if v is None:
-            out.append(None)
-            continue
-        text = v.strip(" \t\n\r\v\f")  # PostgreSQL's blanks (isspace), not Unicode's
-        if not _INT_TEXT.fullmatch(text):
-            return None
-        n = int(text)
-        if not low <= n <= high:
+        n = None if v is None else int_value(v, bits)
+        if v is not None and n is None:
             return None
         out.append(n)
     return pa.array(out, t.to_arrow())
+
+
+def int_value(text: str, bits: int) -> int | None:
+    """An integer text (``[+-]digits``, PostgreSQL's blanks around it) as a `bits`-bit integer;
+    None for any other text or a value out of range."""
+    text = text.strip(" \t\n\r\v\f")  # PostgreSQL's blanks (isspace), not Unicode's
+    if not _INT_TEXT.fullmatch(text):
+        return None
+    n = int(text)
+    return n if -(1 << (bits - 1)) <= n < (1 << (bits - 1)) else None
 
 
 def _is_int(v: str) -> bool:
