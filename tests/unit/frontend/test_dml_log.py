@@ -20,7 +20,7 @@ from meta.store.store import MetaStore
 from risingspark.errors import InternalError
 from risingspark.storage.object_store import ObjectStore
 from risingspark.types import INT8, VARCHAR, Field
-from support.meta_tables import create_table
+from support.meta_tables import create_table, sqlite_meta
 
 
 def _rows(i: int) -> pa.Table:
@@ -168,9 +168,7 @@ def test_one_process_at_a_time(tmp_path) -> None:
 # ---- through a frontend ---------------------------------------------------------------------------
 @pytest.fixture
 def meta(tmp_path) -> Iterator[MetaService]:
-    store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    store.upgrade()
-    service = MetaService(store, ObjectStore(str(tmp_path / "objects")), None)
+    service = sqlite_meta(tmp_path)
     create_table(service, "t", (Field("k", INT8), Field("v", VARCHAR)))
     yield service
 

@@ -17,11 +17,9 @@ from frontend import dml_log, loop_insert
 from frontend.loop_insert import MAX_TEXT, insert_on_loop
 from frontend.session import Frontend, Session
 from meta.service import MetaService
-from meta.store.store import MetaStore
 from risingspark.errors import InternalError, NotNullViolation
-from risingspark.storage.object_store import ObjectStore
 from risingspark.types import INT4, INT8, Field
-from support.meta_tables import create_table
+from support.meta_tables import create_table, sqlite_meta
 
 INSERT = "INSERT INTO t VALUES ($1, $2)"
 
@@ -46,9 +44,7 @@ def quick_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def meta(tmp_path) -> Iterator[MetaService]:
-    store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    store.upgrade()
-    service = MetaService(store, ObjectStore(str(tmp_path / "objects")), None)
+    service = sqlite_meta(tmp_path)
     create_table(service, "t", (Field("k", INT8), Field("v", INT4)))
     yield service
 

@@ -26,14 +26,10 @@ from frontend.handlers import dml
 from frontend.plan_cache import RowInsertPlan
 from frontend.session import Frontend, Session, _insert_template, substitute_params
 from meta.service import MetaService
-from meta.store.store import MetaStore
-from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
 from risingspark.chunk import OP, SEQ
 from risingspark.errors import DuplicateColumn, InsufficientPrivilege, RisingSparkError
-from risingspark.storage.desc import StateTableDesc
-from risingspark.storage.object_store import ObjectStore
 from risingspark.types import INT4, INT8, VARCHAR, DataType, Field
-from support.meta_tables import create_table
+from support.meta_tables import create_table, sqlite_meta
 
 SMALLINT = DataType.parse("smallint")
 # r: a table without a primary key (a hidden row id), a NOT NULL column, a column the plan cannot write
@@ -41,25 +37,11 @@ R_FIELDS = (Field("a", SMALLINT), Field("b", INT4), Field("c", INT8), Field("d",
             Field("e", DataType.parse("numeric(10,2)")), Field("_row_id", INT8, hidden=True))
 
 
-@pytest.fixture(autouse=True)
-def quick_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loop syncs the log itself whatever the disk does (`tests/unit/frontend/test_loop_insert.py`)."""
-    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 60.0)
-
-
 @pytest.fixture
 def meta(tmp_path) -> Iterator[MetaService]:
-    store = MetaStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    store.upgrade()
-    service = MetaService(store, ObjectStore(str(tmp_path / "objects")), None)
+    service = sqlite_meta(tmp_path)
     create_table(service, "t", (Field("k", INT8), Field("v", VARCHAR)))
-    rid = service.allocate_ids(1)
-    snap = service.catalog_snapshot()
-    db = snap.database("dev")
-    desc = StateTableDesc(rid, R_FIELDS, (5,), (5,))
-    service.create_relation(RelationCatalog(rid, db.id, snap.schema(db.id, "public").id, "r", RelationKind.TABLE,
-                                            R_FIELDS, (5,), (5,), "CREATE TABLE r", JobStatus.CREATED,
-                                            state_tables=(desc,), row_id_index=5, extra={"not_null": ["b"]}))
+    create_table(service, "r", R_FIELDS, 5, row_id=True, extra={"not_null": ["b"]})
     yield service
 
 
