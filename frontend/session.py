@@ -28,6 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from frontend.batch import BatchEngine, QueryContext
+from frontend.batch_types import bound_types
 from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID
 from frontend.catalog.rewrite import RewriteContext, name_outputs
@@ -637,24 +638,31 @@ class Session:
             raise InvalidCatalogName(f'database "{self.database}" does not exist')
         return CatalogReader(snap, self.database, self.vars.search_path())
 
-    def run_batch(self, query: exp.Expression, *, full_relations: bool = False, schema_only: bool = False) -> pa.Table:
+    def run_batch(self, query: exp.Expression, *, full_relations: bool = False, schema_only: bool = False,
+                  typed: bool = False) -> pa.Table:
+        """Run a batch query at a pinned version. `typed` (a client's query): its result in the
+        binder's types, where DuckDB's differ (`frontend.batch_types`)."""
         meta = self.frontend.meta
         reader = self.catalog_reader()
+        types = bound_types(reader, query) if typed else None
         version = meta.pin_version()
         try:
             return self.frontend.engine.run(query, self._query_context(reader, version), cancel=self.cancel_event,
-                                            full_relations=full_relations, schema_only=schema_only)
+                                            full_relations=full_relations, schema_only=schema_only, types=types)
         finally:
             meta.unpin_version(version)
 
     def stream_batch(self, query: exp.Expression) -> pa.Table | RowStream:
-        """`run_batch` of a client's query, its rows produced while they are sent when there are more
-        than a batch (`BatchEngine.stream`): the stream then holds the pinned version until it closes."""
+        """`run_batch` of a client's query (typed), its rows produced while they are sent when there
+        are more than a batch (`BatchEngine.stream`): the stream then holds the pinned version until
+        it closes."""
         meta = self.frontend.meta
         reader = self.catalog_reader()
+        types = bound_types(reader, query)
         version = meta.pin_version()
         try:
-            result = self.frontend.engine.stream(query, self._query_context(reader, version), cancel=self.cancel_event)
+            result = self.frontend.engine.stream(query, self._query_context(reader, version), cancel=self.cancel_event,
+                                                 types=types)
         except BaseException:
             meta.unpin_version(version)
             raise
@@ -689,7 +697,7 @@ class Session:
         ``SELECT * FROM (query) LIMIT 0`` over empty tables and MVs."""
         named = name_outputs(query.copy())  # (PostgreSQL's output names, as the query itself gets)
         return self.run_batch(exp.select("*").from_(exp.Subquery(this=named, alias=exp.TableAlias(
-            this=exp.to_identifier("__d")))).limit(0), schema_only=True)
+            this=exp.to_identifier("__d")))).limit(0), schema_only=True, typed=True)
 
     def _after_dml(self, result: StatementResult) -> StatementResult:
         if self.vars.flag("rw_implicit_flush"):

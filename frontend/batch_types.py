@@ -1,0 +1,94 @@
+"""A batch query's result in PostgreSQL's types, where DuckDB's differ.
+
+Local mode runs a SELECT on DuckDB, whose aggregates and arithmetic type their results by DuckDB's
+rules: ``sum(int)`` is a HUGEINT (PostgreSQL: bigint), ``avg(int)`` and ``avg(numeric)`` a DOUBLE
+(numeric), ``sum(real)`` a DOUBLE (real), a numeric divided by an integer a DOUBLE (numeric). The
+same query as a materialized view already has PostgreSQL's types: the binder types it
+(`frontend.binder`). So the binder types the batch query too, and each result column whose DuckDB
+type is in one of those classes is cast to the binder's type (`conform`):
+
+* an integer or a scale-0 decimal (DuckDB's HUGEINT) to an integer type: ``sum(int)``, a window's
+  ``sum(int) OVER (...)``; a value past the type's range is 22003, as in PostgreSQL;
+* a DOUBLE to a numeric: ``avg``, ``stddev``, numeric division (the value keeps DuckDB's double
+  precision, rounded to the numeric's scale);
+* a DOUBLE to a real: ``sum(real)``.
+
+Any other difference is left as DuckDB gives it, and so is every column of a query the binder does
+not bind (catalog tables, features only batch queries have): the types then are DuckDB's, as before.
+RisingWave types a batch query with the same binder as a streaming one, so its two modes cannot
+differ; this gets that for the classes above.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from frontend.binder import CatalogReader, QueryBinder
+from risingspark.errors import NumericValueOutOfRange, RisingSparkError
+
+logger = logging.getLogger(__name__)
+
+Wanted = tuple[pa.DataType | None, ...]
+
+_INT_NAMES = {pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint"}
+
+
+def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
+    """The Arrow types the binder gives the query's output columns, or None when it does not bind it."""
+    try:
+        bound = QueryBinder(reader).query(query.copy())
+        return tuple(f.type.to_arrow() for f in bound.fields)
+    except RisingSparkError as e:  # what a materialized view cannot do (a batch query may)
+        logger.debug("batch query keeps DuckDB's types: %s", e)
+    except Exception:  # the binder's own failure must not fail a query DuckDB runs
+        logger.warning("binding a batch query for its types failed; it keeps DuckDB's", exc_info=True)
+    return None
+
+
+def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
+    """`table` (a normalized result) with the columns `wanted` names cast to it, where the pair of
+    types is one of the classes the module's docstring lists."""
+    if wanted is None or len(wanted) != table.num_columns:
+        return table
+    fields, cols, changed = [], [], False
+    for f, col, want in zip(table.schema, table.columns, wanted, strict=True):
+        target = want if want is not None and _conformable(f.type, want) else None
+        if target is not None:
+            col = _cast(col, target)
+            f = pa.field(f.name, target)
+            changed = True
+        fields.append(f)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields)) if changed else table
+
+
+def conform_schema(schema: pa.Schema, wanted: Wanted | None) -> pa.Schema:
+    """The schema `conform` gives a result of `schema`."""
+    return conform(schema.empty_table(), wanted).schema
+
+
+def _conformable(got: pa.DataType, want: pa.DataType) -> bool:
+    if got == want:
+        return False
+    if want in _INT_NAMES:
+        return pa.types.is_integer(got) or (pa.types.is_decimal(got) and got.scale == 0)
+    if pa.types.is_decimal(want):
+        return pa.types.is_float64(got)
+    if pa.types.is_float32(want):
+        return pa.types.is_float64(got)
+    return False
+
+
+def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    try:
+        return pc.cast(col, target, safe=True)
+    except pa.ArrowInvalid:
+        if target in _INT_NAMES:
+            raise NumericValueOutOfRange(f"{_INT_NAMES[target]} out of range") from None
+        p, s = target.precision, target.scale
+        raise NumericValueOutOfRange(f"numeric field overflow: a field with precision {p}, scale {s} must round "
+                                     f"to an absolute value less than 10^{p - s}") from None

@@ -1,0 +1,84 @@
+"""A batch query's result types and values are PostgreSQL's, and those of the same query as a
+materialized view (`frontend.batch_types`): ``sum(int)`` a bigint, ``avg`` a numeric, ``sum(real)``
+a real — in the simple and the extended protocol, and in a result streamed in batches."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from conftest import PlaygroundProcess
+from support.oracle import normalize, rows_of
+
+pytestmark = pytest.mark.e2e
+
+COLUMNS = "k INT PRIMARY KEY, g INT, i INT, s SMALLINT, b BIGINT, n NUMERIC, r REAL, d DOUBLE PRECISION"
+ROWS = ("SELECT x, x % 7, x * 37 % 1000 - 300, (x % 50)::SMALLINT, x::BIGINT * 1000003, (x * 0.37)::NUMERIC, "
+        "(x % 9 + 0.5)::REAL, x / 4.0 FROM generate_series(1, {n}) AS x")
+QUERIES = [
+    "SELECT sum(i) AS si, sum(s) AS ss, sum(b) AS sb, sum(n) AS sn, sum(r) AS sr, sum(d) AS sd FROM {t}",
+    "SELECT avg(i) AS ai, avg(s) AS a_s, avg(b) AS ab, avg(n) AS an, avg(r) AS ar, avg(d) AS ad FROM {t}",
+    "SELECT g, sum(i) AS si, avg(i) AS ai, count(*) AS c, min(s) AS lo, max(b) AS hi FROM {t} GROUP BY g",
+    "SELECT g, sum(i) * 2 AS twice, sum(i) + 1 AS plus FROM {t} WHERE k > 10 GROUP BY g HAVING count(*) > 3",
+    "SELECT k, sum(i) OVER (PARTITION BY g) AS w FROM {t} WHERE k <= 50",
+]
+
+
+def types_and_rows(conn: psycopg.Connection, query: str, *, prepare: bool = False) -> tuple[list[int], list[tuple]]:
+    cur = conn.cursor()
+    cur.execute(query, prepare=prepare)
+    oids = [d.type_code for d in cur.description]
+    return oids, rows_of_cursor(cur)
+
+
+def rows_of_cursor(cur: psycopg.Cursor) -> list[tuple]:
+    return sorted((tuple(normalize(v) for v in r) for r in cur.fetchall()),
+                  key=lambda r: tuple((x is None, str(type(x)), x) for x in r))
+
+
+@pytest.fixture
+def data(conn: psycopg.Connection, oracle_dsn: str):
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("DROP TABLE IF EXISTS bt_small")
+            c.execute(f"CREATE TABLE bt_small ({COLUMNS})")
+            c.execute("INSERT INTO bt_small " + ROWS.format(n=200))
+        conn.execute("FLUSH")
+        yield pg
+        conn.execute("DROP TABLE bt_small CASCADE")
+
+
+@pytest.mark.parametrize("prepare", [False, True], ids=["simple", "extended"])
+def test_batch_aggregates_have_postgresqls_types_and_values(conn, data, prepare):
+    for query in QUERIES:
+        q = query.format(t="bt_small")
+        got = types_and_rows(conn, q, prepare=prepare)
+        want = types_and_rows(data, q)
+        assert got == want, f"{q}\n  RisingSpark {got[0]} {got[1][:3]}\n  PostgreSQL  {want[0]} {want[1][:3]}"
+
+
+def test_a_view_of_the_query_and_the_query_itself_agree(conn, data):
+    query = QUERIES[2].format(t="bt_small")
+    conn.execute(f"CREATE MATERIALIZED VIEW bt_view AS {query}")
+    try:
+        assert types_and_rows(conn, "SELECT * FROM bt_view") == types_and_rows(conn, query)
+    finally:
+        conn.execute("DROP MATERIALIZED VIEW bt_view")
+
+
+def test_a_streamed_result_has_postgresqls_types(playground: PlaygroundProcess, oracle_dsn: str):
+    """More rows than a result batch (65,536): the frontend sends them as a stream of batches."""
+    query = "SELECT k, sum(i) OVER (PARTITION BY g) AS w, avg(i) OVER (PARTITION BY g) AS a FROM bt_big"
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for c in (conn, pg):
+            c.execute("DROP TABLE IF EXISTS bt_big")
+            c.execute(f"CREATE TABLE bt_big ({COLUMNS})")
+            c.execute("INSERT INTO bt_big " + ROWS.format(n=70_000))
+        conn.execute("FLUSH")
+        try:
+            got, want = types_and_rows(conn, query), types_and_rows(pg, query)
+            assert got[0] == want[0] == [23, 20, 1700]
+            assert len(got[1]) == 70_000 and got[1] == want[1]
+            assert rows_of(conn, "SELECT count(*) FROM bt_big") == [(70_000,)]
+        finally:
+            conn.execute("DROP TABLE bt_big")
