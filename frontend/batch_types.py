@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from frontend.binder import CatalogReader, QueryBinder
 from risingspark.errors import NumericValueOutOfRange, RisingSparkError
+from risingspark.types import DataType
 
 logger = logging.getLogger(__name__)
 
@@ -37,16 +38,26 @@ Wanted = tuple[pa.DataType | None, ...]
 _INT_NAMES = {pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint"}
 
 
-def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
-    """The Arrow types the binder gives the query's output columns, or None when it does not bind it."""
+def bound_sql_types(reader: CatalogReader, query: exp.Expression) -> tuple[DataType, ...] | None:
+    """The types the binder gives the query's visible output columns (as a materialized view of it
+    would have them), or None when it does not bind it."""
     try:
         bound = QueryBinder(reader).query(query.copy())
-        return tuple(f.type.to_arrow() for f in bound.fields)
+        return tuple(f.type for f in bound.fields if not f.hidden)
     except RisingSparkError as e:  # what a materialized view cannot do (a batch query may)
         logger.debug("batch query keeps DuckDB's types: %s", e)
     except Exception:  # the binder's own failure must not fail a query DuckDB runs
         logger.warning("binding a batch query for its types failed; it keeps DuckDB's", exc_info=True)
     return None
+
+
+def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
+    """`bound_sql_types` as Arrow types."""
+    types = bound_sql_types(reader, query)
+    try:
+        return None if types is None else tuple(t.to_arrow() for t in types)
+    except RisingSparkError:
+        return None
 
 
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, cast
 import sqlglot
 from sqlglot import exp
 
-from frontend.binder import CatalogReader, bind_stream_select, ident
+from frontend.batch_types import bound_sql_types
+from frontend.binder import CatalogReader, ident
 from frontend.parser import DIALECT
 from frontend.pgwire.api import StatementResult
 from risingspark.catalog import JobStatus, RelationCatalog, RelationKind
-from risingspark.errors import DuplicateColumn, FeatureNotSupported, RisingSparkError, SyntaxError_
+from risingspark.errors import DuplicateColumn, FeatureNotSupported, SyntaxError_
 from risingspark.types import DataType, Field
 
 if TYPE_CHECKING:
@@ -78,12 +79,11 @@ def _query_fields(session: Session, query: exp.Expression, names: list[str] | No
             raise SyntaxError_("CREATE VIEW specifies more column names than columns")
         out_names = names + out_names[len(names):]
     types = [DataType.from_arrow(f.type) for f in table.schema]
-    try:  # the types a materialized view of the query would have (Postgres': sum(int) is bigint)
-        bound = [f.type for f in bind_stream_select(session.catalog_reader(), query).fields if not f.hidden]
-        if len(bound) == len(types):
-            types = bound
-    except RisingSparkError:
-        pass  # beyond what materialized views support: the batch engine's types
+    # the types a materialized view of the query would have (Postgres': sum(int) is bigint); beyond
+    # what materialized views support, the batch engine's
+    bound = bound_sql_types(session.catalog_reader(), query)
+    if bound is not None and len(bound) == len(types):
+        types = list(bound)
     fields: list[Field] = []
     for name, t in zip(out_names, types, strict=True):
         if any(x.name == name for x in fields):
