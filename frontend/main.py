@@ -15,11 +15,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from risingspark.config import FrontendConfig, advertised
-from risingspark.sequence import NODE_BITS
 
 if TYPE_CHECKING:
     from frontend.pgwire.process_group import ProcessGroup
     from frontend.processes import Startup
+    from meta.client import MetaClient, MetaSession
 
 logger = logging.getLogger(__name__)
 READY = "RisingSpark frontend is ready"
@@ -40,17 +40,24 @@ def run_frontend(cfg: FrontendConfig) -> int:
                                               f"({cfg.processes} processes, meta {cfg.meta_address})")
 
 
-def set_id_node(node_id: int) -> None:
-    """Row ids and DML sequence numbers made here carry this frontend's slot, one of 1..1023 by its
-    node id from meta (never reused; 0 is the playground's frontend, which does not register): two
-    frontends of a cluster, or two processes of one, that make ids in the same millisecond make
-    different ones (a keyless table's rows would otherwise overwrite each other). Frontends whose
-    node ids differ by a multiple of 1023 share a slot: 1,023 registrations apart, both alive."""
+def set_id_slot(slot: int) -> None:
+    """Row ids and DML sequence numbers made here carry this frontend's slot, 1..1023, which meta
+    gives it at registration: no other live frontend, nor another process of this one, holds it
+    (`meta.cluster.ClusterManager._free_id_slot`), so two of them making ids in the same millisecond
+    make different ones (a keyless table's rows would otherwise overwrite each other). 0 is the
+    playground's frontend, which does not register."""
     from frontend.handlers import dml
 
-    slot = 1 + (node_id - 1) % ((1 << NODE_BITS) - 1)
     dml.ROW_IDS.set_node(slot)
     dml.SEQUENCE.set_node(slot)
+
+
+def _registered_again(session: MetaSession, meta: MetaClient) -> None:
+    """Meta did not know this frontend any more (it declared it dead, or a new meta took over) and it
+    registered again: its ids take the slot it was given now (meta may hand the old one to another
+    frontend), and meta pins its versions anew at once."""
+    set_id_slot(session.id_slot)
+    meta.sync()
 
 
 def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Startup | None = None) -> int:
@@ -75,12 +82,11 @@ def _serve(cfg: FrontendConfig, group: ProcessGroup | None = None, startup: Star
     session = MetaSession(cfg.meta_address, "frontend", advertised(cfg, cfg.metrics_port or cfg.port),
                           heartbeat_interval_s=cfg.heartbeat_interval_s)
     session.register()
-    set_id_node(session.node_id)
+    set_id_slot(session.id_slot)
     store = ObjectStore(cfg.object_store_url or session.object_store_url)
     meta = MetaClient(session)
     meta.start()  # (the catalog and the current version, kept up to date by meta's pushes)
-    # registered again under a new node id: meta pins this frontend's versions anew at once
-    session.on_reregister = meta.sync
+    session.on_reregister = lambda: _registered_again(session, meta)
     auth = setup_auth(meta, cfg.auth_users, cfg.auth_method)
     if group is None or group.index == 0:  # (before any process serves: acknowledged statements go first)
         # (process 0's log is the frontend's directory itself, where the others' logs lie)

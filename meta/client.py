@@ -45,6 +45,7 @@ from risingspark.catalog import (
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.functions import FunctionCatalog
 from risingspark.rpc import RpcClient
+from risingspark.sequence import NODE_BITS
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc, VersionDelta
 from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog, UserChange
 
@@ -67,6 +68,7 @@ class MetaSession:
         self.heartbeat_interval_s = heartbeat_interval_s
         self.on_reregister = on_reregister
         self.node_id = 0
+        self.id_slot = 0  # a frontend's row id slot, from meta (`meta.cluster.ClusterManager._free_id_slot`)
         self.object_store_url = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,6 +86,8 @@ class MetaSession:
                     raise
                 logger.warning("waiting for meta: %s", e.message)
         self.node_id = int(info["node_id"])
+        # (a meta older than the slots: the slot the node id points at, as such metas' frontends took)
+        self.id_slot = int(info.get("id_slot") or 1 + (self.node_id - 1) % ((1 << NODE_BITS) - 1))
         self.object_store_url = info["object_store_url"]
         logger.info("registered with meta at %s as %s node %d", self.rpc.address, self.kind, self.node_id)
         return self.node_id

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from meta.store.store import MetaStore, next_ids
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP
+from risingspark.errors import ServiceUnavailable
+from risingspark.sequence import NODE_BITS
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ class WorkerNode:
     parallelism: int = 0
     registered_at: float = 0.0
     pid: int = 0
+    id_slot: int = 0  # a frontend's row id slot (`ClusterManager.register`); 0 for other kinds
 
 
 class ClusterManager:
@@ -72,9 +75,10 @@ class ClusterManager:
             raise ValueError(f"unknown worker kind {kind!r}")
         with self._store.transaction() as tx:
             node_id = next_ids(tx.conn, "worker_node")
-        node = WorkerNode(node_id, kind, address, resource_group or DEFAULT_RESOURCE_GROUP, parallelism, time.time(),
-                          pid)
         with self._lock:
+            slot = self._free_id_slot(node_id) if kind == "frontend" else 0
+            node = WorkerNode(node_id, kind, address, resource_group or DEFAULT_RESOURCE_GROUP, parallelism,
+                              time.time(), pid, slot)
             self._nodes[node_id] = node
             self._last_seen[node_id] = time.monotonic()
         logger.info("%s node %d registered at %s (resource group %s, parallelism %d)", kind, node_id, address,
@@ -82,6 +86,21 @@ class ClusterManager:
         for fn in self._on_join:
             fn(node)
         return node
+
+    def _free_id_slot(self, node_id: int) -> int:
+        """The row id slot of a new frontend (`risingspark.sequence`: ids carry it in their low
+        bits, 1..1023; 0 is the playground's, which does not register): no live frontend holds it.
+        The search starts at the slot the node id points at, cyclically, so a slot freed by a
+        frontend that left (or that meta declared dead while it may still be running) comes back
+        last, after every slot freed before it. Called under the lock."""
+        slots = (1 << NODE_BITS) - 1
+        held = {n.id_slot for n in self._nodes.values() if n.kind == "frontend"}
+        for step in range(slots):
+            slot = 1 + (node_id - 1 + step) % slots
+            if slot not in held:
+                return slot
+        raise ServiceUnavailable(f"{slots} frontends are registered: a frontend's row ids need a slot of their own, "
+                                 "and none is free")
 
     def heartbeat(self, node_id: int) -> bool:
         """Record a heartbeat; False when the worker is unknown (it must register again)."""

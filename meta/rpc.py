@@ -77,7 +77,7 @@ class MetaRpc:
     def register(self, kind: str, address: str, resource_group: str, parallelism: int,
                  pid: int = 0) -> dict[str, Any]:
         node = self.cluster.register(kind, address, resource_group, parallelism, pid)
-        return {"node_id": node.id, "object_store_url": self.object_store_url}
+        return {"node_id": node.id, "object_store_url": self.object_store_url, "id_slot": node.id_slot}
 
     def _release(self, node: WorkerNode) -> None:
         with self._lock:

@@ -1,9 +1,11 @@
 """Unique, increasing 64-bit ids without a round trip: hidden ``_row_id`` values and the order of DML
 operations, as RisingWave's row id generator.
 
-An id is ``(ticks << 10) | node_id``: ticks start at the milliseconds since 2021-01-01 times 4096 and
+An id is ``(ticks << 10) | slot``: ticks start at the milliseconds since 2021-01-01 times 4096 and
 advance by one per id (running ahead of the clock under bursts), so ids stay increasing across
-restarts and unique across up to 1024 frontends with distinct node ids.
+restarts and unique across frontends with distinct slots: meta gives each live frontend (each process
+of one) a slot of its own, 1..1023 (`meta.cluster.ClusterManager._free_id_slot`); 0 is the
+playground's.
 
 >>> g = IdGenerator(node_id=3)
 >>> ids = g.next_block(3)
@@ -33,7 +35,8 @@ class IdGenerator:
         self._lock = threading.Lock()
 
     def set_node(self, node_id: int) -> None:
-        """Make ids with `node_id` from now on (a frontend learns its node id from meta at start)."""
+        """Make ids with slot `node_id` from now on (a frontend learns its slot from meta when it
+        registers)."""
         if not 0 <= node_id < (1 << NODE_BITS):
             raise ValueError(f"node id must be below {1 << NODE_BITS}")
         self._node = node_id
