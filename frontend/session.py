@@ -515,7 +515,7 @@ class Session:
     def _statement_timer(self, seq: int) -> _StatementTimer | None:
         """With ``statement_timeout`` set, a timer that cancels the statement when it fires: every
         place that honours a cancel request (DuckDB's batch queries, waits for a foreground backfill, for
-        a write stall; not FLUSH yet) stops the statement, which fails with 57014 as PostgreSQL's."""
+        a write stall, a FLUSH) stops the statement, which fails with 57014 as PostgreSQL's."""
         ms = duration_ms(self.vars.get("statement_timeout"))
         if ms <= 0:
             return None

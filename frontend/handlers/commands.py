@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from risingspark.errors import (
     InvalidParameterValue,
     InvalidSchemaName,
     ObjectInUse,
+    QueryCanceled,
     SyntaxError_,
     UndefinedColumn,
     UndefinedTable,
@@ -138,11 +140,36 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
     return StatementResult("RESET")
 
 
+FLUSH_POLL_S = 0.05  # how often a waiting FLUSH looks at its cancel
+
+
 def flush(session: Session) -> StatementResult:
-    session.frontend.dml.drain()  # asynchronously committed rows first (`frontend.dml_commit`)
-    if session.frontend.group is not None:  # (and those of the frontend's other processes)
-        session.frontend.group.drain_others()
-    session.frontend.meta.flush()
+    """Wait for a checkpoint after every write acknowledged before. The wait (for the frontend's
+    asynchronously committed rows, its other processes' and the checkpoint) runs on a thread of its
+    own while the statement watches its cancel: a cancel request or ``statement_timeout`` stops the
+    statement (57014), and the checkpoint it asked for still happens."""
+    def wait() -> None:
+        session.frontend.dml.drain()  # asynchronously committed rows first (`frontend.dml_commit`)
+        if session.frontend.group is not None:  # (and those of the frontend's other processes)
+            session.frontend.group.drain_others()
+        session.frontend.meta.flush()
+
+    done, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            wait()
+        except BaseException as e:  # (raised in the statement's thread)
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="flush", daemon=True).start()
+    while not done.wait(FLUSH_POLL_S):
+        if session.cancel_event.is_set():
+            raise QueryCanceled("canceling statement due to user request")
+    if failed:
+        raise failed[0]
     return StatementResult("FLUSH")
 
 

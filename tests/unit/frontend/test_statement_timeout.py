@@ -5,6 +5,7 @@ statements after it."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -38,3 +39,34 @@ def test_a_timer_firing_late_cancels_nothing():
     session._begin_statement()  # the next statement started before the old timer fired
     assert not session._time_out(seq)
     assert not session.cancel_event.is_set()
+
+
+def test_a_flush_waiting_for_its_checkpoint_times_out_and_is_cancelled():
+    session = make_session()
+    release, flushes = threading.Event(), []
+
+    def slow_flush(timeout=None) -> int:  # a checkpoint that takes long (a long epoch, a stall)
+        flushes.append(True)
+        release.wait(30)
+        return 1
+
+    session.frontend.meta.flush = slow_flush
+
+    async def run() -> None:
+        await session.execute("SET statement_timeout = '200ms'", [], [])
+        started = time.monotonic()
+        with pytest.raises(QueryCanceled, match="canceling statement due to statement timeout"):
+            await session.execute("FLUSH", [], [])
+        assert time.monotonic() - started < 10
+        await session.execute("SET statement_timeout = 0", [], [])
+        # a client's cancel request stops it too
+        task = asyncio.ensure_future(session.execute("FLUSH", [], []))
+        while len(flushes) < 2:
+            await asyncio.sleep(0.01)
+        session.cancel_event.set()
+        with pytest.raises(QueryCanceled, match="canceling statement due to user request"):
+            await task
+        release.set()
+        assert (await session.execute("FLUSH", [], [])).tag == "FLUSH"  # one that ends is answered
+
+    asyncio.run(run())
