@@ -9,12 +9,19 @@ type is in one of those classes is cast to the binder's type (`conform`):
 
 * an integer or a scale-0 decimal (DuckDB's HUGEINT) to an integer type: ``sum(int)``, a window's
   ``sum(int) OVER (...)``; a value past the type's range is 22003, as in PostgreSQL;
-* a DOUBLE to a numeric: ``avg``, ``stddev``, numeric division (the value keeps DuckDB's double
-  precision, rounded to the numeric's scale);
+* a DOUBLE to a numeric: ``avg``, numeric division. The double is rounded to the numeric's scale
+  first and converted by its shortest text (so ``617283945.56`` stays that, not the binary
+  neighbour ``617283945.5599999428``); past ~15 significant digits it keeps a double's precision;
 * a DOUBLE to a real: ``sum(real)``.
 
-Any other difference is left as DuckDB gives it, and so is every column of a query the binder does
-not bind (catalog tables, features only batch queries have): the types then are DuckDB's, as before.
+A column is cast only when the binder's output names equal the result's, in order (the binder puts a
+``USING`` join's columns first, DuckDB the left table's). Any other difference is left as DuckDB
+gives it, and so is every column of a query the binder does not bind (catalog tables, features only
+batch queries have): the types then are DuckDB's, as before. A statement's types are bound once per
+text and catalog version (`frontend.session.Session.statement_types`); a prepared statement's from
+the same text its Describe binds (parameters as typed NULLs), so its rows always come in the types
+its Describe announced. Top-level ORDER BY, LIMIT and OFFSET are left out of the binding: they do not
+change the output's types, and a LIMIT parameter (a NULL) does not bind.
 RisingWave types a batch query with the same binder as a streaming one, so its two modes cannot
 differ; this gets that for the classes above.
 """
@@ -29,44 +36,47 @@ from sqlglot import exp
 
 from frontend.binder import CatalogReader, QueryBinder
 from risingspark.errors import NumericValueOutOfRange, RisingSparkError
-from risingspark.types import DataType
+from risingspark.types import Field
 
 logger = logging.getLogger(__name__)
 
-Wanted = tuple[pa.DataType | None, ...]
+Wanted = tuple[tuple[str, pa.DataType | None], ...]  # the binder's output columns: (name, type)
 
 _INT_NAMES = {pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint"}
 
 
-def bound_sql_types(reader: CatalogReader, query: exp.Expression) -> tuple[DataType, ...] | None:
-    """The types the binder gives the query's visible output columns (as a materialized view of it
-    would have them), or None when it does not bind it."""
+def bound_sql_types(reader: CatalogReader, query: exp.Expression) -> tuple[Field, ...] | None:
+    """The binder's visible output columns of the query (as a materialized view of it would have
+    them), or None when it does not bind it."""
     try:
         bound = QueryBinder(reader).query(query.copy())
-        return tuple(f.type for f in bound.fields if not f.hidden)
-    except RisingSparkError as e:  # what a materialized view cannot do (a batch query may)
+        return tuple(f for f in bound.fields if not f.hidden)
+    except Exception as e:  # what a view cannot do (a batch query may), or the binder's own failure
         logger.debug("batch query keeps DuckDB's types: %s", e)
-    except Exception:  # the binder's own failure must not fail a query DuckDB runs
-        logger.warning("binding a batch query for its types failed; it keeps DuckDB's", exc_info=True)
     return None
 
 
 def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
-    """`bound_sql_types` as Arrow types."""
-    types = bound_sql_types(reader, query)
+    """`bound_sql_types` of the query without its top-level ORDER BY, LIMIT and OFFSET, as Arrow
+    types."""
+    query = query.copy()
+    if isinstance(query, exp.Select | exp.Union):
+        for clause in ("order", "limit", "offset"):
+            query.set(clause, None)
+    fields = bound_sql_types(reader, query)
     try:
-        return None if types is None else tuple(t.to_arrow() for t in types)
+        return None if fields is None else tuple((f.name, f.type.to_arrow()) for f in fields)
     except RisingSparkError:
         return None
 
 
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
     """`table` (a normalized result) with the columns `wanted` names cast to it, where the pair of
-    types is one of the classes the module's docstring lists."""
-    if wanted is None or len(wanted) != table.num_columns:
+    types is one of the classes the module's docstring lists; unchanged when the names differ."""
+    if wanted is None or [name for name, _ in wanted] != table.column_names:
         return table
     fields, cols, changed = [], [], False
-    for f, col, want in zip(table.schema, table.columns, wanted, strict=True):
+    for f, col, (_, want) in zip(table.schema, table.columns, wanted, strict=True):
         target = want if want is not None and _conformable(f.type, want) else None
         if target is not None:
             col = _cast(col, target)
@@ -96,6 +106,8 @@ def _conformable(got: pa.DataType, want: pa.DataType) -> bool:
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     try:
+        if pa.types.is_decimal(target):  # (rounded, then by its shortest text: not the double's binary digits)
+            col = pc.cast(pc.round(col, ndigits=target.scale, round_mode="half_towards_infinity"), pa.string())
         return pc.cast(col, target, safe=True)
     except pa.ArrowInvalid:
         if target in _INT_NAMES:

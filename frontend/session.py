@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from frontend.batch import BatchEngine, QueryContext
-from frontend.batch_types import bound_types
+from frontend.batch_types import Wanted, bound_types
 from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID
 from frontend.catalog.rewrite import RewriteContext, name_outputs
@@ -135,6 +135,9 @@ class Frontend:
         self.key_pool = ThreadPoolExecutor(2, thread_name_prefix="frontend-key")
         self.password_method = password_method
         self.plans = PlanCache()
+        # client statements' output types as the binder gives them (`Session.statement_types`)
+        self.statement_types: dict[tuple, Wanted | None] = {}
+        self.statement_types_lock = threading.Lock()
         # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
         log = DmlLog(dml_log_dir) if dml_log_dir else None
         self.dml = GroupCommit(meta, store, log, dml_flush_delay_s)
@@ -199,6 +202,8 @@ class Session:
     def __init__(self, frontend: Frontend) -> None:
         self.frontend = frontend
         self.vars = SessionVars()
+        # the client statement running (its text and parameter types: `statement_types`), None between
+        self.statement_form: tuple[str, tuple[int, ...]] | None = None
         self.user = DEFAULT_USER
         self.user_id = DEFAULT_SUPER_USER_ID
         self.database = DEFAULT_DATABASE
@@ -263,10 +268,10 @@ class Session:
             yield await self._execute(text, max(start, 0), [], [])
 
     async def describe(self, sql: str, param_oids: list[int]) -> tuple[list[int], list[ColumnDesc] | None]:
-        oids = [o or 25 for o in param_oids] + [25] * max(0, _param_count(sql) - len(param_oids))
-        text = substitute_params(sql, [None] * len(oids), oids)
+        oids, text = describe_form(sql, param_oids)
         stmt = parse_statement(text) if text.strip() else None
         self._begin_statement()
+        self.statement_form = (sql, tuple(param_oids))
         if isinstance(stmt, SqlStmt) and isinstance(stmt.ast, exp.Select | exp.Union):
             return oids, columns_of(await self._in_thread(self.result_schema, stmt.ast))
         if isinstance(stmt, ShowStmt):
@@ -421,6 +426,7 @@ class Session:
         version = self.frontend.meta.catalog_snapshot().version
         plan = plans.get(key, version)
         stmt = None
+        self.statement_form = (key.text, key.param_oids)
         if plan is None:
             plan, stmt, result = self._compile(key, version)
             if _MAY_BE_FAST.match(key.text) and len(key.text) <= MAX_CACHED_TEXT:
@@ -495,6 +501,7 @@ class Session:
         """A new statement: a cancel request or a timeout of the one before no longer applies. When
         the one before handed its event to a stream still open (a portal's rows left for a later
         Execute), the new statement gets an event of its own: cancelling it must not stop those rows."""
+        self.statement_form = None
         with self._cancel_lock:
             self._statement_seq += 1
             if self._cancel_shared:
@@ -644,7 +651,7 @@ class Session:
         binder's types, where DuckDB's differ (`frontend.batch_types`)."""
         meta = self.frontend.meta
         reader = self.catalog_reader()
-        types = bound_types(reader, query) if typed else None
+        types = self.statement_types(query, reader) if typed else None
         version = meta.pin_version()
         try:
             return self.frontend.engine.run(query, self._query_context(reader, version), cancel=self.cancel_event,
@@ -658,7 +665,7 @@ class Session:
         it closes."""
         meta = self.frontend.meta
         reader = self.catalog_reader()
-        types = bound_types(reader, query)
+        types = self.statement_types(query, reader)
         version = meta.pin_version()
         try:
             result = self.frontend.engine.stream(query, self._query_context(reader, version), cancel=self.cancel_event,
@@ -691,6 +698,30 @@ class Session:
         rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
         return QueryContext(reader, version, self.database, self.user, system_rows, rewrite,
                             int(self.vars.get("rw_batch_stream_min_bytes")))
+
+    def statement_types(self, query: exp.Expression, reader: CatalogReader) -> Wanted | None:
+        """The binder's output types of the client's current statement (`frontend.batch_types`),
+        bound once per text, parameter types and catalog version: from the statement's Describe
+        form (parameters as typed NULLs), so a prepared statement's rows and its Describe agree;
+        `query` itself when the session runs no client statement (`statement_form` unset)."""
+        form = self.statement_form
+        if form is None:
+            return bound_types(reader, query)
+        key = (*form, reader.snapshot.version, self.database, self.vars.search_path_key())
+        frontend = self.frontend
+        with frontend.statement_types_lock:
+            if key in frontend.statement_types:
+                return frontend.statement_types[key]
+        _, text = describe_form(form[0], list(form[1]))
+        stmt = parse_statement(text) if text.strip() else None
+        types = bound_types(reader, stmt.ast) if isinstance(stmt, SqlStmt) else None
+        if len(form[0]) > MAX_CACHED_TEXT:
+            return types
+        with frontend.statement_types_lock:
+            if len(frontend.statement_types) >= STATEMENT_TYPES_CACHED:  # (the oldest entry goes)
+                del frontend.statement_types[next(iter(frontend.statement_types))]
+            frontend.statement_types[key] = types
+        return types
 
     def result_schema(self, query: exp.Expression) -> pa.Table:
         """The (empty) result of a SELECT, computed without reading a relation or running it:
@@ -820,6 +851,16 @@ def _insert_template(text: str) -> FastInsert | None:
     except RisingSparkError:
         return None
     return stmt if isinstance(stmt, FastInsert) else None
+
+
+STATEMENT_TYPES_CACHED = 4096  # statements whose output types a frontend keeps
+
+
+def describe_form(sql: str, param_oids: list[int]) -> tuple[list[int], str]:
+    """A statement's parameter types as Describe announces them (unspecified ones text) and its text
+    with typed NULLs for the parameters, which Describe plans."""
+    oids = [o or 25 for o in param_oids] + [25] * max(0, _param_count(sql) - len(param_oids))
+    return oids, substitute_params(sql, [None] * len(oids), oids)
 
 
 def substitute_params(sql: str, params: list[Any], oids: list[int]) -> str:

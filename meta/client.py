@@ -78,8 +78,10 @@ class MetaSession:
         deadline = time.monotonic() + retry_s
         while True:
             try:
+                # (registering again, a frontend asks for the row id slot it has: `ClusterManager.register`)
                 info = self.rpc.call("register", self.kind, self.address, self.resource_group, self.parallelism,
-                                     os.getpid(), retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
+                                     os.getpid(), self.id_slot,
+                                     retry_s=min(10.0, max(0.0, deadline - time.monotonic())))
                 break
             except ServiceUnavailable as e:
                 if time.monotonic() >= deadline:

@@ -70,13 +70,16 @@ class ClusterManager:
 
     # ---- workers ------------------------------------------------------------------------------
     def register(self, kind: str, address: str, resource_group: str = DEFAULT_RESOURCE_GROUP,
-                 parallelism: int = 0, pid: int = 0) -> WorkerNode:
+                 parallelism: int = 0, pid: int = 0, id_slot: int = 0) -> WorkerNode:
+        """A new worker. A frontend that registers again asks for the row id slot it had
+        (`id_slot`), which it keeps when no live frontend holds it (after a new meta took over,
+        frontends keep their slots whatever order they come back in)."""
         if kind not in WORKER_KINDS:
             raise ValueError(f"unknown worker kind {kind!r}")
         with self._store.transaction() as tx:
             node_id = next_ids(tx.conn, "worker_node")
         with self._lock:
-            slot = self._free_id_slot(node_id) if kind == "frontend" else 0
+            slot = self._free_id_slot(node_id, id_slot) if kind == "frontend" else 0
             node = WorkerNode(node_id, kind, address, resource_group or DEFAULT_RESOURCE_GROUP, parallelism,
                               time.time(), pid, slot)
             self._nodes[node_id] = node
@@ -87,14 +90,17 @@ class ClusterManager:
             fn(node)
         return node
 
-    def _free_id_slot(self, node_id: int) -> int:
+    def _free_id_slot(self, node_id: int, wanted: int = 0) -> int:
         """The row id slot of a new frontend (`risingspark.sequence`: ids carry it in their low
         bits, 1..1023; 0 is the playground's, which does not register): no live frontend holds it.
         The search starts at the slot the node id points at, cyclically, so a slot freed by a
         frontend that left (or that meta declared dead while it may still be running) comes back
-        last, after every slot freed before it. Called under the lock."""
+        last, after every slot freed before it. A frontend registering again gets the slot it had
+        (`wanted`) when no live frontend holds it. Called under the lock."""
         slots = (1 << NODE_BITS) - 1
         held = {n.id_slot for n in self._nodes.values() if n.kind == "frontend"}
+        if 1 <= wanted <= slots and wanted not in held:
+            return wanted
         for step in range(slots):
             slot = 1 + (node_id - 1 + step) % slots
             if slot not in held:

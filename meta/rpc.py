@@ -75,8 +75,8 @@ class MetaRpc:
         return [n.address for n in self.cluster.workers("compute", DEFAULT_RESOURCE_GROUP)]
 
     def register(self, kind: str, address: str, resource_group: str, parallelism: int,
-                 pid: int = 0) -> dict[str, Any]:
-        node = self.cluster.register(kind, address, resource_group, parallelism, pid)
+                 pid: int = 0, id_slot: int = 0) -> dict[str, Any]:
+        node = self.cluster.register(kind, address, resource_group, parallelism, pid, id_slot)
         return {"node_id": node.id, "object_store_url": self.object_store_url, "id_slot": node.id_slot}
 
     def _release(self, node: WorkerNode) -> None:

@@ -108,7 +108,7 @@ def output_name(node: Any) -> str:
         return node.alias
     if isinstance(node, exp.Column):
         return node.name if node.this.quoted else node.name.lower()
-    if isinstance(node, exp.Paren):
+    if isinstance(node, exp.Paren | exp.Window):  # (a window call is named after its function)
         return output_name(node.this)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
         return output_name(node.expression)
@@ -141,9 +141,10 @@ def _type_name(to: exp.Expression) -> str:
 
 
 def name_outputs(query: exp.Expression) -> exp.Expression:
-    """Alias unaliased select items of the outermost SELECT(s) with Postgres' names."""
-    selects = [query] if isinstance(query, exp.Select) else \
-        [s for s in query.find_all(exp.Select) if s.parent is None or isinstance(s.parent, exp.Union)]
+    """Alias unaliased select items with Postgres' names: of the outermost SELECT(s), and of those
+    whose columns are named by a query around them (a subquery in FROM, a CTE: ``SELECT s.count FROM
+    (SELECT count(*) FROM t) s`` reads the column Postgres names ``count``)."""
+    selects = [s for s in query.find_all(exp.Select) if _names_columns(s)]
     for sel in selects:
         items: list[exp.Expression] = []
         for e in sel.expressions:
@@ -153,6 +154,18 @@ def name_outputs(query: exp.Expression) -> exp.Expression:
                 items.append(cast(exp.Expression, exp.alias_(e, output_name(e), quoted=True)))
         sel.set("expressions", items)
     return query
+
+
+def _names_columns(sel: exp.Select) -> bool:
+    """Whether a SELECT's output names are seen: the statement's, a set operation's branch of one, or
+    the body of a subquery in FROM or of a CTE (not a scalar, IN or EXISTS subquery's)."""
+    node: exp.Expression = sel
+    while isinstance(node.parent, exp.Union | exp.Intersect | exp.Except):
+        node = node.parent
+    parent = node.parent
+    if parent is None or isinstance(parent, exp.CTE):
+        return True
+    return isinstance(parent, exp.Subquery) and isinstance(parent.parent, exp.From | exp.Join)
 
 
 # ---- rules --------------------------------------------------------------------------------------------

@@ -82,8 +82,8 @@ def _query_fields(session: Session, query: exp.Expression, names: list[str] | No
     # the types a materialized view of the query would have (Postgres': sum(int) is bigint); beyond
     # what materialized views support, the batch engine's
     bound = bound_sql_types(session.catalog_reader(), query)
-    if bound is not None and len(bound) == len(types):
-        types = list(bound)
+    if bound is not None and [f.name for f in bound] == [c.name for c in cols]:
+        types = [f.type for f in bound]
     fields: list[Field] = []
     for name, t in zip(out_names, types, strict=True):
         if any(x.name == name for x in fields):

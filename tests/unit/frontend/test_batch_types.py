@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 
 import pyarrow as pa
@@ -21,33 +22,39 @@ def table(**cols: pa.Array) -> pa.Table:
 
 
 def test_a_hugeint_sum_becomes_the_bigint_postgresql_gives():
-    t = conform(table(s=pa.array([Decimal(3), None], pa.decimal128(38, 0))), (pa.int64(),))
+    t = conform(table(s=pa.array([Decimal(3), None], pa.decimal128(38, 0))), (("s", pa.int64()),))
     assert t.schema.types == [pa.int64()] and t.column(0).to_pylist() == [3, None]
 
 
 def test_a_double_average_becomes_a_numeric_rounded_to_its_scale():
-    t = conform(table(a=pa.array([1 / 3, 1.5])), (NUMERIC,))
+    t = conform(table(a=pa.array([1 / 3, 2 / 3, 1.5, 617283945.56, -5e-11])), (("a", NUMERIC),))
     assert t.schema.types == [NUMERIC]
-    assert t.column(0).to_pylist() == [Decimal("0.3333333333"), Decimal("1.5000000000")]
+    # rounded half away from zero, and by the double's shortest text: not its binary neighbour
+    # (617283945.56 as a double is 617283945.55999994277...)
+    assert t.column(0).to_pylist() == [Decimal("0.3333333333"), Decimal("0.6666666667"), Decimal("1.5"),
+                                       Decimal("617283945.56"), Decimal("-1E-10")]
 
 
 def test_a_double_sum_of_reals_becomes_a_real():
-    assert conform(table(s=pa.array([2.0])), (pa.float32(),)).schema.types == [pa.float32()]
+    assert conform(table(s=pa.array([2.0])), (("s", pa.float32()),)).schema.types == [pa.float32()]
 
 
 def test_a_sum_past_bigint_is_22003_as_in_postgresql():
     with pytest.raises(NumericValueOutOfRange, match="bigint out of range") as e:
-        conform(table(s=pa.array([Decimal(2**63)], pa.decimal128(38, 0))), (pa.int64(),))
+        conform(table(s=pa.array([Decimal(2**63)], pa.decimal128(38, 0))), (("s", pa.int64()),))
     assert e.value.sqlstate == "22003"
 
 
 def test_other_differences_and_unbound_queries_keep_duckdbs_types():
     t = table(v=pa.array(["1"]), d=pa.array([1.5]), i=pa.array([1], pa.int32()))
     # a string is not cast to an integer, a double not to a bigint, an integer not to a double
-    assert conform(t, (pa.int64(), pa.int64(), pa.float64())) is t
+    assert conform(t, (("v", pa.int64()), ("d", pa.int64()), ("i", pa.float64()))) is t
     assert conform(t, None) is t
-    assert conform(t, (pa.int64(),)) is t  # the binder's column count differs: nothing is cast
-    assert conform_schema(t.schema, (None, NUMERIC, None)).types == [pa.string(), NUMERIC, pa.int32()]
+    assert conform(t, (("v", pa.int64()),)) is t  # the binder's columns differ: nothing is cast
+    # the same columns in another order (a USING join's, as the binder orders them): nothing is cast
+    assert conform(t, (("d", NUMERIC), ("v", None), ("i", None))) is t
+    assert conform_schema(t.schema, (("v", None), ("d", NUMERIC), ("i", None))).types == \
+        [pa.string(), NUMERIC, pa.int32()]
 
 
 QUERY = "SELECT customer, sum(customer) AS s, avg(amount) AS a, avg(customer) AS ai, count(*) AS n FROM orders " \
@@ -76,3 +83,48 @@ def test_a_query_the_binder_cannot_type_runs_with_duckdbs_types(monkeypatch):
     monkeypatch.setattr(QueryBinder, "query", broken)
     out = session.run_batch(session.parse_sql(QUERY), typed=True)
     assert out.schema.types[1] == pa.decimal128(38, 0)  # ran, in DuckDB's types
+
+
+def test_a_using_join_star_is_not_cast_column_by_column():
+    """The binder lists a USING join's columns first; DuckDB keeps the left table's order."""
+    session = make_session()
+    query = "SELECT * FROM orders JOIN summary USING (customer)"
+    assert session.run_batch(session.parse_sql(query), typed=True).schema.types == \
+        session.run_batch(session.parse_sql(query)).schema.types
+
+
+def test_a_prepared_statement_runs_in_the_types_its_describe_announced():
+    """Execute binds the text Describe bound (parameters as typed NULLs), not the text with the
+    values: a LIMIT parameter or an untyped one would bind in one and not in the other."""
+    session = make_session()
+
+    async def cycle(text: str, oids: list[int], params: list) -> tuple[list[int], list[int]]:
+        _, described = await session.describe(text, oids)
+        result = await session.execute(text, oids, params)
+        return [c.type_oid for c in described or []], [c.type_oid for c in result.columns or []]
+
+    for text, oids, params in [
+            ("SELECT customer, sum(customer) AS s, avg(amount) AS a FROM orders GROUP BY customer LIMIT $1",
+             [20], [5]),
+            ("SELECT customer, sum(customer) AS s FROM orders WHERE customer > $1 GROUP BY customer", [0], ["3"]),
+            ("SELECT customer, sum(customer) AS s FROM orders WHERE customer > $1 GROUP BY customer", [23], [3])]:
+        described, executed = asyncio.run(cycle(text, oids, params))
+        assert described == executed, text
+    # a statement whose Describe binds: PostgreSQL's types at both
+    assert executed == [23, 20]
+
+
+def test_columns_are_named_as_postgresql_names_them_in_subqueries_and_windows():
+    """The names the binder's types are matched by: a window call is named after its function, and
+    a derived table's or a CTE's unaliased items get PostgreSQL's names (before, DuckDB's:
+    ``count_star()``, ``avg(amount)``)."""
+    session = make_session()
+    for text, names in [("SELECT s.count FROM (SELECT count(*) FROM orders) s", ["count"]),
+                        ("WITH c AS (SELECT customer, avg(amount) FROM orders GROUP BY customer) SELECT * FROM c",
+                         ["customer", "avg"]),
+                        ("SELECT id, sum(customer) OVER (), row_number() OVER (ORDER BY id) FROM orders",
+                         ["id", "sum", "row_number"])]:
+        assert session.run_batch(session.parse_sql(text), typed=True).column_names == names, text
+    out = session.run_batch(session.parse_sql("SELECT * FROM (SELECT customer, sum(customer) FROM orders "
+                                              "GROUP BY customer) s"), typed=True)
+    assert out.schema.types == [pa.int32(), pa.int64()]

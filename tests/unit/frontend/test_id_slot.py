@@ -15,9 +15,11 @@ class FakeRpc:
 
     def __init__(self, infos: list[dict]) -> None:
         self.infos = infos
+        self.asked: list[int] = []  # the slot each registration asked for
 
     def call(self, name: str, *args, **kwargs):
         assert name == "register"
+        self.asked.append(args[5])
         return self.infos.pop(0)
 
 
@@ -44,9 +46,10 @@ def test_ids_take_meta_slot_at_registration_and_again_after_it():
         def sync(self) -> None:
             synced.append(True)
 
-    session.register()  # meta did not know this frontend any more
+    session.register()  # meta did not know this frontend any more: it asks for its slot again
     _registered_again(session, Meta())
-    assert slot_of_new_ids() == {12} and synced == [True]
+    assert session.rpc.asked == [0, 9]
+    assert slot_of_new_ids() == {12} and synced == [True]  # (meta gave another: the frontend takes it)
 
 
 def test_a_meta_without_slots_gives_the_slot_of_the_node_id():

@@ -81,3 +81,18 @@ def test_a_freed_slot_comes_back_last_and_a_full_cluster_refuses_a_frontend(tmp_
         cluster.register("frontend", "http://one-too-many")
     cluster.unregister(last.id)
     assert cluster.register("frontend", "http://again").id_slot == last.id_slot
+
+
+def test_a_frontend_registering_again_keeps_its_slot_when_it_is_free(tmp_path):
+    """After a new meta took over (no frontend known), frontends come back in any order: each asks
+    for the slot it had, and a new frontend does not take one of theirs first."""
+    old = _cluster(tmp_path)
+    a, b = old.register("frontend", "http://a"), old.register("frontend", "http://b")
+    new = _cluster(tmp_path)  # (the same store: node ids go on)
+    newcomer = new.register("frontend", "http://c")
+    assert newcomer.id_slot not in (a.id_slot, b.id_slot)
+    assert new.register("frontend", "http://b", id_slot=b.id_slot).id_slot == b.id_slot
+    assert new.register("frontend", "http://a", id_slot=a.id_slot).id_slot == a.id_slot
+    # a slot another live frontend holds is not given twice
+    assert new.register("frontend", "http://d", id_slot=a.id_slot).id_slot not in (a.id_slot, b.id_slot,
+                                                                                   newcomer.id_slot)

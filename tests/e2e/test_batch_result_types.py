@@ -21,14 +21,18 @@ QUERIES = [
     "SELECT g, sum(i) AS si, avg(i) AS ai, count(*) AS c, min(s) AS lo, max(b) AS hi FROM {t} GROUP BY g",
     "SELECT g, sum(i) * 2 AS twice, sum(i) + 1 AS plus FROM {t} WHERE k > 10 GROUP BY g HAVING count(*) > 3",
     "SELECT k, sum(i) OVER (PARTITION BY g) AS w FROM {t} WHERE k <= 50",
+    "SELECT k, sum(i) OVER (PARTITION BY g), avg(n) OVER (PARTITION BY g) FROM {t} WHERE k <= 50 ORDER BY k LIMIT 20",
+    "SELECT a.k, s.* FROM {t} AS a JOIN (SELECT g, sum(i) AS si, avg(b) FROM {t} GROUP BY g) AS s ON a.g = s.g "
+    "WHERE a.k < 30",
 ]
 
 
-def types_and_rows(conn: psycopg.Connection, query: str, *, prepare: bool = False) -> tuple[list[int], list[tuple]]:
+def types_and_rows(conn: psycopg.Connection, query: str, *, prepare: bool = False
+                   ) -> tuple[list[tuple[str, int]], list[tuple]]:
     cur = conn.cursor()
     cur.execute(query, prepare=prepare)
-    oids = [d.type_code for d in cur.description]
-    return oids, rows_of_cursor(cur)
+    columns = [(d.name, d.type_code) for d in cur.description]
+    return columns, rows_of_cursor(cur)
 
 
 def rows_of_cursor(cur: psycopg.Cursor) -> list[tuple]:
@@ -77,7 +81,7 @@ def test_a_streamed_result_has_postgresqls_types(playground: PlaygroundProcess, 
         conn.execute("FLUSH")
         try:
             got, want = types_and_rows(conn, query), types_and_rows(pg, query)
-            assert got[0] == want[0] == [23, 20, 1700]
+            assert got[0] == want[0] == [("k", 23), ("w", 20), ("a", 1700)]
             assert len(got[1]) == 70_000 and got[1] == want[1]
             assert rows_of(conn, "SELECT count(*) FROM bt_big") == [(70_000,)]
         finally:
