@@ -14,8 +14,10 @@ type is in one of those classes is cast to the binder's type (`conform`):
   neighbour ``617283945.5599999428``); past ~15 significant digits it keeps a double's precision;
 * a DOUBLE to a real: ``sum(real)``.
 
-A column is cast only when the binder's output names equal the result's, in order (the binder puts a
-``USING`` join's columns first, DuckDB the left table's). Any other difference is left as DuckDB
+A column is cast only when the binder's output names equal the result's. When they are the same
+distinct names in another order, the result takes the binder's order: ``SELECT *`` over a USING or
+NATURAL join lists the join columns first in PostgreSQL (and the binder), in the left table's order
+in DuckDB. Any other difference is left as DuckDB
 gives it, and so is every column of a query the binder does not bind (catalog tables, features only
 batch queries have): the types then are DuckDB's, as before. A statement's types are bound once per
 text and catalog version (`frontend.session.Session.statement_types`); a prepared statement's from
@@ -72,9 +74,17 @@ def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
 
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
     """`table` (a normalized result) with the columns `wanted` names cast to it, where the pair of
-    types is one of the classes the module's docstring lists; unchanged when the names differ."""
-    if wanted is None or [name for name, _ in wanted] != table.column_names:
+    types is one of the classes the module's docstring lists; unchanged when the names differ. When
+    they are the same distinct names in another order (``SELECT *`` over a USING or NATURAL join:
+    PostgreSQL and the binder list the join columns first, DuckDB in the left table's order), the
+    columns are put in the binder's order first."""
+    if wanted is None:
         return table
+    names = [name for name, _ in wanted]
+    if names != table.column_names:
+        if sorted(names) != sorted(table.column_names) or len(set(names)) != len(names):
+            return table
+        table = table.select(names)
     fields, cols, changed = [], [], False
     for f, col, (_, want) in zip(table.schema, table.columns, wanted, strict=True):
         target = want if want is not None and _conformable(f.type, want) else None
