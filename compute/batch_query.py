@@ -11,7 +11,9 @@ session of its own (`SparkSession.newSession`: one query's views are invisible t
 the epoch rounds sharing the application), and its rows come back as Arrow.
 
 The query's Spark jobs run in a job group of their own: a cancel (the client's CancelRequest, or the
-statement timeout) cancels the group, and the query fails with 57014. Spark's errors become
+statement timeout) cancels the group, and the query fails with 57014. Tasks inside a nested-loop join
+or a cartesian product do not stop at a cancel (their loops check no interruption); auto mode sends
+such a query back to local mode (`uncancellable_operator`), where DuckDB's interrupt stops it. Spark's errors become
 PostgreSQL's where they mean the same (division by zero, overflow, invalid input); a query Spark
 cannot analyze fails with `NotDistributable` (0A000), which the frontend's auto mode answers by
 running the query locally instead.
@@ -27,7 +29,7 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from risingspark.batch_query import BatchRelation, NotDistributable
+from risingspark.batch_query import BatchRelation, NotDistributable, uncancellable_in
 from risingspark.errors import (
     DivisionByZero,
     InternalError,
@@ -98,16 +100,22 @@ class SparkBatchRunner:
         finally:
             _drop_views(session, relations)
 
-    def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None) -> pa.Table:
-        """The query's rows; raises QueryCanceled once `cancel` is set (its Spark jobs cancelled)."""
+    def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None,
+            cancellable: bool = False) -> pa.Table:
+        """The query's rows; raises QueryCanceled once `cancel` is set (its Spark jobs cancelled).
+        With `cancellable` (auto mode, which can run the query locally instead), a plan whose tasks a
+        cancel would not stop (`uncancellable_operator`) fails with `NotDistributable` first."""
         session = self._session(relations)
         try:
-            return self._run(session, sql, cancel)
+            return self._run(session, sql, cancel, cancellable)
         finally:
             _drop_views(session, relations)
 
-    def _run(self, session, sql: str, cancel: threading.Event | None) -> pa.Table:
+    def _run(self, session, sql: str, cancel: threading.Event | None, cancellable: bool = False) -> pa.Table:
         df = self._analyzed(session, sql)
+        if cancellable and (operator := uncancellable_operator(df)) is not None:
+            raise NotDistributable(f"distributed query mode cannot cancel this query: Spark's {operator} does not "
+                                   "stop its tasks at a cancel")
         sc = self.spark.sparkContext
         group = f"risingspark-batch-{uuid.uuid4().hex[:12]}"
         done = threading.Event()
@@ -149,6 +157,13 @@ class SparkBatchRunner:
             raise _translate(e) from None
 
 
+def uncancellable_operator(df) -> str | None:
+    """The first operator of `df`'s physical plan whose tasks a cancel does not stop
+    (`risingspark.batch_query.UNCANCELLABLE_OPERATORS`), or None. (The plan is made once: collecting
+    `df` afterwards reuses it.)"""
+    return uncancellable_in(df._jdf.queryExecution().executedPlan().toString())
+
+
 def _drop_views(session, relations: list[BatchRelation]) -> None:
     """The query's temporary views go with it (its session is dropped too, but the JVM frees it only
     when the Python side's reference is collected)."""
@@ -175,7 +190,7 @@ class BatchQueryService:
     def methods(self) -> dict:
         return {"run_batch_query": self.run, "cancel_batch_query": self.cancel, "explain_batch_query": self.explain}
 
-    def run(self, query_id: str, sql: str, relations: list[BatchRelation]) -> bytes:
+    def run(self, query_id: str, sql: str, relations: list[BatchRelation], cancellable: bool = False) -> bytes:
         cancel = threading.Event()
         with self._lock:
             self._running[query_id] = cancel
@@ -184,7 +199,7 @@ class BatchQueryService:
                 cancel.set()
         try:
             with self._slots:
-                table = self.runner.run(sql, relations, cancel)
+                table = self.runner.run(sql, relations, cancel, cancellable)
         finally:
             with self._lock:
                 self._running.pop(query_id, None)

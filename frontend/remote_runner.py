@@ -49,7 +49,8 @@ class RemoteBatchRunner:
     def explain(self, sql: str, relations: list[BatchRelation]) -> str:
         return self._node().call("explain_batch_query", sql, relations)
 
-    def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None) -> pa.Table:
+    def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None,
+            cancellable: bool = False) -> pa.Table:
         node, query_id = self._node(), uuid.uuid4().hex
         done = threading.Event()
 
@@ -65,7 +66,9 @@ class RemoteBatchRunner:
         watcher = threading.Thread(target=watch, name="remote-batch-cancel", daemon=True)
         watcher.start()
         try:
-            data = node.call("run_batch_query", query_id, sql, relations, timeout_s=None)
+            # (the flag only when set: a compute node older than it takes the call without it)
+            args = (query_id, sql, relations, *((True,) if cancellable else ()))
+            data = node.call("run_batch_query", *args, timeout_s=None)
         finally:
             done.set()
             watcher.join()

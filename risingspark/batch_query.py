@@ -30,6 +30,17 @@ class BatchRelation:
     columns: tuple[str, ...]
 
 
+# Spark's physical operators whose task loops check no interruption: a cancelled job's tasks in them
+# run to their end (SPARK-33409 proposed the check for the nested-loop join and was not merged). Auto
+# mode runs a query whose plan has one locally (`compute.batch_query.uncancellable_operator`).
+UNCANCELLABLE_OPERATORS = ("BroadcastNestedLoopJoin", "CartesianProduct")
+
+
+def uncancellable_in(plan: str) -> str | None:
+    """The first such operator a Spark physical plan's text names, or None."""
+    return next((op for op in UNCANCELLABLE_OPERATORS if op in plan), None)
+
+
 class NotDistributable(FeatureNotSupported):
     """The query cannot run in distributed mode: it reads something Spark is not given (a system
     table, a view) or uses a form Spark cannot analyze (the message says which)."""

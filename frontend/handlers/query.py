@@ -19,7 +19,7 @@ from frontend.distributed import choose_distributed, compile_for_spark, input_by
 from frontend.key_query import match_key_query
 from frontend.pgwire.api import ColumnDesc, StatementResult
 from frontend.pgwire.row_stream import RowStream
-from risingspark.batch_query import NotDistributable
+from risingspark.batch_query import NotDistributable, uncancellable_in
 from risingspark.errors import FeatureNotSupported, InternalError, ServiceUnavailable
 from risingspark.types import VARCHAR
 
@@ -55,7 +55,8 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
             return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
         schema = session.result_schema(query).schema
         try:
-            rows = runner.run(compiled.sql, compiled.relations, session.cancel_event)
+            # auto mode: a query Spark could not stop at a cancel runs locally (`compute.batch_query`)
+            rows = runner.run(compiled.sql, compiled.relations, session.cancel_event, cancellable=mode == "auto")
         except (FeatureNotSupported, InternalError, ServiceUnavailable) as e:
             # no compute node, or one Spark cannot run it with (errors cross RPC by SQLSTATE: a
             # NotDistributable raised there arrives as FeatureNotSupported)
@@ -107,8 +108,13 @@ def _plan_lines(session: Session, query: exp.Expression) -> list[str]:
             else:
                 reason = f"inputs {compiled.input_bytes} bytes"
             if distributed:
-                return [f"Distributed mode: Spark ({reason})", f"Spark SQL: {compiled.sql}",
-                        *runner.explain(compiled.sql, compiled.relations).splitlines()]
+                plan = runner.explain(compiled.sql, compiled.relations)
+                operator = uncancellable_in(plan) if mode == "auto" else None
+                if operator is None:
+                    return [f"Distributed mode: Spark ({reason})", f"Spark SQL: {compiled.sql}", *plan.splitlines()]
+                # (as `run_query` does: Spark's tasks would not stop at a cancel)
+                return [f"Local mode: DuckDB over the relations read at the pinned version (Spark's {operator} "
+                        "does not stop at a cancel)"]
         finally:
             meta.unpin_version(version)
     elif mode == "distributed":

@@ -19,9 +19,11 @@ class Runner:
 
     def __init__(self) -> None:
         self.started = threading.Event()
+        self.cancellable: list[bool] = []
 
-    def run(self, sql: str, relations: list, cancel: threading.Event) -> pa.Table:
+    def run(self, sql: str, relations: list, cancel: threading.Event, cancellable: bool = False) -> pa.Table:
         self.started.set()
+        self.cancellable.append(cancellable)
         if sql == "wait":
             while not cancel.wait(0.01):
                 pass
@@ -34,9 +36,12 @@ class Runner:
 
 
 def test_rows_as_an_arrow_stream():
-    service = BatchQueryService(Runner())  # type: ignore[arg-type]
+    runner = Runner()
+    service = BatchQueryService(runner)  # type: ignore[arg-type]
     data = service.methods()["run_batch_query"]("q1", "select", [])
     assert pa.ipc.open_stream(pa.py_buffer(data)).read_all().to_pylist() == [{"n": 7}]
+    service.methods()["run_batch_query"]("q2", "select", [], True)  # (auto mode's frontend sends the flag)
+    assert runner.cancellable == [False, True]
     assert service.methods()["explain_batch_query"]("x", []) == "plan of x"
 
 

@@ -17,7 +17,7 @@ from frontend.distributed import (
     input_bytes,
     is_heavy,
 )
-from frontend.handlers.query import run_query
+from frontend.handlers.query import explain_query, run_query
 from frontend.parser import DIALECT
 from risingspark.batch_query import NotDistributable
 from risingspark.errors import FeatureNotSupported, InvalidParameterValue
@@ -117,7 +117,7 @@ class FailingRunner:
     def __init__(self) -> None:
         self.calls = 0
 
-    def run(self, sql, relations, cancel=None):
+    def run(self, sql, relations, cancel=None, cancellable=False):
         self.calls += 1
         raise FeatureNotSupported("distributed query mode cannot run this query: [UNRESOLVED_ROUTINE]")
 
@@ -126,8 +126,13 @@ class FailingRunner:
 
 
 class CountRunner(FailingRunner):
-    def run(self, sql, relations, cancel=None):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancellable: list[bool] = []
+
+    def run(self, sql, relations, cancel=None, cancellable=False):
         self.calls += 1
+        self.cancellable.append(cancellable)
         return pa.table({"count": pa.array([5], pa.int32())})  # Spark's type, not local mode's
 
 
@@ -151,3 +156,33 @@ def test_distributed_rows_come_in_local_mode_types():
     rows = run_query(session, parse("SELECT count(*) FROM orders"))
     assert rows.schema == session.result_schema(parse("SELECT count(*) FROM orders")).schema
     assert rows.schema.field("count").type == pa.int64() and rows.to_pylist() == [{"count": 5}]
+
+
+def test_auto_mode_asks_for_a_query_spark_can_cancel(monkeypatch):
+    """Auto mode can run a query locally instead, so it asks the compute node to refuse a plan whose
+    tasks a cancel would not stop (a nested-loop join); distributed mode runs whatever Spark plans."""
+    monkeypatch.setattr("frontend.distributed.DISTRIBUTED_MIN_BYTES", 0)
+    session = make_session()
+    runner = CountRunner()
+    session.frontend.distributed = runner
+    query = parse("SELECT count(*) FROM orders a, orders b WHERE a.id < b.id")
+    run_query(session, query)
+    session.vars.set("query_mode", "distributed")
+    run_query(session, query)
+    assert runner.cancellable == [True, False]
+
+
+class NestedLoopRunner(CountRunner):
+    def explain(self, sql, relations):
+        return "== Physical Plan ==\nBroadcastNestedLoopJoin BuildRight, Inner, (id#1 < id#2)"
+
+
+def test_explain_says_where_auto_mode_runs_a_nested_loop_join(monkeypatch):
+    monkeypatch.setattr("frontend.distributed.DISTRIBUTED_MIN_BYTES", 0)
+    session = make_session()
+    session.frontend.distributed = NestedLoopRunner()
+    query = parse("SELECT count(*) FROM orders a, orders b WHERE a.id < b.id")
+    lines = [r[0] for r in explain_query(session, query).rows]
+    assert lines[0].startswith("Local mode: DuckDB") and "BroadcastNestedLoopJoin" in lines[0]
+    session.vars.set("query_mode", "distributed")  # (run as asked: Spark plans it)
+    assert [r[0] for r in explain_query(session, query).rows][0].startswith("Distributed mode: Spark")
