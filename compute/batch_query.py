@@ -113,9 +113,14 @@ class SparkBatchRunner:
 
     def _run(self, session, sql: str, cancel: threading.Event | None, cancellable: bool = False) -> pa.Table:
         df = self._analyzed(session, sql)
-        if cancellable and (operator := uncancellable_operator(df)) is not None:
-            raise NotDistributable(f"distributed query mode cannot cancel this query: Spark's {operator} does not "
-                                   "stop its tasks at a cancel")
+        if cancellable:
+            try:
+                operator = uncancellable_operator(df)
+            except Exception as e:
+                raise _translate(e) from None
+            if operator is not None:
+                raise NotDistributable(f"distributed query mode cannot cancel this query: Spark's {operator} does "
+                                       "not stop its tasks at a cancel")
         sc = self.spark.sparkContext
         group = f"risingspark-batch-{uuid.uuid4().hex[:12]}"
         done = threading.Event()

@@ -14,10 +14,11 @@ type is in one of those classes is cast to the binder's type (`conform`):
   neighbour ``617283945.5599999428``); past ~15 significant digits it keeps a double's precision;
 * a DOUBLE to a real: ``sum(real)``.
 
-A column is cast only when the binder's output names equal the result's. When they are the same
-distinct names in another order, the result takes the binder's order: ``SELECT *`` over a USING or
-NATURAL join lists the join columns first in PostgreSQL (and the binder), in the left table's order
-in DuckDB. Any other difference is left as DuckDB
+A column is cast only when the binder's output names equal the result's, in order. (``SELECT *``
+over a USING or NATURAL join lists the join columns first in PostgreSQL and the binder, in the left
+table's order in DuckDB: such a result keeps DuckDB's order and types. Reordering the result would
+not do: an ``ORDER BY 1`` or a UNION inside the query already used DuckDB's order; the star must be
+expanded in the SQL DuckDB runs.) Any other difference is left as DuckDB
 gives it, and so is every column of a query the binder does not bind (catalog tables, features only
 batch queries have): the types then are DuckDB's, as before. A statement's types are bound once per
 text and catalog version (`frontend.session.Session.statement_types`); a prepared statement's from
@@ -74,17 +75,9 @@ def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
 
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
     """`table` (a normalized result) with the columns `wanted` names cast to it, where the pair of
-    types is one of the classes the module's docstring lists; unchanged when the names differ. When
-    they are the same distinct names in another order (``SELECT *`` over a USING or NATURAL join:
-    PostgreSQL and the binder list the join columns first, DuckDB in the left table's order), the
-    columns are put in the binder's order first."""
-    if wanted is None:
+    types is one of the classes the module's docstring lists; unchanged when the names differ."""
+    if wanted is None or [name for name, _ in wanted] != table.column_names:
         return table
-    names = [name for name, _ in wanted]
-    if names != table.column_names:
-        if sorted(names) != sorted(table.column_names) or len(set(names)) != len(names):
-            return table
-        table = table.select(names)
     fields, cols, changed = [], [], False
     for f, col, (_, want) in zip(table.schema, table.columns, wanted, strict=True):
         target = want if want is not None and _conformable(f.type, want) else None

@@ -5,6 +5,7 @@ between them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from risingspark.errors import FeatureNotSupported
@@ -36,9 +37,23 @@ class BatchRelation:
 UNCANCELLABLE_OPERATORS = ("BroadcastNestedLoopJoin", "CartesianProduct")
 
 
+_PLAN_NODE = re.compile(r"^[\s:+|\-]*(?:\*\(\d+\)\s*)?(\w+)")  # a plan line's operator: "+- *(2) Name ..."
+
+
 def uncancellable_in(plan: str) -> str | None:
-    """The first such operator a Spark physical plan's text names, or None."""
-    return next((op for op in UNCANCELLABLE_OPERATORS if op in plan), None)
+    r"""The first such operator of a Spark physical plan's text (the operator each line starts
+    with: a literal or a column of that name does not count), or None.
+
+    >>> uncancellable_in("*(2) HashAggregate(keys=[])\n+- BroadcastNestedLoopJoin BuildRight, Inner")
+    'BroadcastNestedLoopJoin'
+    >>> uncancellable_in("Project [CartesianProduct#1]\n+- Scan ExistingRDD[CartesianProduct#1]") is None
+    True
+    """
+    for line in plan.splitlines():
+        m = _PLAN_NODE.match(line)
+        if m and m.group(1) in UNCANCELLABLE_OPERATORS:
+            return m.group(1)
+    return None
 
 
 class NotDistributable(FeatureNotSupported):

@@ -141,6 +141,9 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
 
 
 FLUSH_POLL_S = 0.05  # how often a waiting FLUSH looks at its cancel
+# FLUSH waits on threads at once, per process: a cancelled one's wait goes on until its checkpoint,
+# and a client retrying FLUSH through a long stall must not pile up threads and meta calls
+FLUSH_WAITS = threading.BoundedSemaphore(64)
 
 
 def flush(session: Session) -> StatementResult:
@@ -162,8 +165,12 @@ def flush(session: Session) -> StatementResult:
         except BaseException as e:  # (raised in the statement's thread)
             failed.append(e)
         finally:
+            FLUSH_WAITS.release()
             done.set()
 
+    while not FLUSH_WAITS.acquire(timeout=FLUSH_POLL_S):  # (as many as that wait already: wait for one)
+        if session.cancel_event.is_set():
+            raise QueryCanceled("canceling statement due to user request")
     threading.Thread(target=run, name="flush", daemon=True).start()
     while not done.wait(FLUSH_POLL_S):
         if session.cancel_event.is_set():

@@ -70,9 +70,15 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
 
 
 def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Spark's rows in the types local mode gives the same query (what Describe announced)."""
+    """Spark's rows in the types local mode gives the same query (what Describe announced). Where
+    the two name the same distinct columns in another order (``SELECT *`` over a USING join: Spark
+    lists the join columns first, DuckDB in the left table's place), Spark's are taken by name, so
+    a value is never cast to, and labelled as, its neighbour."""
     if rows.num_columns != len(schema):
         raise InternalError(f"distributed mode returned {rows.num_columns} columns where the query has {len(schema)}")
+    if rows.column_names != schema.names and len(set(schema.names)) == len(schema.names) \
+            and sorted(rows.column_names) == sorted(schema.names):
+        rows = rows.select(schema.names)
     return pa.Table.from_arrays([c if c.type == f.type else c.cast(f.type) for c, f in zip(rows.columns, schema,
                                                                                             strict=True)],
                                 schema=schema)

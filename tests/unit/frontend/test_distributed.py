@@ -186,3 +186,18 @@ def test_explain_says_where_auto_mode_runs_a_nested_loop_join(monkeypatch):
     assert lines[0].startswith("Local mode: DuckDB") and "BroadcastNestedLoopJoin" in lines[0]
     session.vars.set("query_mode", "distributed")  # (run as asked: Spark plans it)
     assert [r[0] for r in explain_query(session, query).rows][0].startswith("Distributed mode: Spark")
+
+
+class SwappedRunner(CountRunner):
+    """Spark's columns in another order than local mode's (as ``SELECT *`` over a USING join)."""
+
+    def run(self, sql, relations, cancel=None, cancellable=False):
+        return pa.table({"customer": pa.array([7], pa.int32()), "id": pa.array([10_000_000_000], pa.int64())})
+
+
+def test_spark_columns_in_another_order_are_taken_by_name():
+    session = make_session()
+    session.frontend.distributed = SwappedRunner()
+    session.vars.set("query_mode", "distributed")
+    rows = run_query(session, parse("SELECT id, customer FROM orders"))
+    assert rows.to_pylist() == [{"id": 10_000_000_000, "customer": 7}]  # (by position: id cast to int32)
