@@ -13,10 +13,10 @@ the epoch rounds sharing the application), and its rows come back as Arrow.
 The query's Spark jobs run in a job group of their own: a cancel (the client's CancelRequest, or the
 statement timeout) cancels the group, and the query fails with 57014. Tasks inside a nested-loop join
 or a cartesian product do not stop at a cancel (their loops check no interruption); auto mode sends
-such a query back to local mode (`uncancellable_operator`), where DuckDB's interrupt stops it. Spark's errors become
-PostgreSQL's where they mean the same (division by zero, overflow, invalid input); a query Spark
-cannot analyze fails with `NotDistributable` (0A000), which the frontend's auto mode answers by
-running the query locally instead.
+such a query back to local mode (`uncancellable_operator`), where DuckDB's interrupt stops it.
+Spark's errors become PostgreSQL's where they mean the same (division by zero, overflow, invalid
+input); a query Spark cannot analyze fails with `NotDistributable` (0A000), which the frontend's
+auto mode answers by running the query locally instead.
 """
 
 from __future__ import annotations

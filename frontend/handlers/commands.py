@@ -171,7 +171,11 @@ def flush(session: Session) -> StatementResult:
     while not FLUSH_WAITS.acquire(timeout=FLUSH_POLL_S):  # (as many as that wait already: wait for one)
         if session.cancel_event.is_set():
             raise QueryCanceled("canceling statement due to user request")
-    threading.Thread(target=run, name="flush", daemon=True).start()
+    try:
+        threading.Thread(target=run, name="flush", daemon=True).start()
+    except BaseException:
+        FLUSH_WAITS.release()
+        raise
     while not done.wait(FLUSH_POLL_S):
         if session.cancel_event.is_set():
             raise QueryCanceled("canceling statement due to user request")
