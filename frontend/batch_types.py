@@ -90,11 +90,6 @@ def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=pa.schema(fields)) if changed else table
 
 
-def conform_schema(schema: pa.Schema, wanted: Wanted | None) -> pa.Schema:
-    """The schema `conform` gives a result of `schema`."""
-    return conform(schema.empty_table(), wanted).schema
-
-
 def _conformable(got: pa.DataType, want: pa.DataType) -> bool:
     if got == want:
         return False

@@ -45,7 +45,7 @@ from risingspark.catalog import (
 from risingspark.errors import QueryCanceled, RisingSparkError, ServiceUnavailable
 from risingspark.functions import FunctionCatalog
 from risingspark.rpc import RpcClient
-from risingspark.sequence import NODE_BITS
+from risingspark.sequence import node_slot
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc, VersionDelta
 from risingspark.users import DEFAULT_SUPER_USER_ID, UserCatalog, UserChange
 
@@ -89,7 +89,7 @@ class MetaSession:
                 logger.warning("waiting for meta: %s", e.message)
         self.node_id = int(info["node_id"])
         # (a meta older than the slots: the slot the node id points at, as such metas' frontends took)
-        self.id_slot = int(info.get("id_slot") or 1 + (self.node_id - 1) % ((1 << NODE_BITS) - 1))
+        self.id_slot = int(info.get("id_slot") or node_slot(self.node_id))
         self.object_store_url = info["object_store_url"]
         logger.info("registered with meta at %s as %s node %d", self.rpc.address, self.kind, self.node_id)
         return self.node_id

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from meta.store.store import MetaStore, next_ids
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP
 from risingspark.errors import ServiceUnavailable
-from risingspark.sequence import NODE_BITS
+from risingspark.sequence import NODE_BITS, node_slot
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +101,9 @@ class ClusterManager:
         held = {n.id_slot for n in self._nodes.values() if n.kind == "frontend"}
         if 1 <= wanted <= slots and wanted not in held:
             return wanted
+        first = node_slot(node_id)
         for step in range(slots):
-            slot = 1 + (node_id - 1 + step) % slots
+            slot = 1 + (first - 1 + step) % slots
             if slot not in held:
                 return slot
         raise ServiceUnavailable(f"{slots} frontends are registered: a frontend's row ids need a slot of their own, "

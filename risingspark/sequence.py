@@ -26,6 +26,12 @@ NODE_BITS = 10
 TICKS_PER_MS = 4096
 
 
+def node_slot(node_id: int) -> int:
+    """The slot (1..1023) a node id points at: where meta's search for a free one starts, and a
+    frontend's slot under a meta that hands out none."""
+    return 1 + (node_id - 1) % ((1 << NODE_BITS) - 1)
+
+
 class IdGenerator:
     def __init__(self, node_id: int = 0) -> None:
         if not 0 <= node_id < (1 << NODE_BITS):

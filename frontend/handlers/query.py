@@ -35,10 +35,14 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
     a distributed query's come back whole."""
     runner = session.frontend.distributed
     mode = session.vars.get("query_mode")
+
+    def local() -> pa.Table | RowStream:
+        return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
+
     if mode == "distributed":
         runner = require_runner(runner)
     if mode == "local" or (mode == "auto" and (runner is None or not is_heavy(query))):
-        return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
+        return local()
     assert runner is not None
     meta = session.frontend.meta
     reader = session.catalog_reader()
@@ -47,12 +51,12 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
         try:
             # (the inputs' size first: a small join or aggregation is not compiled for Spark)
             if not choose_distributed(mode, query, input_bytes(query, reader, version), True):
-                return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
+                return local()
             compiled = compile_for_spark(query, reader, version)
         except NotDistributable:
             if mode == "distributed":
                 raise
-            return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
+            return local()
         schema = session.result_schema(query).schema
         try:
             # auto mode: a query Spark could not stop at a cancel runs locally (`compute.batch_query`)
@@ -63,7 +67,7 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
             if mode == "distributed":
                 raise
             logger.info("query runs locally: distributed mode failed: %s", e.message)
-            return session.stream_batch(query) if stream else session.run_batch(query, typed=True)
+            return local()
         return _conform(normalize(rows), schema)
     finally:
         meta.unpin_version(version)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from catalog_session import make_session
 
-from frontend.batch_types import conform, conform_schema
+from frontend.batch_types import conform
 from frontend.binder import QueryBinder
 from risingspark.errors import NumericValueOutOfRange
 
@@ -53,7 +53,7 @@ def test_other_differences_and_unbound_queries_keep_duckdbs_types():
     assert conform(t, (("v", pa.int64()),)) is t  # the binder's columns differ: nothing is cast
     # the same columns in another order (a USING join's, as the binder orders them): nothing is cast
     assert conform(t, (("d", NUMERIC), ("v", None), ("i", None))) is t
-    assert conform_schema(t.schema, (("v", None), ("d", NUMERIC), ("i", None))).types == \
+    assert conform(t.schema.empty_table(), (("v", None), ("d", NUMERIC), ("i", None))).schema.types == \
         [pa.string(), NUMERIC, pa.int32()]
 
 
