@@ -42,6 +42,7 @@ from frontend.catalog.composite import register_js_function, register_udfs
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.index_lookup import index_scan
+from frontend.join_star import ColumnsOf, expand_join_stars
 from frontend.pgwire.row_stream import RowStream
 from risingspark.catalog import RelationCatalog, RelationKind
 from risingspark.errors import (
@@ -148,6 +149,7 @@ class BatchEngine:
             con = cursor.con
             streamed = _register_relations(self, con, query, ctx, full_relations, schema_only,
                                            stream_inputs=stream and stream_inputs)
+            query = expand_join_stars(query, _bound_columns(con))
             sql = query.sql(dialect="duckdb")
             logger.debug("batch query on DuckDB: %s", sql)
             if streamed:  # (a session setting of DuckDB's, ~0.15 ms: only for the big queries)
@@ -331,6 +333,29 @@ def _register_relations(engine: BatchEngine, con: duckdb.DuckDBPyConnection, que
         if alias is None:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
     return streamed
+
+
+def _bound_columns(con: duckdb.DuckDBPyConnection) -> ColumnsOf:
+    """A FROM item's column names as DuckDB binds ``SELECT * FROM item`` over the registered relations,
+    with the CTEs of the SELECT it is in and of the ones around it (`frontend.join_star`)."""
+
+    def columns_of(item: exp.Expression, select: exp.Select) -> list[str] | None:
+        probe = exp.select("*").from_(item.copy())
+        ctes: list[exp.Expression] = []
+        node: exp.Expr | None = select
+        while node is not None:
+            with_ = node.args.get("with") or node.args.get("with_")
+            if isinstance(with_, exp.With):
+                ctes = [c.copy() for c in with_.expressions] + ctes
+            node = node.parent
+        if ctes:
+            probe.set("with_" if "with_" in probe.arg_types else "with", exp.With(expressions=ctes))
+        try:
+            return list(con.sql(probe.sql(dialect="duckdb") + " LIMIT 0").columns)
+        except duckdb.Error:
+            return None
+
+    return columns_of
 
 
 def _view_rows(engine: BatchEngine, view: RelationCatalog, ctx: QueryContext, schema_only: bool = False) -> pa.Table:

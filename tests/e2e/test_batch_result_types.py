@@ -1,6 +1,7 @@
 """A batch query's result columns (names, order, types) and values are PostgreSQL's, and those of the
 same query as a materialized view (`frontend.batch_types`): ``sum(int)`` a bigint, ``avg`` a
-numeric, ``sum(real)`` a real, a window call named after its function — in the simple and the
+numeric, ``sum(real)`` a real, a window call named after its function, a USING join's column first
+(`frontend.join_star`) — in the simple and the
 extended protocol, and in a result streamed in batches."""
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ QUERIES = [
     "SELECT k, sum(i) OVER (PARTITION BY g), avg(n) OVER (PARTITION BY g) FROM {t} WHERE k <= 50 ORDER BY k LIMIT 20",
     "SELECT a.k, s.* FROM {t} AS a JOIN (SELECT g, sum(i) AS si, avg(b) FROM {t} GROUP BY g) AS s ON a.g = s.g "
     "WHERE a.k < 30",
+    # the USING column first, as PostgreSQL lists it (DuckDB: in the left side's place)
+    "SELECT * FROM {t} AS a JOIN (SELECT g, sum(i) AS si FROM {t} GROUP BY g) AS s USING (g) WHERE a.k < 30",
+    "SELECT * FROM (SELECT k, i AS g FROM {t} WHERE k < 40) AS a NATURAL LEFT JOIN (SELECT g, avg(n) FROM {t} "
+    "GROUP BY g) AS s ORDER BY 1 NULLS FIRST, 2",
 ]
 
 

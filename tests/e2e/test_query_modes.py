@@ -66,6 +66,31 @@ def test_local_and_distributed_modes_answer_as_postgres(playground: PlaygroundPr
                 pg.execute(f"SELECT cid, amount FROM {o} WHERE id = %s", (22,)).fetchall()
 
 
+def test_a_star_over_a_using_join_lists_postgresqls_columns_in_both_modes(playground: PlaygroundProcess,
+                                                                       oracle_dsn: str) -> None:
+    """PostgreSQL lists a USING (or NATURAL) join's columns first; DuckDB lists them in the left
+    side's place unless the star is expanded (`frontend.join_star`)."""
+    o, c = unique_name("qm_using_o"), unique_name("qm_using_c")
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for db in (conn, pg):
+            db.execute(f"CREATE TABLE {o} (oid INT PRIMARY KEY, amount INT, id INT)")
+            db.execute(f"CREATE TABLE {c} (name VARCHAR, id INT PRIMARY KEY, tier INT)")
+            db.execute(f"INSERT INTO {o} SELECT i, i % 97, i % 11 FROM generate_series(1, 300) AS s(i)")
+            db.execute(f"INSERT INTO {c} SELECT 'c' || i, i, i % 3 FROM generate_series(5, 15) AS s(i)")
+        conn.execute("FLUSH")
+        for sql in (f"SELECT * FROM {o} FULL JOIN {c} USING (id)",
+                    f"SELECT * FROM {o} NATURAL LEFT JOIN {c} WHERE oid < 100",
+                    f"SELECT * FROM {o} AS a RIGHT JOIN {c} AS b USING (id) ORDER BY 1, 2 LIMIT 7"):
+            cur = pg.execute(sql)
+            want = ([d.name for d in cur.description], sorted(cur.fetchall(), key=repr))
+            for mode in ("local", "distributed"):
+                conn.execute(f"SET query_mode = {mode}")
+                cur = conn.execute(sql)
+                got = ([d.name for d in cur.description], sorted(cur.fetchall(), key=repr))
+                assert got == want, f"{mode}: {sql}"
+        conn.execute("SET query_mode = auto")
+
+
 def test_explain_names_the_mode(playground: PlaygroundProcess) -> None:
     t = unique_name("qm_explain")
     with playground.connect() as conn:

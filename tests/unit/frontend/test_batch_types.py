@@ -85,13 +85,15 @@ def test_a_query_the_binder_cannot_type_runs_with_duckdbs_types(monkeypatch):
     assert out.schema.types[1] == pa.decimal128(38, 0)  # ran, in DuckDB's types
 
 
-def test_a_using_join_star_is_not_cast_column_by_column():
-    """The binder lists a USING join's columns first; DuckDB keeps the left table's order. The names
-    differ in order: the result keeps DuckDB's columns and types, none cast to another's type."""
+def test_a_using_join_star_lists_and_types_its_columns_as_postgresql():
+    """The binder lists a USING join's columns first, as PostgreSQL; DuckDB's star is expanded to
+    the same order (`frontend.join_star`), so the names match and the binder's types apply."""
     session = make_session()
-    query = "SELECT * FROM orders JOIN summary USING (customer)"
-    assert session.run_batch(session.parse_sql(query), typed=True).schema == \
-        session.run_batch(session.parse_sql(query)).schema
+    query = "SELECT * FROM orders JOIN (SELECT customer, avg(amount) AS a FROM orders GROUP BY customer) AS s " \
+            "USING (customer)"
+    out = session.run_batch(session.parse_sql(query), typed=True)
+    assert out.column_names == ["customer", "id", "amount", "note", "created_at", "a"]
+    assert out.schema.types[-1] == NUMERIC  # (DuckDB's: a double)
 
 
 def test_a_prepared_statement_runs_in_the_types_its_describe_announced():
