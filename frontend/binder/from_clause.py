@@ -96,6 +96,7 @@ class FromBinder:
         self.start: list[int] = []  # provisional offsets (FROM order)
         self.final: dict[int, int] = {}  # final offsets (join order), item -> offset
         self.merged: dict[str, tuple[int, int] | None] = {}
+        self.merged_chain: dict[str, int] = {}  # merged name -> the first item of its comma-separated FROM item
         self.using_pairs: dict[int, list[tuple[tuple[int, int], int]]] = {}  # right item -> (left column, right column)
         self.star: list[tuple[int, int]] = []
 
@@ -134,7 +135,11 @@ class FromBinder:
         for j in joins:
             kind = self._kind(j)
             steps.append((kind, self._add_item(j.this, qualified), j))
-        usings = [self._using(j, i) for _, i, j in steps]  # (merged columns before WHERE binds)
+        chain_starts, start = [], first  # the item each step's comma-separated chain starts at
+        for _, i, j in steps:
+            start = i if _is_comma(j) else start
+            chain_starts.append(start)
+        usings = [self._using(j, i, s) for (_, i, j), s in zip(steps, chain_starts, strict=True)]  # (before WHERE)
         outer_kinds = [k for k, _, _ in steps if k in _OUTER]
         groups_items: list[frozenset[int]] = [frozenset({first})]
         for kind, i, _ in steps:
@@ -205,32 +210,36 @@ class FromBinder:
             pool.append(_Cond(e, items, c))
         return pool, stay
 
-    def _using(self, j: exp.Join, right: int) -> list[str] | None:
+    def _using(self, j: exp.Join, right: int, chain: int) -> list[str] | None:
         """The column names of ``USING (...)`` or NATURAL (None for neither); records the merged
-        columns and ``SELECT *``'s order."""
+        columns and ``SELECT *``'s order. `chain` is the first item of the comma-separated FROM item
+        the join is in: its left side starts there (``a, b JOIN c USING (k)`` joins ``b`` and ``c``,
+        and lists ``a``'s columns first)."""
         kind = self._kind(j)
+        before = [(i, c) for i, c in self.star if i < chain]
+        left_star = [(i, c) for i, c in self.star if i >= chain]
         if (j.args.get("method") or "").upper() == "NATURAL":
             right_names = {f.name for f in self.items[right].columns if not f.hidden}
-            names = [n for n in dict.fromkeys(self._column_name(i, c) for i, c in self.star if
+            names = [n for n in dict.fromkeys(self._column_name(i, c) for i, c in left_star if
                                               not self.items[i].columns[c].hidden) if n in right_names]
         elif j.args.get("using"):
             names = [ident(u) for u in j.args["using"]]
         else:
             self.star += [(right, c) for c in range(len(self.items[right].columns))]
             return None
-        left_star = self.star
         merged_first: list[tuple[int, int]] = []
         pairs = []
         for n in names:  # (the left columns before this join merges them)
-            pairs.append((self._left_column(n, right), self._column_of(right, n)))
+            pairs.append((self._left_column(n, right, chain), self._column_of(right, n)))
         self.using_pairs[right] = pairs
         for n, (left, rc) in zip(names, pairs, strict=True):
             self.merged[n] = None if kind == "FULL" else (right, rc) if kind == "RIGHT" else left
+            self.merged_chain[n] = chain
             merged_first.append((right, rc) if kind == "RIGHT" else left)
         rest_left = [(i, c) for i, c in left_star if self._column_name(i, c) not in names]
         rest_right = [(right, c) for c in range(len(self.items[right].columns))
                       if self.items[right].columns[c].name not in names]
-        self.star = merged_first + rest_left + rest_right
+        self.star = before + merged_first + rest_left + rest_right
         return names
 
     def _column_name(self, item: int, column: int) -> str:
@@ -242,14 +251,15 @@ class FromBinder:
             raise UndefinedColumn(f'column "{name}" specified in USING clause does not exist in right table')
         return cols[0]
 
-    def _left_column(self, name: str, right: int) -> tuple[int, int]:
-        """The left side's column `name` of a USING join whose right item is `right`."""
-        if name in self.merged:
+    def _left_column(self, name: str, right: int, chain: int) -> tuple[int, int]:
+        """The left side's column `name` of a USING join whose right item is `right`, in the
+        comma-separated FROM item that starts at item `chain`."""
+        if name in self.merged and self.merged_chain[name] == chain:
             where = self.merged[name]
             if where is None:
                 raise FeatureNotSupported("a USING join on the merged column of a FULL JOIN USING")
             return where
-        owners = [(i, c) for i in range(right) for c, f in enumerate(self.items[i].columns) if f.name == name]
+        owners = [(i, c) for i in range(chain, right) for c, f in enumerate(self.items[i].columns) if f.name == name]
         if len(owners) != 1:
             raise AmbiguousColumn(f'common column name "{name}" appears more than once in left table') if owners \
                 else UndefinedColumn(f'column "{name}" specified in USING clause does not exist in left table')
