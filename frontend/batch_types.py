@@ -15,10 +15,12 @@ type is in one of those classes is cast to the binder's type (`conform`):
 * a DOUBLE to a real: ``sum(real)``.
 
 A column is cast only when the binder's output names equal the result's, in order. (``SELECT *``
-over a USING or NATURAL join lists the join columns first in PostgreSQL and the binder, in the left
-table's order in DuckDB: such a result keeps DuckDB's order and types. Reordering the result would
-not do: an ``ORDER BY 1`` or a UNION inside the query already used DuckDB's order; the star must be
-expanded in the SQL DuckDB runs.) Any other difference is left as DuckDB
+over a USING or NATURAL join is expanded in PostgreSQL's order before DuckDB runs it,
+`frontend.join_star`; reordering the result would not do: an ``ORDER BY 1`` or a UNION inside the
+query would already have used DuckDB's order.) One naming difference is mended here: DuckDB renames a
+column of a derived table or CTE whose name an earlier column has (``id`` and ``id`` become ``id``
+and ``id_1``), and a star over it keeps the new name; PostgreSQL keeps both ``id``. Where the
+result's names are the binder's but for such suffixes, they are the binder's. Any other difference is left as DuckDB
 gives it, and so is every column of a query the binder does not bind (catalog tables, features only
 batch queries have): the types then are DuckDB's, as before. A statement's types are bound once per
 text and catalog version (`frontend.session.Session.statement_types`); a prepared statement's from
@@ -76,8 +78,13 @@ def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
     """`table` (a normalized result) with the columns `wanted` names cast to it, where the pair of
     types is one of the classes the module's docstring lists; unchanged when the names differ."""
-    if wanted is None or [name for name, _ in wanted] != table.column_names:
+    if wanted is None:
         return table
+    names = [name for name, _ in wanted]
+    if names != table.column_names:
+        if not _renamed_repeats(table.column_names, names):
+            return table
+        table = table.rename_columns(names)
     fields, cols, changed = [], [], False
     for f, col, (_, want) in zip(table.schema, table.columns, wanted, strict=True):
         target = want if want is not None and _conformable(f.type, want) else None
@@ -88,6 +95,23 @@ def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:
         fields.append(f)
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=pa.schema(fields)) if changed else table
+
+
+def _renamed_repeats(got: list[str], want: list[str]) -> bool:
+    """Whether `got` is `want` but for DuckDB's suffixes on repeated names (``id_1`` for a second
+    ``id``; see the module doc).
+
+    >>> _renamed_repeats(["id", "v", "id_1", "id_2"], ["id", "v", "id", "id"]), _renamed_repeats(["id", "x_1"], ["id", "x"])
+    (True, False)
+    """
+    if len(got) != len(want):
+        return False
+    seen: set[str] = set()
+    for g, w in zip(got, want, strict=True):
+        if g != w and not (w in seen and g.startswith(w + "_") and g[len(w) + 1:].isdigit()):
+            return False
+        seen.add(w)
+    return True
 
 
 def _conformable(got: pa.DataType, want: pa.DataType) -> bool:

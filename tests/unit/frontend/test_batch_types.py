@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from catalog_session import make_session
 
-from frontend.batch_types import conform
+from frontend.batch_types import _renamed_repeats, conform
 from frontend.binder import QueryBinder
 from risingspark.errors import NumericValueOutOfRange
 
@@ -131,3 +131,19 @@ def test_columns_are_named_as_postgresql_names_them_in_subqueries_and_windows():
     out = session.run_batch(session.parse_sql("SELECT * FROM (SELECT customer, sum(customer) FROM orders "
                                               "GROUP BY customer) s"), typed=True)
     assert out.schema.types == [pa.int32(), pa.int64()]
+
+
+def test_a_derived_tables_repeated_names_stay_postgresqls():
+    """DuckDB renames a derived table's or a CTE's second ``id`` to ``id_1``; PostgreSQL (and the
+    binder) keep ``id`` twice. A real column named like a suffix is left alone."""
+    session = make_session()
+    for query in ["SELECT * FROM (SELECT a.id, b.id, a.customer FROM orders a JOIN orders b ON a.id = b.id) t",
+                  "WITH q AS (SELECT a.id, b.id, a.customer FROM orders a JOIN orders b ON a.id = b.id) SELECT * FROM q"]:
+        ast = session.parse_sql(query)
+        assert session.run_batch(ast, typed=True).column_names == ["id", "id", "customer"], query
+        assert session.result_schema(ast).column_names == ["id", "id", "customer"], query
+    assert session.run_batch(session.parse_sql("SELECT id AS id_1, id FROM orders"), typed=True).column_names == \
+        ["id_1", "id"]
+    assert not _renamed_repeats(["id", "x_1"], ["id", "x"])  # (x_1 is not a second x)
+    assert not _renamed_repeats(["id_1", "id"], ["id", "id"])
+    assert _renamed_repeats(["id", "v", "id_1", "id_2"], ["id", "v", "id", "id"])
