@@ -207,26 +207,29 @@ class Scope:
     `outer`: the enclosing query's scope, for correlated subqueries.
 
     A join ``USING (x)`` (or NATURAL) merges its ``x`` columns: `merged` maps the name to the item
-    and column an unqualified ``x`` means (None where no single column holds it: a FULL join's
-    would be ``coalesce(left.x, right.x)``). `star_order`, when set, is what ``SELECT *`` lists
-    (item, column) — the merged columns first, as PostgreSQL."""
+    and column an unqualified ``x`` means (None where no single column holds it: a FULL join's,
+    which is ``coalesce(left.x, right.x)`` — `full` maps its name to the (item, column) of both
+    sides, as PostgreSQL's ``buildMergedJoinVar``). `star_order`, when set, is what ``SELECT *``
+    lists (item, column) — the merged columns first, as PostgreSQL; a FULL join's merged column is
+    listed at its left side's place."""
 
     def __init__(self, scans: list[FromItem], outer: Scope | None = None,
                  merged: dict[str, tuple[int, int] | None] | None = None,
-                 star_order: list[tuple[int, int]] | None = None) -> None:
+                 star_order: list[tuple[int, int]] | None = None,
+                 full: dict[str, tuple[tuple[int, int], tuple[int, int]]] | None = None) -> None:
         self.scans = scans
         self.outer = outer
         self.merged = merged or {}
         self.star_order = star_order
+        self.full = full or {}
 
-    def column(self, col: exp.Column) -> InputRef:
+    def column(self, col: exp.Column) -> BoundExpr:
         name = ident(col.this)
         table = ident(col.args.get("table")) if col.args.get("table") else None
         if table is None and name in self.merged:
             where = self.merged[name]
             if where is None:
-                raise FeatureNotSupported(f'the merged column "{name}" of a FULL JOIN USING / NATURAL FULL JOIN '
-                                          f"in a materialized view is not supported yet; qualify it")
+                return self._coalesced(name)
             return self._ref(*where)
         candidates = [s for s in self.scans if table is None or table == s.alias]
         if table is not None and not candidates:
@@ -243,19 +246,35 @@ class Scope:
 
     def with_item(self, item: FromItem) -> Scope:
         """This scope with one more item (a subquery joined to the FROM)."""
-        return Scope([*self.scans, item], self.outer, self.merged, self.star_order)
+        return Scope([*self.scans, item], self.outer, self.merged, self.star_order, self.full)
 
     def _ref(self, item: int, column: int) -> InputRef:
         s = self.scans[item]
         return InputRef(s.offset + column, s.fields[column].name, s.fields[column].type)
 
+    def _coalesced(self, name: str) -> BoundExpr:
+        """A FULL join's merged column: ``coalesce(left, right)`` in their common type."""
+        from frontend.binder.coercion import coerce, common_of
+        from frontend.expr import FuncCall
+
+        if name not in self.full:
+            raise FeatureNotSupported(f'the merged column "{name}" of a FULL JOIN USING / NATURAL FULL JOIN '
+                                      f"in a materialized view is not supported here; qualify it")
+        left, right = (self._ref(*where) for where in self.full[name])
+        t = common_of([left, right])
+        return FuncCall("coalesce", (coerce(left, t), coerce(right, t)), t, "coalesce")
+
     def star(self, table: str | None) -> list[SelectItem]:
         if table is None and self.star_order is not None:
-            if any(w is None for w in self.merged.values()):
-                raise FeatureNotSupported("SELECT * over a FULL JOIN USING / NATURAL FULL JOIN in a materialized "
-                                          "view is not supported yet; name the columns")
-            return [SelectItem(self._ref(i, c), self.scans[i].columns[c].name) for i, c in self.star_order
-                    if not self.scans[i].columns[c].hidden]
+            out = []
+            for i, c in self.star_order:
+                column = self.scans[i].columns[c]
+                if column.hidden:
+                    continue
+                full = self.full.get(column.name)
+                ref = self._coalesced(column.name) if full is not None and full[0] == (i, c) else self._ref(i, c)
+                out.append(SelectItem(ref, column.name))
+            return out
         scans = [s for s in self.scans if table is None or s.alias == table]
         if table is not None and not scans:
             raise UndefinedTable(f'missing FROM-clause entry for table "{table}"')

@@ -97,6 +97,7 @@ class FromBinder:
         self.final: dict[int, int] = {}  # final offsets (join order), item -> offset
         self.merged: dict[str, tuple[int, int] | None] = {}
         self.merged_chain: dict[str, int] = {}  # merged name -> the first item of its comma-separated FROM item
+        self.full: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}  # a FULL join's merged name -> both sides
         self.using_pairs: dict[int, list[tuple[tuple[int, int], int]]] = {}  # right item -> (left column, right column)
         self.star: list[tuple[int, int]] = []
 
@@ -113,7 +114,8 @@ class FromBinder:
     def _scope(self, upto: int | None = None) -> Scope:
         items = self.items if upto is None else self.items[:upto + 1]
         merged = {k: v for k, v in self.merged.items() if v is None or v[0] < len(items)}
-        return Scope(list(items), self.outer, merged)
+        full = {k: v for k, v in self.full.items() if v[1][0] < len(items)}
+        return Scope(list(items), self.outer, merged, full=full)
 
     def _item_of(self, index: int) -> int:
         return max(i for i, s in enumerate(self.start) if s <= index)
@@ -175,7 +177,7 @@ class FromBinder:
             group = _Group([_Unit(groups_items[g - 1] | {i}, tree)], pools[g])
         source, leftover = self._join_group(group)
         left_in_where += leftover
-        scope = Scope(self._final_items(), self.outer, self.merged, self.star)
+        scope = Scope(self._final_items(), self.outer, self.merged, self.star, self.full)
         return FromResult(source, scope, left_in_where)
 
     @staticmethod
@@ -235,6 +237,8 @@ class FromBinder:
         for n, (left, rc) in zip(names, pairs, strict=True):
             self.merged[n] = None if kind == "FULL" else (right, rc) if kind == "RIGHT" else left
             self.merged_chain[n] = chain
+            if kind == "FULL":
+                self.full[n] = (left, (right, rc))
             merged_first.append((right, rc) if kind == "RIGHT" else left)
         rest_left = [(i, c) for i, c in left_star if self._column_name(i, c) not in names]
         rest_right = [(right, c) for c in range(len(self.items[right].columns))

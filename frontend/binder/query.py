@@ -656,6 +656,8 @@ def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRe
             o = outer.column(b)
         except (UndefinedColumn, UndefinedTable):
             return None
+        if not isinstance(o, InputRef) or not isinstance(i, InputRef):
+            return None  # (a FULL join's merged column is no column)
         common_type(o, i, "=")
         return o, i, isinstance(c, exp.NullSafeEQ)
     return None

@@ -222,9 +222,10 @@ def _correlation(c: exp.Expression, inner: Scope, outer: Scope) -> tuple[InputRe
         except (UndefinedColumn, UndefinedTable):
             continue
         try:
-            return outer.column(b), a
+            o = outer.column(b)
         except (UndefinedColumn, UndefinedTable):
             return None
+        return (o, a) if isinstance(o, InputRef) else None  # (a FULL join's merged column is no column)
     return None
 
 

@@ -1,6 +1,6 @@
 """Joins as RisingWave's SQL writes them, in materialized views equal to PostgreSQL: comma joins
 with the join condition in WHERE (ordered by their equalities, whatever the FROM order), CROSS
-JOIN, a join with a one-row side, NATURAL JOIN and USING (SELECT * with the merged columns first),
+JOIN, a join with a one-row side, NATURAL JOIN and USING (SELECT * with the merged columns first; a FULL join's as ``coalesce``),
 ``IS NOT DISTINCT FROM`` keys (NULL matches NULL), non-equi conditions beside an equi key, and an
 outer join's ON condition over its nullable side — backfilled while random changes go on, and
 maintained after."""
@@ -35,6 +35,10 @@ QUERIES = {
     "using_star": "SELECT * FROM (SELECT id AS oid, region, amount FROM {o}) x JOIN (SELECT id AS cid, region, tier "
                   "FROM {c}) y USING (region) WHERE amount < 10",
     "using_left": "SELECT id, region, label FROM (SELECT id, region FROM {o}) x LEFT JOIN {r} USING (region)",
+    # a FULL join's merged column is coalesce(left, right): in the star, in the select list, in WHERE
+    "using_full_star": "SELECT * FROM (SELECT id AS oid, region, amount FROM {o}) x FULL JOIN {r} USING (region)",
+    "natural_full": "SELECT region, oid, label FROM (SELECT id AS oid, region FROM {o}) x NATURAL FULL JOIN {r} "
+                    "WHERE region IS NULL OR oid > 150",
     "not_distinct": "SELECT o.id AS oid, c.id AS cid FROM {o} o JOIN {c} c ON o.cid IS NOT DISTINCT FROM c.tier",
     "not_distinct_where": "SELECT o.id AS oid, r.label FROM {o} o, {r} r WHERE o.region IS NOT DISTINCT FROM r.region",
     "between_beside_key": "SELECT a.id AS a_id, b.id AS b_id FROM {o} a JOIN {o} b ON a.cid = b.cid "
