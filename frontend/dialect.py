@@ -9,19 +9,31 @@ tables (shared by the ``postgres`` and ``risingwave`` dialects) so the node reco
 written: ``meta["pg_format"]`` (the original template) and ``meta["date_part"]``. The tree is
 otherwise unchanged, so every other use (batch queries rewritten for DuckDB) sees what it saw.
 
+sqlglot also canonicalizes ``INTERVAL '<n> <unit>'`` to ``INTERVAL '<n>' <UNIT>``, and when the
+string holds more than that one quantity it keeps the first and drops the rest: ``INTERVAL '1 day
+02:00:00'`` became one day, ``INTERVAL '2 hours ago'`` plus two hours. Its parser is compiled, so the
+method cannot be wrapped: `whole_intervals` rewrites such a literal in the statement's text, before
+parsing, into what PostgreSQL makes of it, the cast ``CAST('1 day 02:00:00' AS INTERVAL)``.
+
 >>> import sqlglot
 >>> sqlglot.parse_one("to_char(ts, 'HH:mm')", read="risingwave").meta["pg_format"]
 'HH:mm'
 >>> sqlglot.parse_one("date_part('hour', ts)", read="risingwave").meta["date_part"]
 True
+>>> whole_intervals("SELECT now() - INTERVAL '1 day 02:00', interval '3 days', INTERVAL '1' DAY")
+"SELECT now() - CAST('1 day 02:00' AS INTERVAL), interval '3 days', INTERVAL '1' DAY"
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import TokenError
+from sqlglot.tokens import TokenType
 
 PG_FORMAT = "pg_format"
 DATE_PART = "date_part"
@@ -53,3 +65,33 @@ def install() -> None:
 
 
 install()
+
+
+_INTERVAL_STRING = re.compile(r"\binterval\s*'", re.IGNORECASE)
+
+
+def whole_intervals(sql: str, dialect: str = "risingwave") -> str:
+    """`sql` with every ``INTERVAL '...'`` literal that sqlglot would shorten written as a cast of its
+    whole string (see the module doc): one with no unit after the string whose string is not a
+    single ``<number> <unit>``."""
+    if not _INTERVAL_STRING.search(sql):
+        return sql
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+    except TokenError:
+        return sql  # (the parser reports it)
+    out, pos = [], 0
+    for i, tok in enumerate(tokens[:-1]):
+        string = tokens[i + 1]
+        if tok.token_type != TokenType.INTERVAL or string.token_type != TokenType.STRING:
+            continue
+        following = tokens[i + 2] if i + 2 < len(tokens) else None
+        if following is not None and following.token_type == TokenType.VAR:
+            continue  # INTERVAL '1' DAY, INTERVAL '1:30' HOUR TO MINUTE
+        parts = exp.INTERVAL_STRING_RE.findall(string.text)
+        if len(parts) == 1 and " ".join(string.text.split()).lower() == f"{parts[0][0]} {parts[0][1]}".lower():
+            continue  # what sqlglot keeps whole
+        quoted = "'" + string.text.replace("'", "''") + "'"
+        out += [sql[pos:tok.start], f"CAST({quoted} AS INTERVAL)"]
+        pos = string.end + 1
+    return "".join(out) + sql[pos:] if out else sql

@@ -20,18 +20,27 @@ _UNIT_ALIASES = {"s": "second", "sec": "second", "ms": "millisecond", "us": "mic
                  "h": "hour", "hr": "hour", "d": "day"}
 
 
+def is_interval_literal(node: exp.Expression) -> bool:
+    """``INTERVAL '...'``, or ``'...'::interval`` (what `frontend.dialect.whole_intervals` makes of
+    an interval string with a clock part or ``ago``)."""
+    if isinstance(node, exp.Interval):
+        return isinstance(node.this, exp.Literal)
+    return (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string
+            and node.to.is_type(exp.DataType.Type.INTERVAL))
+
+
 def fixed_interval_micros(node: exp.Expression, what: str, why: str) -> int:
-    """The length of ``INTERVAL '...'`` in microseconds (signed). `what` names the construct in
-    errors; `why` says why a variable-length unit is refused."""
-    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+    """The length of ``INTERVAL '...'`` (or ``'...'::interval``) in microseconds (signed). `what`
+    names the construct in errors; `why` says why a variable-length unit is refused."""
+    if not is_interval_literal(node):
         raise FeatureNotSupported(f"{what} needs a constant interval, e.g. INTERVAL '5 minutes'")
     text = str(node.this.this).strip().lower()
     if node.args.get("unit") is not None:
         text = f"{text} {node.args['unit'].name.lower()}"
     total = 0
     parts = text.replace(",", " ").split()
-    if len(parts) % 2:
-        raise InvalidParameterValue(f'invalid interval for {what}: "{text}"')
+    if len(parts) % 2 or any(":" in p for p in parts) or parts[-1:] == ["ago"] or text.startswith("@"):
+        return _parsed_micros(text, what, why)  # a clock part, ``ago``, ``@``: PostgreSQL's whole syntax
     for amount, unit in zip(parts[::2], parts[1::2], strict=True):
         unit = unit.rstrip("s") if unit not in ("s", "ms", "us") else unit
         unit = _UNIT_ALIASES.get(unit, unit)
@@ -42,6 +51,15 @@ def fixed_interval_micros(node: exp.Expression, what: str, why: str) -> int:
         except ValueError:
             raise InvalidParameterValue(f'invalid interval for {what}: "{text}"') from None
     return total
+
+
+def _parsed_micros(text: str, what: str, why: str) -> int:
+    from risingspark import interval
+
+    iv = interval.parse(text)
+    if iv.months:
+        raise FeatureNotSupported(f'interval "{text}" in {what} is not supported: {why}')
+    return iv.days * MICROS["day"] + iv.usecs
 
 
 def interval_display(micros: int) -> str:

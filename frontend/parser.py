@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-import frontend.dialect  # noqa: F401 - keeps to_char templates and date_part calls in the parsed tree
+from frontend.dialect import whole_intervals  # (and keeps to_char templates, date_part calls in the tree)
 from frontend.function_parser import is_function_statement, parse_function_statement
 from frontend.rw_clauses import rewrite_changelog_ctes, split_table_clauses
 from frontend.session_vars import backfill_rate, check_backfill_rate
@@ -204,7 +204,7 @@ def parse_statement(text: str) -> Statement:
     if changelog and not _CREATE_MV.match(sql):
         raise FeatureNotSupported("WITH ... AS CHANGELOG FROM is only supported in CREATE MATERIALIZED VIEW")
     try:
-        ast = sqlglot.parse_one(sql, read=DIALECT)
+        ast = sqlglot.parse_one(whole_intervals(sql), read=DIALECT)
     except ParseError as e:
         raise _syntax_error(e, sql) from None
     if isinstance(ast, exp.Command) or not isinstance(ast, _STATEMENTS):

@@ -33,6 +33,7 @@ from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID
 from frontend.catalog.rewrite import RewriteContext, name_outputs
 from frontend.catalog.system import SessionInfo, SystemContext, system_table
+from frontend.dialect import whole_intervals
 from frontend.distributed import DistributedRunner
 from frontend.dml_commit import GroupCommit
 from frontend.dml_log import DmlLog
@@ -635,7 +636,7 @@ class Session:
     def parse_sql(self, text: str) -> exp.Expression:
         """Parse with sqlglot, bypassing the fast paths of `parse_statement`."""
         try:
-            return cast(exp.Expression, sqlglot.parse_one(text, read=DIALECT))
+            return cast(exp.Expression, sqlglot.parse_one(whole_intervals(text), read=DIALECT))
         except ParseError as e:
             raise SyntaxError_(f"syntax error: {str(e).splitlines()[0]}") from None
 

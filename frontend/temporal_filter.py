@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from frontend.expr import InputRef
-from frontend.interval import fixed_interval_micros, interval_display
+from frontend.interval import fixed_interval_micros, interval_display, is_interval_literal
 from risingspark.errors import FeatureNotSupported
 
 _OPS: dict[type, str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
@@ -117,9 +117,9 @@ def _now_offset(node: exp.Expression) -> int:
         return 0
     if isinstance(node, exp.Add | exp.Sub):
         base, iv = node.this, node.expression
-        if isinstance(node, exp.Add) and isinstance(base, exp.Interval):
+        if isinstance(node, exp.Add) and is_interval_literal(base):
             base, iv = iv, base
-        if isinstance(iv, exp.Interval) and not mentions_now(iv):
+        if is_interval_literal(iv) and not mentions_now(iv):
             micros = fixed_interval_micros(iv, "a temporal filter", "its bound needs a fixed offset from now()")
             return _now_offset(base) + (micros if isinstance(node, exp.Add) else -micros)
     raise FeatureNotSupported(f"{node.sql(dialect='postgres')!r} is not supported as the bound of a temporal "
@@ -130,7 +130,7 @@ def _column_shift(node: exp.Expression) -> tuple[exp.Expression, int]:
     """``column [+|- INTERVAL]`` as the column and the interval it is shifted by."""
     while isinstance(node, exp.Paren):
         node = node.this
-    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+    if isinstance(node, exp.Add | exp.Sub) and is_interval_literal(node.expression):
         column, shift = _column_shift(node.this)
         micros = fixed_interval_micros(node.expression, "a temporal filter", "its bound needs a fixed offset")
         return column, shift + (micros if isinstance(node, exp.Add) else -micros)

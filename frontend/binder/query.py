@@ -52,7 +52,7 @@ from frontend.expr import (
     WindowBound,
     contains_agg,
 )
-from frontend.interval import fixed_interval_micros
+from frontend.interval import fixed_interval_micros, is_interval_literal
 from frontend.rw_clauses import CHANGELOG_FUNCTION
 from frontend.temporal_filter import TemporalCond, match_temporal, split_between, unsupported_column
 from risingspark.catalog import RelationKind
@@ -613,7 +613,7 @@ def _changelog_source(body: exp.Expression) -> exp.Table | None:
 
 def _interval_micros(node: exp.Expression, what: str) -> int:
     """A window size: a positive constant interval of fixed length, in microseconds."""
-    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+    if not is_interval_literal(node):
         raise FeatureNotSupported(f"the window sizes of {what} must be constant intervals, e.g. INTERVAL '5 minutes'")
     total = fixed_interval_micros(node, what, "windows need a fixed length (seconds to weeks)")
     if total <= 0:

@@ -143,7 +143,12 @@ def _type_name(to: exp.Expression) -> str:
 def name_outputs(query: exp.Expression) -> exp.Expression:
     """Alias unaliased select items with Postgres' names: of the outermost SELECT(s), and of those
     whose columns are named by a query around them (a subquery in FROM, a CTE: ``SELECT s.count FROM
-    (SELECT count(*) FROM t) s`` reads the column Postgres names ``count``)."""
+    (SELECT count(*) FROM t) s`` reads the column Postgres names ``count``). Unquoted identifiers
+    are folded to lower case first, as Postgres folds them: DuckDB and Spark bind names without
+    regard to case but name a column after its alias as written (``SELECT 1 AS Foo`` is ``foo``)."""
+    for node in query.find_all(exp.Identifier):
+        if not node.quoted and isinstance(node.this, str) and node.this != node.this.lower():
+            node.set("this", node.this.lower())
     selects = [s for s in query.find_all(exp.Select) if _names_columns(s)]
     for sel in selects:
         items: list[exp.Expression] = []

@@ -10,6 +10,7 @@ import pytest
 import sqlglot
 
 from frontend.binder import CatalogReader, QueryBinder, bind_stream_select
+from frontend.dialect import whole_intervals
 from frontend.planner.stream import plan_mv, state_tables_needed
 from frontend.rw_clauses import rewrite_changelog_ctes
 from meta.catalog import CatalogSnapshot
@@ -57,7 +58,7 @@ def catalog() -> CatalogReader:
 
 
 def plan_text(sql: str) -> str:
-    ast = sqlglot.parse_one(rewrite_changelog_ctes(sql)[0], read="risingwave")
+    ast = sqlglot.parse_one(whole_intervals(rewrite_changelog_ctes(sql)[0]), read="risingwave")  # (as parse_statement)
     try:
         binder = QueryBinder(catalog())
         bound = binder.query(ast.expression)

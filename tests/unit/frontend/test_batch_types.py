@@ -147,3 +147,12 @@ def test_a_derived_tables_repeated_names_stay_postgresqls():
     assert not _renamed_repeats(["id", "x_1"], ["id", "x"])  # (x_1 is not a second x)
     assert not _renamed_repeats(["id_1", "id"], ["id", "id"])
     assert _renamed_repeats(["id", "v", "id_1", "id_2"], ["id", "v", "id", "id"])
+
+
+def test_unquoted_names_are_folded_to_lower_case_as_postgresql_folds_them():
+    session = make_session()
+    for query, names in [("SELECT 1 AS Foo, 3 AS UPPER_CASE, 4 AS \"Q\"", ["foo", "upper_case", "Q"]),
+                         ("WITH Cte AS (SELECT 1 AS Val) SELECT * FROM Cte", ["val"]),
+                         ("SELECT * FROM (SELECT 1 AS a) AS S(X)", ["x"]),
+                         ("SELECT Id, CUSTOMER FROM ORDERS", ["id", "customer"])]:
+        assert session.run_batch(session.parse_sql(query), typed=True).column_names == names, query
