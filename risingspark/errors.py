@@ -122,6 +122,10 @@ class InvalidParameterValue(RisingSparkError):
     sqlstate = "22023"
 
 
+class InvalidEscapeSequence(RisingSparkError):
+    sqlstate = "22025"
+
+
 class UndefinedParameter(RisingSparkError):
     """SET/SHOW of an unknown configuration parameter (Postgres: 42704)."""
 
