@@ -26,8 +26,8 @@ from typing import Any, cast
 from sqlglot import exp
 
 from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
-from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.extract import extract_fractions
+from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.table import SystemContext
