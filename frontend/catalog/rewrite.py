@@ -3,7 +3,8 @@
 Each pass is a function ``(expression, ctx) -> expression``; `RULES` runs them in order. They map
 Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operators, ``COLLATE``
 (dropped), LIKE's default backslash escape, SIMILAR TO's patterns (`frontend.catalog.similar_to`),
-the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`),
+the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`), ``format()``
+(`frontend.catalog.format_function`),
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -27,6 +28,7 @@ from sqlglot import exp
 
 from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
 from frontend.catalog.extract import extract_fractions
+from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.similar_to import similar_to
@@ -473,7 +475,8 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           similar_to, extract_fractions, untyped_array_comparisons, array_literals, casts, functions)
+                           similar_to, extract_fractions, pg_format, untyped_array_comparisons, array_literals, casts,
+                           functions)
 
 
 def rewrite(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:

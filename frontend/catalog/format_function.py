@@ -1,0 +1,106 @@
+"""PostgreSQL's ``format()`` for DuckDB.
+
+DuckDB's ``format`` takes ``{}`` placeholders, so PostgreSQL's ``format('%s-%s', a, b)`` came back as
+the template itself. The rule here reads a constant template as PostgreSQL's ``text_format`` does
+and writes the call as a DuckDB ``concat`` of its pieces:
+
+* ``%s``: the argument as text, NULL as the empty string; ``%I``: as an identifier (quoted unless
+  it is lower-case letters, digits and underscores not starting with a digit; NULL is an error);
+  ``%L``: as a literal (quoted, quotes doubled; NULL as ``NULL``); ``%%``: a percent sign;
+* ``%n$...``: the n-th argument; a specifier without a position takes the argument after the last
+  one used; ``%-10s`` / ``%10s``: padded to the width on the right / left, never cut.
+
+A template that is not a constant string, a ``*`` width, or an unknown type is 0A000 or 22023 as
+PostgreSQL words them; too few arguments are 22023. The text of a non-text argument is DuckDB's cast
+to text (a boolean is ``true``, PostgreSQL's ``t``), as elsewhere in batch queries. ``%I`` does not
+quote keywords (PostgreSQL quotes ``select``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from risingspark.errors import FeatureNotSupported, InvalidParameterValue
+
+_SPEC = re.compile(r"%(?:(?P<pos>\d+)\$)?(?P<flags>-?)(?P<width>\*|\d*)(?P<type>.?)", re.DOTALL)
+
+
+def pg_format(query: exp.Expression, ctx: object = None) -> exp.Expression:
+    """Every ``format(template, ...)`` call as the module doc writes it."""
+    for node in list(query.find_all(exp.Format)):
+        node.replace(format_call(node.this, list(node.expressions)))
+    return query
+
+
+def format_call(template: exp.Expression, args: list[exp.Expression]) -> exp.Expression:
+    if isinstance(template, exp.Null):
+        return exp.Null()
+    if not (isinstance(template, exp.Literal) and template.is_string):
+        raise FeatureNotSupported("format() with a template that is not a constant string is not supported")
+    text = template.name
+    pieces: list[exp.Expression] = []
+    pos, next_arg = 0, 0
+    while True:
+        at = text.find("%", pos)
+        if at < 0:
+            break
+        if at > pos:
+            pieces.append(exp.Literal.string(text[pos:at]))
+        m = _SPEC.match(text, at)
+        assert m is not None
+        kind = m["type"]
+        if kind == "%" and not (m["pos"] or m["flags"] or m["width"]):
+            pieces.append(exp.Literal.string("%"))
+            pos = m.end()
+            continue
+        if not kind:
+            raise InvalidParameterValue("unterminated format() type specifier",
+                                        hint='For a single "%" use "%%".')
+        if kind not in "sIL":
+            raise InvalidParameterValue(f'unrecognized format() type specifier "{kind}"',
+                                        hint='For a single "%" use "%%".')
+        if m["width"] == "*":
+            raise FeatureNotSupported("format() with a * width is not supported")
+        index = int(m["pos"]) - 1 if m["pos"] else next_arg
+        if m["pos"] and index < 0:
+            raise InvalidParameterValue("format specifies argument 0, but arguments are numbered from 1")
+        if index >= len(args):
+            raise InvalidParameterValue("too few arguments for format()")
+        next_arg = index + 1
+        piece = _formatted(args[index].copy(), kind)
+        if m["width"]:
+            piece = _padded(piece, int(m["width"]), left_aligned=m["flags"] == "-")
+        pieces.append(piece)
+        pos = m.end()
+    if pos < len(text):
+        pieces.append(exp.Literal.string(text[pos:]))
+    return exp.Anonymous(this="concat", expressions=pieces or [exp.Literal.string("")])
+
+
+def _formatted(arg: exp.Expression, kind: str) -> exp.Expression:
+    text = exp.cast(arg, "VARCHAR")
+    if kind == "s":
+        return exp.Coalesce(this=text, expressions=[exp.Literal.string("")])
+    if kind == "L":
+        quoted = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("'"), expression=exp.Anonymous(
+            this="replace", expressions=[text.copy(), exp.Literal.string("'"), exp.Literal.string("''")])),
+            expression=exp.Literal.string("'"))
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()),
+                                    true=exp.Literal.string("NULL"))], default=quoted)
+    quoted = exp.DPipe(this=exp.DPipe(this=exp.Literal.string('"'), expression=exp.Anonymous(
+        this="replace", expressions=[text.copy(), exp.Literal.string('"'), exp.Literal.string('""')])),
+        expression=exp.Literal.string('"'))
+    plain = exp.Anonymous(this="regexp_full_match", expressions=[text.copy(), exp.Literal.string("[a-z_][a-z0-9_$]*")])
+    null = exp.Anonymous(this="error", expressions=[exp.Literal.string(
+        "null values cannot be formatted as an SQL identifier")])
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()), true=exp.cast(null, "VARCHAR")),
+                         exp.If(this=plain, true=text.copy())], default=quoted)
+
+
+def _padded(piece: exp.Expression, width: int, *, left_aligned: bool) -> exp.Expression:
+    pad = exp.Anonymous(this="rpad" if left_aligned else "lpad",
+                        expressions=[piece.copy(), exp.Literal.number(width), exp.Literal.string(" ")])
+    short = exp.LT(this=exp.Length(this=piece.copy()), expression=exp.Literal.number(width))
+    return exp.Case(ifs=[exp.If(this=short, true=pad)], default=piece)
