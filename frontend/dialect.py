@@ -9,6 +9,11 @@ tables (shared by the ``postgres`` and ``risingwave`` dialects) so the node reco
 written: ``meta["pg_format"]`` (the original template) and ``meta["date_part"]``. The tree is
 otherwise unchanged, so every other use (batch queries rewritten for DuckDB) sees what it saw.
 
+A function call's name as written is kept too (``meta["pg_name"]``: sqlglot's own switch for it,
+``ORIGINAL_NAME_META_KEY``, set on the RisingWave dialect): PostgreSQL names an unaliased call's column
+after it, and sqlglot maps ``substr``, ``lpad``, ``strpos``, ``date_trunc``... to nodes whose own
+names are ``substring``, ``pad``, ``position``, ``timestamp_trunc`` (`frontend.catalog.rewrite.output_name`).
+
 sqlglot also canonicalizes ``INTERVAL '<n> <unit>'`` to ``INTERVAL '<n>' <UNIT>``, and when the
 string holds more than that one quantity it keeps the first and drops the rest: ``INTERVAL '1 day
 02:00:00'`` became one day, ``INTERVAL '2 hours ago'`` plus two hours. Its parser is compiled, so the
@@ -32,11 +37,13 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.dialects.risingwave import RisingWave
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 PG_FORMAT = "pg_format"
 DATE_PART = "date_part"
+PG_NAME = "pg_name"
 
 
 def install() -> None:
@@ -59,6 +66,7 @@ def install() -> None:
         node.meta[DATE_PART] = True
         return node
 
+    RisingWave.ORIGINAL_NAME_META_KEY = PG_NAME
     build_to_char._keeps_pg_format = True  # type: ignore[attr-defined]
     functions["TO_CHAR"] = build_to_char
     parsers["DATE_PART"] = parse_date_part

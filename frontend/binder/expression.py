@@ -17,6 +17,7 @@ from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
 from frontend.binder.strings import bind_string, is_string_node
 from frontend.binder.udf import bind_udf, resolved_function
+from frontend.dialect import PG_NAME
 from frontend.expr import (
     AggCallExpr,
     BinaryOp,
@@ -103,6 +104,8 @@ def output_name(node: exp.Expression) -> str:
         return "count"
     if isinstance(node, exp.Filter | exp.Window):
         return output_name(node.this)
+    if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous) and isinstance(node.meta.get(PG_NAME), str):
+        return node.meta[PG_NAME].lower()  # (the name as written: `frontend.dialect`)
     if isinstance(node, exp.AggFunc) and node.key in AGG_NAMES:
         return AGG_NAMES[node.key]
     if node.key in _WINDOW_NAMES:

@@ -4,7 +4,7 @@ Each pass is a function ``(expression, ctx) -> expression``; `RULES` runs them i
 Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operators, ``COLLATE``
 (dropped), LIKE's default backslash escape, SIMILAR TO's patterns (`frontend.catalog.similar_to`),
 the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`), ``format()``
-(`frontend.catalog.format_function`),
+(`frontend.catalog.format_function`), integer literals in arithmetic as ``integer``,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -33,6 +33,7 @@ from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.table import SystemContext
+from frontend.dialect import PG_NAME
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
 
 
@@ -114,7 +115,7 @@ def output_name(node: Any) -> str:
         return node.alias
     if isinstance(node, exp.Column):
         return node.name if node.this.quoted else node.name.lower()
-    if isinstance(node, exp.Paren | exp.Window):  # (a window call is named after its function)
+    if isinstance(node, exp.Paren | exp.Window | exp.Filter):  # (a window call is named after its function)
         return output_name(node.this)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
         return output_name(node.expression)
@@ -127,6 +128,8 @@ def output_name(node: Any) -> str:
         return inner if inner != "?column?" else _type_name(node.to)
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
         return output_name(node.this.expressions[0])
+    if isinstance(node, exp.Func) and isinstance(node.meta.get(PG_NAME), str):
+        return node.meta[PG_NAME].lower()  # (the name as written: `frontend.dialect`)
     for cls, name in _FUNC_NAMES.items():
         if isinstance(node, cls):
             return name
@@ -260,6 +263,18 @@ def drop_collations(query: exp.Expression, ctx: RewriteContext | None) -> exp.Ex
     """``x COLLATE "C"`` -> ``x`` (DuckDB's collations are not Postgres')."""
     for node in reversed(list(query.find_all(exp.Collate))):
         node.replace(node.this)
+    return query
+
+
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)
+
+
+def integer_literals(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """An integer literal in arithmetic is an ``integer``, as in Postgres: ``smallint_col * 2`` is
+    an integer product (DuckDB typed it a smallint and overflowed past 32,767)."""
+    for node in list(query.find_all(exp.Literal)):
+        if isinstance(node.parent, _ARITHMETIC) and node.is_int and -2**31 <= int(node.name) < 2**31:
+            node.replace(exp.cast(node.copy(), "INTEGER"))
     return query
 
 
@@ -475,8 +490,8 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           similar_to, extract_fractions, pg_format, untyped_array_comparisons, array_literals, casts,
-                           functions)
+                           similar_to, extract_fractions, pg_format, integer_literals, untyped_array_comparisons,
+                           array_literals, casts, functions)
 
 
 def rewrite(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from decimal import Decimal
 
 import pyarrow as pa
@@ -156,3 +157,28 @@ def test_unquoted_names_are_folded_to_lower_case_as_postgresql_folds_them():
                          ("SELECT * FROM (SELECT 1 AS a) AS S(X)", ["x"]),
                          ("SELECT Id, CUSTOMER FROM ORDERS", ["id", "customer"])]:
         assert session.run_batch(session.parse_sql(query), typed=True).column_names == names, query
+
+
+def test_an_integer_literal_in_arithmetic_is_an_integer():
+    """``smallint * 2`` is an integer in PostgreSQL; DuckDB typed the literal a smallint and failed
+    with an overflow past 32,767."""
+    session = make_session()
+    out = session.run_batch(session.parse_sql("SELECT CAST(32767 AS SMALLINT) * 2 AS a, CAST(32767 AS SMALLINT) + 1 AS b, "
+                                              "'2024-01-01'::date + 1 AS d, 3000000000 * 2 AS f"))
+    assert out.to_pylist() == [{"a": 65534, "b": 32768, "d": datetime.date(2024, 1, 2), "f": 6000000000}]
+    assert out.schema.types[:2] == [pa.int32(), pa.int32()]
+
+
+def test_function_columns_are_named_as_written_as_postgresql_names_them(oracle_dsn):
+    """sqlglot maps ``substr``, ``lpad``, ``strpos``... to nodes named ``substring``, ``pad``,
+    ``position``; PostgreSQL names the column after the function as written."""
+    import psycopg
+
+    session = make_session()
+    query = ("SELECT substr('hello', 1, 2), lpad('a', 3), strpos('ab', 'b'), to_hex(255), "
+             "date_trunc('day', '2024-01-01 10:00'::timestamp), var_pop(1), bit_and(1), substring('abc', 2), "
+             "count(*) FILTER (WHERE true), upper('a'), coalesce(1, 2), length('x'), abs(-1)")
+    got = session.run_batch(session.parse_sql(query)).column_names
+    with psycopg.connect(oracle_dsn) as pg:
+        want = [d.name for d in pg.execute(query).description]
+    assert got == want
