@@ -41,6 +41,7 @@ from frontend.binder.udf import resolve_udfs
 from frontend.catalog.composite import register_js_function, register_udfs
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
+from frontend.catalog.to_char import register_to_char
 from frontend.index_lookup import index_scan
 from frontend.join_star import ColumnsOf, expand_join_stars
 from frontend.pgwire.row_stream import RowStream
@@ -94,6 +95,7 @@ class BatchEngine:
         for macro in MACROS:
             self._db.execute(macro)
         register_udfs(self._db)
+        register_to_char(self._db)
         self._functions: set[int] = set()  # the user-defined functions registered (`_register_functions`)
         self._functions_lock = threading.Lock()
 

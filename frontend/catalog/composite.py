@@ -66,7 +66,7 @@ def _udf(fn: Any, arity: int, json: bool) -> Any:
             out = fn(*arrays, strict=True)
             return pa.ExtensionArray.from_storage(pa.json_(), out) if json else out
         except RisingSparkError as e:
-            raise ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}") from None
+            raise udf_failure(e) from None
 
     if arity == 1:
         return lambda a: run(a)
@@ -91,11 +91,16 @@ def register_js_function(con: duckdb.DuckDBPyConnection, fn: FunctionCatalog) ->
             js = compiled(fn.name, fn.arg_names, fn.body, fn.arg_types, fn.return_type)
             return js.call_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays])
         except RisingSparkError as e:
-            raise ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}") from None
+            raise udf_failure(e) from None
 
     con.create_function(fn.udf_name, with_arity(run, len(fn.arg_types)), [duckdb.sqltype(t.to_duckdb()) for t in fn.arg_types],
                         duckdb.sqltype(fn.return_type.to_duckdb()), type=func.ARROW, null_handling=func.SPECIAL,
                         side_effects=False)
+
+
+def udf_failure(e: RisingSparkError) -> ValueError:
+    """What a DuckDB function raises for `e`: DuckDB reports its message, `udf_error` reads it back."""
+    return ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}")
 
 
 def udf_error(message: str) -> RisingSparkError | None:
