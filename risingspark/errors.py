@@ -126,6 +126,18 @@ class InvalidEscapeSequence(RisingSparkError):
     sqlstate = "22025"
 
 
+class SubstringError(RisingSparkError):
+    sqlstate = "22011"
+
+
+class InvalidArgumentForLogarithm(RisingSparkError):
+    sqlstate = "2201E"
+
+
+class InvalidArgumentForPowerFunction(RisingSparkError):
+    sqlstate = "2201F"
+
+
 class UndefinedParameter(RisingSparkError):
     """SET/SHOW of an unknown configuration parameter (Postgres: 42704)."""
 
