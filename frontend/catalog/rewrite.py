@@ -5,7 +5,8 @@ Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operato
 (dropped), LIKE's default backslash escape, SIMILAR TO's patterns (`frontend.catalog.similar_to`),
 the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`), ``format()``
 (`frontend.catalog.format_function`), ``to_char`` (`frontend.catalog.to_char`), the edges of ``substring``, ``sqrt``, ``ln``, ``power``
-(`frontend.catalog.strict_functions`), integer literals in arithmetic as ``integer``,
+(`frontend.catalog.strict_functions`), casts to ``varchar(n)`` and of literals to booleans and
+integers (`frontend.catalog.literal_casts`), integer literals in arithmetic as ``integer``,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -31,6 +32,7 @@ from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
 from frontend.catalog.extract import extract_fractions
 from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
+from frontend.catalog.literal_casts import literal_casts
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.strict_functions import strict_functions
@@ -493,7 +495,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           similar_to, extract_fractions, pg_format, to_char, strict_functions, integer_literals,
+                           similar_to, extract_fractions, pg_format, to_char, strict_functions, literal_casts, integer_literals,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 

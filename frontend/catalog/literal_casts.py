@@ -1,0 +1,77 @@
+"""Casts whose DuckDB meaning is not PostgreSQL's, in batch queries.
+
+* ``x::varchar(n)`` and ``x::char(n)``: an explicit cast cuts the text to ``n`` characters (and
+  ``char(n)`` pads it with spaces to ``n``); DuckDB ignores the length. (What ``char(n)`` values do
+  afterwards — trailing spaces ignored in comparisons and ``length`` — is not PostgreSQL's.)
+* a string literal cast to ``boolean``: PostgreSQL reads ``t``/``true``/``y``/``yes``/``on``/``1``
+  and ``f``/``false``/``n``/``no``/``off``/``0`` (case-insensitive, a unique prefix of each word,
+  blanks around), DuckDB fewer; anything else is 22P02.
+* a string literal cast to ``smallint``/``integer``/``bigint``: PostgreSQL reads blanks, a sign and
+  digits only (``'1.5'::int`` is 22P02; DuckDB rounded it to 2), and a value past the type is 22003.
+
+Literals are read here, when the query is rewritten; a column's text cast at run time is DuckDB's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from risingspark.errors import InvalidTextRepresentation, NumericValueOutOfRange
+
+_INTEGERS = {exp.DataType.Type.SMALLINT: ("smallint", 16), exp.DataType.Type.INT: ("integer", 32),
+             exp.DataType.Type.BIGINT: ("bigint", 64)}
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def literal_casts(query: exp.Expression, ctx: object = None) -> exp.Expression:
+    for node in list(query.find_all(exp.Cast)):
+        out = _cast(node)
+        if out is not None:
+            node.replace(out)
+    return query
+
+
+def _cast(node: exp.Cast) -> exp.Expression | None:
+    to = node.to
+    if not isinstance(to, exp.DataType):
+        return None
+    if to.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR) and to.expressions:
+        n = to.expressions[0].this
+        if not (isinstance(n, exp.Literal) and n.is_int):
+            return None
+        text = exp.Anonymous(this="left", expressions=[exp.cast(node.this.copy(), "VARCHAR"), n.copy()])
+        if to.this == exp.DataType.Type.CHAR:
+            return exp.Anonymous(this="rpad", expressions=[text, n.copy(), exp.Literal.string(" ")])
+        return text
+    literal = node.this
+    if not (isinstance(literal, exp.Literal) and literal.is_string):
+        return None
+    if to.this == exp.DataType.Type.BOOLEAN:
+        return exp.Boolean(this=parse_bool(literal.name))
+    if to.this in _INTEGERS:
+        name, bits = _INTEGERS[to.this]
+        if not _INTEGER_TEXT.fullmatch(literal.name):
+            raise InvalidTextRepresentation(f'invalid input syntax for type {name}: "{literal.name}"')
+        value = int(literal.name)
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise NumericValueOutOfRange(f'value "{literal.name}" is out of range for type {name}')
+    return None
+
+
+def parse_bool(text: str) -> bool:
+    """PostgreSQL's ``boolin``.
+
+    >>> [parse_bool(t) for t in ("t", " TRUE ", "ye", "on", "1", "f", "of", "No", "0")]
+    [True, True, True, True, True, False, False, False, False]
+    """
+    s = text.strip().lower()
+    if s and (any(w.startswith(s) for w in _TRUE if w not in ("on", "1")) or s in ("on", "1")):
+        return True
+    if s and (any(w.startswith(s) for w in _FALSE if w not in ("off", "0")) or s in ("0",)
+              or (len(s) >= 2 and "off".startswith(s))):
+        return False
+    raise InvalidTextRepresentation(f'invalid input syntax for type boolean: "{text}"')
