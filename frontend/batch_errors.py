@@ -5,7 +5,9 @@ on DuckDB and compares."""
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
 
 import duckdb
 
@@ -45,6 +47,13 @@ _INTEGERS = {"INT16", "INT32", "INT64"}
 _DATETIMES = {"DATE", "TIMESTAMP", "INTERVAL", "TIME"}  # 22007, as PostgreSQL's datetime input errors
 
 
+@functools.cache
+def postgresql_functions() -> frozenset[str]:
+    """The names of PostgreSQL's built-in functions (`frontend/catalog/pg_functions.txt`)."""
+    text = (Path(__file__).parent / "catalog" / "pg_functions.txt").read_text()
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
+
+
 def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
     msg = str(e).split("\n")[0]
     if (udf := udf_error(msg)) is not None:  # a jsonb operator's own error
@@ -60,7 +69,10 @@ def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
         if m := _TABLE_NOT_FOUND.search(msg):
             return UndefinedTable(f'relation "{m.group(1)}" does not exist')
         if m := _FUNC_NOT_FOUND.search(msg):
-            return UndefinedFunction(f"function {m.group(1)} does not exist")
+            name = m.group(1)
+            if name.lower() in postgresql_functions():  # PostgreSQL has it, DuckDB not: a feature we lack
+                return FeatureNotSupported(f"function {name}() is not supported in batch queries yet")
+            return UndefinedFunction(f"function {name} does not exist")
         if "No function matches" in msg:
             return UndefinedFunction(body)
         return FeatureNotSupported(body) if "not supported" in msg.lower() else UndefinedFunction(body)

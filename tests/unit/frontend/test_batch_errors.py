@@ -60,3 +60,17 @@ def test_errors_as_postgres_reports_them(pg, duck, sql):
     ours = translate_duckdb_error(raised.value)
     assert (ours.sqlstate, str(ours), ours.detail) == \
         (expected.value.sqlstate, expected.value.diag.message_primary, expected.value.diag.message_detail)
+
+
+def test_a_postgresql_function_duckdb_lacks_is_0a000():
+    """PostgreSQL has ``justify_hours``; a batch query calling it is a feature
+    missing here (0A000), not an unknown function (42883), which a misspelt name still is."""
+    from catalog_session import make_session
+
+    from risingspark.errors import FeatureNotSupported, UndefinedFunction
+
+    session = make_session()
+    with pytest.raises(FeatureNotSupported, match="justify_hours"):
+        session.run_batch(session.parse_sql("SELECT justify_hours(interval '27 hours')"))
+    with pytest.raises(UndefinedFunction):
+        session.run_batch(session.parse_sql("SELECT no_such_function_here(1)"))
