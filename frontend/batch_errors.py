@@ -14,11 +14,18 @@ import duckdb
 from frontend.catalog.composite import udf_error
 from frontend.values import special_numeric_error
 from risingspark.errors import (
+    CardinalityViolation,
     DataException,
     DatatypeMismatch,
+    DatetimeFieldOverflow,
     DivisionByZero,
     FeatureNotSupported,
+    GroupingError,
     InvalidDatetimeFormat,
+    InvalidEscapeSequence,
+    InvalidParameterValue,
+    InvalidRegularExpression,
+    InvalidRowCountInLimitClause,
     InvalidTextRepresentation,
     NumericValueOutOfRange,
     RisingSparkError,
@@ -63,6 +70,8 @@ def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
     body = msg.split(": ", 1)[1] if ": " in msg else msg
     if isinstance(e, duckdb.ParserException):
         return SyntaxError_(f"syntax error: {body}")
+    if (known := _known(msg, body)) is not None:
+        return known
     if isinstance(e, duckdb.BinderException | duckdb.CatalogException):
         if m := _COLUMN_NOT_FOUND.search(msg):
             return UndefinedColumn(f'column "{m.group(1)}" does not exist')
@@ -89,6 +98,32 @@ def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:
     if isinstance(e, duckdb.NotImplementedException):
         return FeatureNotSupported(body)
     return DataException(body)
+
+
+_NOT_GROUPED = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
+_DATE_OUT_OF_RANGE = re.compile(r'date field value out of range: "(.*)"')
+
+
+def _known(msg: str, body: str) -> RisingSparkError | None:
+    """DuckDB's errors with a PostgreSQL counterpart of their own wording and SQLSTATE."""
+    if "More than one row returned by a subquery used as an expression" in msg:
+        return CardinalityViolation("more than one row returned by a subquery used as an expression")
+    if m := _NOT_GROUPED.search(msg):
+        return GroupingError(f'column "{m.group(1)}" must appear in the GROUP BY clause or be used in an aggregate '
+                             f"function")
+    if "WHERE clause cannot contain aggregates" in msg:
+        return GroupingError("aggregate functions are not allowed in WHERE")
+    if "LIMIT/OFFSET cannot be negative" in msg:
+        return InvalidRowCountInLimitClause("LIMIT must not be negative")
+    if "interval cannot be 0" in msg:
+        return InvalidParameterValue("step size cannot equal zero")
+    if "Like pattern must not end with escape character" in msg:
+        return InvalidEscapeSequence("LIKE pattern must not end with escape character")
+    if m := _DATE_OUT_OF_RANGE.search(msg):
+        return DatetimeFieldOverflow(f'date/time field value out of range: "{m.group(1)}"')
+    if msg.startswith("Invalid Input Error: missing )") or "Invalid Input Error: invalid perl operator" in msg:
+        return InvalidRegularExpression(f"invalid regular expression: {body}")
+    return None
 
 
 def _conversion(msg: str, body: str) -> RisingSparkError:

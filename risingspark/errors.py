@@ -126,6 +126,22 @@ class InvalidEscapeSequence(RisingSparkError):
     sqlstate = "22025"
 
 
+class CardinalityViolation(RisingSparkError):
+    sqlstate = "21000"
+
+
+class DatetimeFieldOverflow(RisingSparkError):
+    sqlstate = "22008"
+
+
+class InvalidRowCountInLimitClause(RisingSparkError):
+    sqlstate = "2201W"
+
+
+class InvalidRegularExpression(RisingSparkError):
+    sqlstate = "2201B"
+
+
 class SubstringError(RisingSparkError):
     sqlstate = "22011"
 
