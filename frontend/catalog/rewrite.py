@@ -116,33 +116,53 @@ _FUNC_NAMES = {exp.CurrentVersion: "version", exp.GroupConcat: "string_agg", exp
 
 def output_name(node: Any) -> str:
     """The column name Postgres gives an unaliased select item."""
+    return _figure(node)[0]
+
+
+_OPERATOR_FUNCS = (exp.RegexpLike, exp.RegexpILike, exp.Pow, exp.And, exp.Or, exp.Not, exp.Xor)
+
+
+def _figure(node: Any) -> tuple[str, int]:
+    """Postgres' ``FigureColname``: a name and its strength — 2 for a column's, an alias's or a
+    function's, 1 for the type of a cast or ``case``, 0 for ``?column?``. A cast takes its argument's
+    name only when that is strong (``a::text`` is ``a``, ``0::float8::text`` is ``text``), a CASE
+    its ELSE's (``CASE ... ELSE a END`` is ``a``)."""
     if isinstance(node, exp.Alias):
-        return node.alias
+        return node.alias, 2
     if isinstance(node, exp.Column):
-        return node.name if node.this.quoted else node.name.lower()
+        return (node.name if node.this.quoted else node.name.lower()), 2
     if isinstance(node, exp.Paren | exp.Window | exp.Filter):  # (a window call is named after its function)
-        return output_name(node.this)
+        return _figure(node.this)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
-        return output_name(node.expression)
+        return _figure(node.expression)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # (s).a: a struct's field
-        return node.expression.name if node.expression.quoted else node.expression.name.lower()
-    if isinstance(node, OPERATOR_NODES):
-        return "?column?"
+        return (node.expression.name if node.expression.quoted else node.expression.name.lower()), 2
+    if isinstance(node, OPERATOR_NODES) or (isinstance(node, _OPERATOR_FUNCS) and PG_NAME not in node.meta):
+        return "?column?", 0
     if isinstance(node, exp.Cast | exp.TryCast):
-        inner = output_name(node.this)
-        return inner if inner != "?column?" else _type_name(node.to)
+        inner = _figure(node.this)
+        return inner if inner[1] == 2 else (_type_name(node.to), 1)
+    if isinstance(node, exp.Interval):  # a typed literal
+        return "interval", 1
+    if isinstance(node, exp.Case):
+        default = node.args.get("default")
+        inner = _figure(default) if default is not None else ("?column?", 0)
+        return inner if inner[1] == 2 else ("case", 1)
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and len(node.this.expressions) == 1:
-        return output_name(node.this.expressions[0])
+        return _figure(node.this.expressions[0])
     if isinstance(node, exp.Func) and isinstance(node.meta.get(PG_NAME), str):
-        return node.meta[PG_NAME].lower()  # (the name as written: `frontend.dialect`)
+        return node.meta[PG_NAME].lower(), 2  # (the name as written: `frontend.dialect`)
+    if isinstance(node, exp.Trim):  # TRIM([LEADING | TRAILING | BOTH] ...) calls ltrim, rtrim or btrim
+        position = str(node.args.get("position") or "").upper()
+        return {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "btrim"), 2
     for cls, name in _FUNC_NAMES.items():
         if isinstance(node, cls):
-            return name
+            return name, 2
     if isinstance(node, exp.Anonymous):
-        return str(node.this).lower()
+        return str(node.this).lower(), 2
     if isinstance(node, exp.Func):
-        return node.sql_name().lower()
-    return "?column?"
+        return node.sql_name().lower(), 2
+    return "?column?", 0
 
 
 def _type_name(to: exp.Expression) -> str:
@@ -163,6 +183,7 @@ def name_outputs(query: exp.Expression) -> exp.Expression:
     for node in query.find_all(exp.Identifier):
         if not node.quoted and isinstance(node.this, str) and node.this != node.this.lower():
             node.set("this", node.this.lower())
+    query = _name_values(query)
     selects = [s for s in query.find_all(exp.Select) if _names_columns(s)]
     for sel in selects:
         items: list[exp.Expression] = []
@@ -172,6 +193,30 @@ def name_outputs(query: exp.Expression) -> exp.Expression:
             else:
                 items.append(cast(exp.Expression, exp.alias_(e, output_name(e), quoted=True)))
         sel.set("expressions", items)
+    return query
+
+
+def _name_values(query: exp.Expression) -> exp.Expression:
+    """A VALUES list's columns are ``column1``, ``column2``... unless its alias names them (DuckDB:
+    ``col0``, ``col1``); a VALUES statement is read as ``SELECT * FROM (VALUES ...)``."""
+    for node in list(query.find_all(exp.Values)):
+        first = node.expressions[0] if node.expressions else None
+        if not isinstance(first, exp.Tuple) or not isinstance(node.parent, exp.From | exp.Join | None):
+            continue
+        alias = node.args.get("alias")
+        if alias is not None and alias.columns:
+            continue
+        names = [exp.to_identifier(f"column{i + 1}", quoted=True) for i in range(len(first.expressions))]
+        named = exp.TableAlias(this=alias.this.copy() if alias is not None and alias.this else
+                               exp.to_identifier("*VALUES*", quoted=True), columns=names)
+        if node is query:
+            modifiers = {k: node.args.pop(k) for k in ("order", "limit", "offset") if node.args.get(k) is not None}
+            node.set("alias", named)
+            select = exp.select("*").from_(node)
+            for key, value in modifiers.items():
+                select.set(key, value)
+            return select
+        node.set("alias", named)
     return query
 
 

@@ -182,3 +182,30 @@ def test_function_columns_are_named_as_written_as_postgresql_names_them(oracle_d
     with psycopg.connect(oracle_dsn) as pg:
         want = [d.name for d in pg.execute(query).description]
     assert got == want
+
+
+def test_expression_columns_are_named_as_postgresql_figures_them(oracle_dsn):
+    """PostgreSQL's ``FigureColname``: a cast is named after its argument when that is a column or a
+    function, else after its type; a CASE after its ELSE; an operator ``?column?``."""
+    import psycopg
+
+    session = make_session()
+    query = ("SELECT 0::float8::text, 1.5::text, customer::text, CASE WHEN true THEN 1 ELSE 2 END, "
+             "CASE WHEN true THEN 1 ELSE customer END, interval '1 day', true AND false, 'a' ~ 'a', 2 ^ 10, NOT true, "
+             "trim(' a '), trim(leading ' ' from ' a'), extract(year from created_at), position('a' in 'ba') "
+             "FROM orders")
+    got = session.run_batch(session.parse_sql(query)).column_names
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        pg.execute("CREATE TEMP TABLE orders (customer INT, created_at TIMESTAMP)")
+        want = [d.name for d in pg.execute(query).description]
+    assert got == want
+
+
+def test_values_columns_are_column1_column2_as_in_postgresql():
+    session = make_session()
+    for query, names, rows in [("VALUES (1, 'a'), (2, 'b')", ["column1", "column2"], 2),
+                               ("SELECT column2 FROM (VALUES (1, 2)) v", ["column2"], 1),
+                               ("SELECT * FROM (VALUES (1, 2)) AS v(a, b)", ["a", "b"], 1),
+                               ("VALUES (2), (1) ORDER BY column1 DESC LIMIT 1", ["column1"], 1)]:
+        out = session.run_batch(session.parse_sql(query))
+        assert (out.column_names, out.num_rows) == (names, rows), query
