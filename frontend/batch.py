@@ -75,6 +75,7 @@ class QueryContext:
     system_rows: Callable[[str, str], pa.Table]  # (schema, name) -> rows of a system table
     rewrite: RewriteContext | None = None
     stream_min_bytes: int = STREAM_MIN_BYTES  # (`frontend.batch_stream`: ``rw_batch_stream_min_bytes``)
+    time_zone: str | None = None  # the session's ``TimeZone`` (an IANA name; None: UTC, the engine's own)
 
 
 class BatchEngine:
@@ -156,6 +157,8 @@ class BatchEngine:
             logger.debug("batch query on DuckDB: %s", sql)
             if streamed:  # (a session setting of DuckDB's, ~0.15 ms: only for the big queries)
                 con.execute(f"SET streaming_buffer_size = '{batch_stream.STREAM_BUFFER}'")
+            if ctx.time_zone is not None:  # (a zone name `display_zone` checked: no quote in it)
+                con.execute(f"SET TimeZone = '{ctx.time_zone}'")
             cursor.watch(cancel)
             if cancel is not None and cancel.is_set():  # (an interrupt before DuckDB starts is lost)
                 raise QueryCanceled("canceling statement due to user request")

@@ -39,6 +39,7 @@ class PlanKey:
     user: str
     search_path: tuple[str, ...]
     user_id: int = 0  # (a user dropped and made again under its name is another user: its own plans)
+    time_zone: str | None = None  # (a constant's value may follow it: ``'2024-01-15 12:00'::timestamptz``)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from frontend.parser import (
 )
 from frontend.pgwire.api import ColumnDesc, ConnectionInfo, StatementResult
 from frontend.pgwire.row_stream import RowStream
+from frontend.pgwire.time_zone import display_zone
 from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, Plan, PlanCache, PlanKey
 from frontend.positions import locate_error
 from frontend.privileges import PrivilegeChecker
@@ -292,7 +293,8 @@ class Session:
 
     # ---- running statements ----------------------------------------------------------------------
     def _plan_key(self, text: str, param_oids: list[int]) -> PlanKey:
-        return PlanKey(text, tuple(param_oids), self.database, self.user, self.vars.search_path_key(), self.user_id)
+        return PlanKey(text, tuple(param_oids), self.database, self.user, self.vars.search_path_key(), self.user_id,
+                       self.time_zone)
 
     async def _execute(self, text: str, offset: int, param_oids: list[int], params: list[Any]) -> StatementResult:
         """Run one statement (`text`, with ``$n`` placeholders for `params`); `offset` is where it
@@ -633,6 +635,11 @@ class Session:
         reader = self.catalog_reader()
         PrivilegeChecker(reader.snapshot, self.user_id).check_query(query, reader)
 
+    @property
+    def time_zone(self) -> str | None:
+        """The IANA zone of the session's ``TimeZone``, None for UTC (`frontend.pgwire.time_zone`)."""
+        return display_zone(self.vars.get("timezone"))
+
     def parse_sql(self, text: str) -> exp.Expression:
         """Parse with sqlglot, bypassing the fast paths of `parse_statement`."""
         try:
@@ -698,7 +705,7 @@ class Session:
         settings = {name: value for name, value, _ in self.vars.all()}
         rewrite = RewriteContext(sys_ctx, self.user, self.database, self.pid, settings)
         return QueryContext(reader, version, self.database, self.user, system_rows, rewrite,
-                            int(self.vars.get("rw_batch_stream_min_bytes")))
+                            int(self.vars.get("rw_batch_stream_min_bytes")), self.time_zone)
 
     def statement_types(self, query: exp.Expression, reader: CatalogReader) -> Wanted | None:
         """The binder's output types of the client's current statement (`frontend.batch_types`),

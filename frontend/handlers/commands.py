@@ -25,7 +25,7 @@ from frontend.parser import (
     WaitStmt,
 )
 from frontend.pgwire.api import ColumnDesc, StatementResult
-from frontend.session_vars import NOTICES
+from frontend.session_vars import NOTICES, REPORTED_NAMES
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationKind
 from risingspark.errors import (
     FeatureNotSupported,
@@ -127,17 +127,25 @@ def _in_db(snap, rel_id: int, database_id: int) -> bool:
 def set_var(session: Session, stmt: SetStmt) -> StatementResult:
     spec = session.vars.set(stmt.name, stmt.value)
     notice = NOTICES.get(spec.name)
-    return StatementResult("SET_VARIABLE", notices=[notice] if notice else [])
+    return StatementResult("SET_VARIABLE", notices=[notice] if notice else [],
+                           parameters=_reported(session, [spec.name]))
 
 
 def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
+    names = []
     if stmt.name == "all":
         for name, spec in list(session.vars.spec_items()):
             if not spec.read_only:
                 session.vars.set(name, None)
+                names.append(name)
     else:
-        session.vars.set(stmt.name, None)
-    return StatementResult("RESET")
+        names.append(session.vars.set(stmt.name, None).name)
+    return StatementResult("RESET", parameters=_reported(session, names))
+
+
+def _reported(session: Session, names: list[str]) -> dict[str, str]:
+    """The ParameterStatus of the reported settings among `names` (PostgreSQL's GUC_REPORT)."""
+    return {REPORTED_NAMES.get(n, n): session.vars.get(n) for n in names if session.vars.spec(n).report}
 
 
 FLUSH_POLL_S = 0.05  # how often a waiting FLUSH looks at its cancel

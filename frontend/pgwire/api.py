@@ -60,6 +60,9 @@ class StatementResult:
             ``COMMIT``/``ROLLBACK`` close one, others leave it; set True for ``ROLLBACK TO SAVEPOINT``,
             whose tag is also ``ROLLBACK``.
         copy_in: set when the statement is a COPY FROM STDIN that now reads the client's data.
+        parameters: ParameterStatus messages sent before the completion: the reported settings the
+            statement changed (``SET TimeZone``), as PostgreSQL sends them; drivers follow them
+            (psycopg shows timestamptz values in the reported TimeZone).
     """
 
     tag: str
@@ -69,6 +72,7 @@ class StatementResult:
     empty: bool = False
     in_transaction: bool | None = None
     copy_in: CopyIn | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
 
 
 class PgSession(Protocol):
@@ -95,6 +99,11 @@ class PgSession(Protocol):
 
     def cancel(self) -> None:
         """A CancelRequest named this session: stop the running statement (QueryCanceled)."""
+        ...
+
+    @property
+    def time_zone(self) -> str | None:
+        """The IANA zone timestamptz values are shown in, None for UTC (`frontend.pgwire.time_zone`)."""
         ...
 
     async def close(self) -> None:

@@ -147,6 +147,16 @@ def format_timestamp(value: dt.datetime, with_tz: bool = False) -> str:
     return text + "+00" if with_tz else text
 
 
+def format_timestamptz_in(value: dt.datetime, zone: str) -> str:
+    """A timestamptz as the wall time of IANA zone `zone` with its offset there (the session's
+    ``TimeZone``, `frontend.pgwire.time_zone`): ``2024-06-15 08:00:00-04``."""
+    from .time_zone import offset_text, zone_info
+
+    local = (value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)).astimezone(zone_info(zone))
+    offset = local.utcoffset() or dt.timedelta(0)
+    return format_timestamp(local.replace(tzinfo=None)) + offset_text(offset)
+
+
 def format_bytea(value: bytes) -> str:
     return "\\x" + value.hex()
 

@@ -373,8 +373,14 @@ class Connection:
         if start > 0 and tag.startswith("SELECT "):  # a resumed portal counts this batch's rows
             tag = f"SELECT {stop - start}"
         self._note_transaction(result)
+        for name, value in result.parameters.items():
+            self.sink.send(be.parameter_status(name, value))
         self.sink.send(be.command_complete(tag))
         return stop
+
+    def _time_zone(self) -> str | None:
+        """The session's ``TimeZone`` for timestamptz text (`frontend.pgwire.time_zone`)."""
+        return getattr(self.session, "time_zone", None)  # (a session without the setting: UTC)
 
     async def _send_rows(self, columns: list[ColumnDesc], formats: list[int], rows: Rows, start: int,
                          stop: int) -> None:
@@ -382,9 +388,9 @@ class Connection:
         for lo in range(start, stop, CHUNK_ROWS):
             chunk = slice_rows(rows, lo, min(stop, lo + CHUNK_ROWS))
             if arrow and row_count(chunk) >= THREAD_MIN_ROWS:
-                data = await asyncio.to_thread(encode_rows, columns, formats, chunk)
+                data = await asyncio.to_thread(encode_rows, columns, formats, chunk, self._time_zone())
             else:
-                data = encode_rows(columns, formats, chunk)
+                data = encode_rows(columns, formats, chunk, self._time_zone())
             self.sink.send(data)
             await self.sink.maybe_flush()
 
@@ -398,7 +404,7 @@ class Connection:
         try:
             while max_rows <= 0 or sent < max_rows:
                 want = CHUNK_ROWS if max_rows <= 0 else min(CHUNK_ROWS, max_rows - sent)
-                data, n = await asyncio.to_thread(_take_encoded, stream, columns, formats, want)
+                data, n = await asyncio.to_thread(_take_encoded, stream, columns, formats, want, self._time_zone())
                 if n == 0:
                     break
                 sent += n
@@ -436,12 +442,12 @@ class Connection:
 _DEALLOCATE = re.compile(r'\s*DEALLOCATE\s+(?:PREPARE\s+)?(?P<name>"(?:[^"]|"")+"|\w+)\s*;?\s*', re.IGNORECASE)
 
 
-def _take_encoded(stream: RowStream, columns: list[ColumnDesc], formats: list[int], max_rows: int
-                  ) -> tuple[bytes, int]:
+def _take_encoded(stream: RowStream, columns: list[ColumnDesc], formats: list[int], max_rows: int,
+                  time_zone: str | None = None) -> tuple[bytes, int]:
     rows = stream.take(max_rows)
     if rows is None:
         return b"", 0
-    return encode_rows(columns, formats, rows), rows.num_rows
+    return encode_rows(columns, formats, rows, time_zone), rows.num_rows
 
 
 def _unquote_ident(name: str) -> str:

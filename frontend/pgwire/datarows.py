@@ -9,6 +9,7 @@ fixed-notation range, tiny decimals) are formatted one by one with `frontend.pgw
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
 from collections.abc import Callable
 from typing import TypeAlias
@@ -23,6 +24,7 @@ from risingspark.types import DataType
 from . import codec
 from .api import ColumnDesc
 from .backend import data_row
+from .time_zone import offset_text
 
 Rows: TypeAlias = pa.Table | pa.RecordBatch | list[tuple]
 
@@ -51,15 +53,18 @@ def slice_rows(rows: Rows, start: int, stop: int) -> Rows:
     return rows[start:stop]
 
 
-def encode_rows(columns: list[ColumnDesc], formats: list[int], rows: Rows) -> bytes:
-    """The DataRow messages of `rows`; `formats` holds one format code (0 text, 1 binary) per column."""
+def encode_rows(columns: list[ColumnDesc], formats: list[int], rows: Rows, time_zone: str | None = None) -> bytes:
+    """The DataRow messages of `rows`; `formats` holds one format code (0 text, 1 binary) per column.
+    `time_zone`: the session's (`frontend.pgwire.time_zone`), None for UTC."""
     if isinstance(rows, pa.Table | pa.RecordBatch):
-        return _encode_arrow(columns, formats, rows)
-    return _encode_tuples(columns, formats, rows)
+        return _encode_arrow(columns, formats, rows, time_zone)
+    return _encode_tuples(columns, formats, rows, time_zone)
 
 
-def _encode_tuples(columns: list[ColumnDesc], formats: list[int], rows: list[tuple]) -> bytes:
-    encoders = [(codec.binary_value if fmt else codec.text_value, col.type_oid, col.type_mod)
+def _encode_tuples(columns: list[ColumnDesc], formats: list[int], rows: list[tuple], time_zone: str | None = None
+                   ) -> bytes:
+    encoders = [(codec.binary_value if fmt else _in_zone(time_zone) if time_zone is not None and
+                 col.type_oid == codec.TIMESTAMPTZ else codec.text_value, col.type_oid, col.type_mod)
                 for col, fmt in zip(columns, formats, strict=True)]
     out = []
     for row in rows:
@@ -80,18 +85,30 @@ def per_value(t: pa.DataType) -> bool:
             or (pa.types.is_timestamp(t) and t.unit != "ns"))
 
 
-def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
+def _in_zone(zone: str) -> Callable[[object, int, int], bytes]:
+    def text(value: object, oid: int, mod: int) -> bytes:
+        if isinstance(value, dt.datetime):
+            return codec.format_timestamptz_in(value, zone).encode()
+        return codec.text_value(value, oid, mod)
+
+    return text
+
+
+def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch,
+                  time_zone: str | None = None) -> bytes:
     if 0 < rows.num_rows <= SMALL_ROWS and all(per_value(t) for t in rows.schema.types):
         try:
             values = list(zip(*(c.to_pylist() for c in rows.columns), strict=True))
         except (OverflowError, ValueError):  # a date or timestamp Python cannot hold ('infinity', year 10000)
-            return encode_columns(columns, formats, rows)
-        return _encode_tuples(columns, formats, values)
-    return encode_columns(columns, formats, rows)
+            return encode_columns(columns, formats, rows, time_zone)
+        return _encode_tuples(columns, formats, values, time_zone)
+    return encode_columns(columns, formats, rows, time_zone)
 
 
-def encode_columns(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch) -> bytes:
-    """The DataRow messages of an Arrow table, computed a column at a time (see the module doc)."""
+def encode_columns(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch,
+                   time_zone: str | None = None) -> bytes:
+    """The DataRow messages of an Arrow table, computed a column at a time (see the module doc);
+    timestamptz text in `time_zone` (None: UTC)."""
     n = rows.num_rows
     if n == 0:
         return b""
@@ -102,7 +119,7 @@ def encode_columns(columns: list[ColumnDesc], formats: list[int], rows: pa.Table
             arr = arr.combine_chunks()
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
-        cells.append(_binary_cells(arr, col) if fmt else _prefixed(_text_array(arr, col)))
+        cells.append(_binary_cells(arr, col) if fmt else _prefixed(_text_array(arr, col, time_zone)))
     lengths = np.full(n, 6, dtype=np.int64)
     for c in cells:
         lengths += pc.binary_length(c).to_numpy()
@@ -141,7 +158,7 @@ def _replace(texts: pa.Array, fix: np.ndarray, values: list[str]) -> pa.Array:
 
 
 # ---- text ---------------------------------------------------------------------------------------
-def _text_array(arr: pa.Array, col: ColumnDesc) -> pa.Array:
+def _text_array(arr: pa.Array, col: ColumnDesc, time_zone: str | None = None) -> pa.Array:
     """The text format of every value of `arr` (NULLs stay null)."""
     if isinstance(arr, pa.ExtensionArray):  # jsonb results (arrow.json): their text
         arr = arr.storage
@@ -163,7 +180,8 @@ def _text_array(arr: pa.Array, col: ColumnDesc) -> pa.Array:
     if pa.types.is_date(t):
         return pc.cast(arr, pa.string())
     if pa.types.is_timestamp(t):
-        return _timestamp_text(arr, with_tz=t.tz is not None or col.type_oid == codec.TIMESTAMPTZ)
+        with_tz = t.tz is not None or col.type_oid == codec.TIMESTAMPTZ
+        return _timestamp_text(arr, with_tz, time_zone if with_tz else None)
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.string())
     return pa.array([None if v is None else codec.text_value(v, col.type_oid, col.type_mod)
@@ -226,13 +244,22 @@ def _strip_fraction_zeros(texts: pa.Array) -> pa.Array:
     return pc.ascii_rtrim(pc.ascii_rtrim(texts, characters="0"), characters=".")
 
 
-def _timestamp_text(arr: pa.Array, with_tz: bool) -> pa.Array:
+def _timestamp_text(arr: pa.Array, with_tz: bool, zone: str | None = None) -> pa.Array:
     unit = arr.type.unit
     if unit == "ns":
         arr, unit = arr.cast(pa.timestamp("us", arr.type.tz), safe=False), "us"
-    texts = pc.cast(arr.view(pa.timestamp(unit)), pa.string())  # UTC wall time
+    if zone is not None:
+        arr = arr.cast(pa.timestamp(unit, zone))
+    wall = pc.local_timestamp(arr) if zone else arr.view(pa.timestamp(unit))  # (the zone's, or UTC's)
+    texts = pc.cast(wall, pa.string())
     if unit != "s":
         texts = _strip_fraction_zeros(texts)
+    if zone:  # each value's offset in the zone: its wall time minus its instant
+        offsets = pc.subtract(wall.view(pa.int64()), arr.view(pa.int64())).to_numpy(zero_copy_only=False)
+        per_second = {"s": 1, "ms": 1_000, "us": 1_000_000}[unit]
+        names = {int(o): offset_text(dt.timedelta(seconds=int(o) // per_second)) for o in set(offsets.tolist())}
+        suffixes = pa.array([names[int(o)] for o in offsets.tolist()], pa.string())
+        return pc.binary_join_element_wise(texts, suffixes, pa.scalar(""))
     if with_tz:
         texts = pc.binary_join_element_wise(texts, pa.scalar("+00"), pa.scalar(""))
     return texts

@@ -92,3 +92,23 @@ def test_a_streamed_result_has_postgresqls_types(playground: PlaygroundProcess, 
             assert rows_of(conn, "SELECT count(*) FROM bt_big") == [(70_000,)]
         finally:
             conn.execute("DROP TABLE bt_big")
+
+
+def test_timestamptz_values_follow_the_sessions_time_zone(conn, oracle_dsn: str):
+    """``SET TimeZone``: timestamptz text in the zone with its offset, and ``::date``, ``extract``
+    and ``date_trunc`` of a timestamptz and an unzoned timestamptz literal computed in it
+    (`frontend.pgwire.time_zone`)."""
+    query = ("SELECT '2024-06-15 12:00:00+00'::timestamptz AS a, '2024-01-15 12:00:00'::timestamptz AS b, "
+             "('2024-06-15 02:00:00+00'::timestamptz)::date AS c, "
+             "extract(hour FROM '2024-06-15 12:00:00+00'::timestamptz) AS d, "
+             "date_trunc('day', '2024-06-15 02:00:00+00'::timestamptz) AS e")
+
+    def texts(c: psycopg.Connection) -> list[str]:
+        return [v.isoformat() if hasattr(v, "isoformat") else str(v) for v in c.execute(query).fetchone()]
+
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for zone in ("Asia/Kolkata", "America/New_York"):
+            for c in (conn, pg):
+                c.execute(f"SET TimeZone = '{zone}'")
+            assert texts(conn) == texts(pg), zone
+    conn.execute("SET TimeZone = 'UTC'")

@@ -65,3 +65,21 @@ def test_a_bad_backfill_rate_limit_is_an_invalid_parameter_value(value):
         SessionVars().set("backfill_rate_limit", value)
     assert e.value.sqlstate == "22023"
     assert "backfill_rate_limit" in str(e.value) or "minimum -1" in str(e.value)
+
+
+def test_a_reported_setting_changed_by_set_or_reset_is_announced():
+    """PostgreSQL sends ParameterStatus when SET or RESET changes a reported setting (TimeZone,
+    DateStyle, IntervalStyle...); psycopg shows timestamptz values in the reported TimeZone."""
+    import asyncio
+
+    from catalog_session import make_session
+
+    session = make_session()
+
+    async def run(sql: str):
+        return [r async for r in session.execute_simple(sql)]
+
+    assert asyncio.run(run("SET TimeZone = 'Asia/Kolkata'"))[0].parameters == {"TimeZone": "Asia/Kolkata"}
+    assert asyncio.run(run("SET statement_timeout = '1s'"))[0].parameters == {}
+    assert asyncio.run(run("RESET timezone"))[0].parameters == {"TimeZone": "UTC"}
+    assert session.time_zone is None

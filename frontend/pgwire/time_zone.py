@@ -1,0 +1,51 @@
+"""timestamptz values shown in the session's ``TimeZone``, as PostgreSQL shows them.
+
+A timestamptz is an instant (stored and computed in UTC). PostgreSQL prints it as the wall time of
+the session's ``TimeZone`` with that zone's offset at the instant (``2024-06-15 08:00:00-04``,
+``+05:30``, ``+05:45``); the binary format is the instant whatever the zone. `display_zone` reads the
+setting: ``UTC`` and its aliases, and a value that is not an IANA zone name (a POSIX offset such as
+``UTC+5``, which PostgreSQL reads with the inverted sign), keep UTC, as before; the encoders of
+`frontend.pgwire.datarows` take the zone (``encode_rows(..., time_zone)``) and print a timestamptz's
+wall time there with `offset_text`, PostgreSQL's offset form. The batch engine also
+runs the session's queries in the zone (DuckDB's ``TimeZone``, `frontend.batch`), so ``::date``,
+``extract(hour ...)`` and ``date_trunc`` of a timestamptz and an unzoned timestamptz literal follow it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import zoneinfo
+
+_UTC_NAMES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "uct", "universal", "etc/universal", "etc/zulu",
+              "etc/uct", "greenwich", "etc/greenwich", "gmt0", "gmt+0", "gmt-0", "etc/gmt0", "etc/gmt+0", "etc/gmt-0"}
+
+
+@functools.lru_cache(maxsize=256)
+def display_zone(setting: str) -> str | None:
+    """The IANA zone a ``TimeZone`` setting names, or None for UTC (see the module doc)."""
+    name = setting.strip().strip("'\"")
+    if name.lower() in _UTC_NAMES:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name).key
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def offset_text(offset: dt.timedelta) -> str:
+    """PostgreSQL's offset: ``-04``, ``+05:30``, ``+00:19:32`` (seconds only when there are some).
+
+    >>> offset_text(dt.timedelta(hours=-4)), offset_text(dt.timedelta(hours=5, minutes=30))
+    ('-04', '+05:30')
+    """
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    h, rest = divmod(abs(seconds), 3600)
+    m, s = divmod(rest, 60)
+    return f"{sign}{h:02d}" + (f":{m:02d}" if m or s else "") + (f":{s:02d}" if s else "")
+
+
+@functools.lru_cache(maxsize=256)
+def zone_info(zone: str) -> zoneinfo.ZoneInfo:
+    return zoneinfo.ZoneInfo(zone)

@@ -1,0 +1,57 @@
+"""timestamptz values shown in the session's ``TimeZone`` (`frontend.pgwire.time_zone`): the text
+of Arrow columns (big results), of tuples (small ones) and the binary format, against PostgreSQL's
+text for the same instants in the same zone (the oracle)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import psycopg
+import pyarrow as pa
+import pytest
+
+from frontend.pgwire import codec
+from frontend.pgwire.api import ColumnDesc
+from frontend.pgwire.datarows import encode_columns, encode_rows
+from frontend.pgwire.time_zone import display_zone
+
+INSTANTS = ["2024-06-15 12:00:00+00", "2024-01-15 12:00:00.25+00", "2024-03-10 06:59:59.999999+00",
+            "2024-11-03 05:30:00+00", "1900-01-01 00:00:00+00", "1969-12-31 23:59:59.5+00"]
+ZONES = ["America/New_York", "Asia/Kolkata", "Asia/Kathmandu", "Europe/Amsterdam", "Australia/Lord_Howe", "UTC"]
+
+
+def _texts(data: bytes) -> list[str]:
+    out, pos = [], 0
+    while pos < len(data):
+        length = int.from_bytes(data[pos + 1:pos + 5], "big")
+        n = int.from_bytes(data[pos + 5:pos + 7], "big")
+        cell = pos + 7
+        for _ in range(n):
+            size = int.from_bytes(data[cell:cell + 4], "big", signed=True)
+            out.append(data[cell + 4:cell + 4 + size].decode())
+            cell += 4 + size
+        pos += 1 + length
+    return out
+
+
+@pytest.mark.parametrize("zone", ZONES)
+def test_timestamptz_text_in_the_sessions_zone_is_postgresqls(oracle_dsn: str, zone: str):
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        pg.execute(f"SET TimeZone = '{zone}'")
+        want = [pg.execute(f"SELECT '{i}'::timestamptz::text").fetchone()[0] for i in INSTANTS]
+    values = [dt.datetime.fromisoformat(i.replace("+00", "+00:00")) for i in INSTANTS]
+    column = [ColumnDesc("t", codec.TIMESTAMPTZ)]
+    table = pa.table({"t": pa.array(values, pa.timestamp("us", "UTC"))})
+    tz = display_zone(zone)
+    assert _texts(encode_columns(column, [0], table, tz)) == want  # (Arrow)
+    assert _texts(encode_rows(column, [0], [(v,) for v in values], tz)) == want  # (tuples)
+    assert _texts(encode_rows(column, [0], table, tz)) == want
+    binary = encode_rows(column, [1], table, tz)  # the instant, whatever the zone
+    assert binary == encode_rows(column, [1], table)
+
+
+def test_settings_that_keep_utc():
+    assert [display_zone(z) for z in ("UTC", "utc", "GMT", "Etc/UTC", "Zulu", "UTC+5", "no such zone", "'UTC'")] == \
+        [None] * 8
+    assert display_zone("america/new_york") in (None, "america/new_york")  # (zone names are case-sensitive files)
+    assert display_zone("Asia/Kolkata") == "Asia/Kolkata"
