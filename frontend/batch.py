@@ -347,14 +347,16 @@ def _bound_columns(con: duckdb.DuckDBPyConnection) -> ColumnsOf:
     def columns_of(item: exp.Expression, select: exp.Select) -> list[str] | None:
         probe = exp.select("*").from_(item.copy())
         ctes: list[exp.Expression] = []
+        recursive = False
         node: exp.Expr | None = select
         while node is not None:
             with_ = node.args.get("with") or node.args.get("with_")
             if isinstance(with_, exp.With):
                 ctes = [c.copy() for c in with_.expressions] + ctes
+                recursive = recursive or bool(with_.args.get("recursive"))
             node = node.parent
         if ctes:
-            probe.set("with_" if "with_" in probe.arg_types else "with", exp.With(expressions=ctes))
+            probe.set("with_" if "with_" in probe.arg_types else "with", exp.With(expressions=ctes, recursive=recursive))
         try:
             return list(con.sql(probe.sql(dialect="duckdb") + " LIMIT 0").columns)
         except duckdb.Error:

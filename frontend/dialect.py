@@ -75,6 +75,8 @@ def install() -> None:
 install()
 
 
+_UNITS = {"YEAR", "YEARS", "MONTH", "MONTHS", "WEEK", "WEEKS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES",
+          "SECOND", "SECONDS"}
 _INTERVAL_STRING = re.compile(r"\binterval\s*'", re.IGNORECASE)
 
 
@@ -94,8 +96,10 @@ def whole_intervals(sql: str, dialect: str = "risingwave") -> str:
         if tok.token_type != TokenType.INTERVAL or string.token_type != TokenType.STRING:
             continue
         following = tokens[i + 2] if i + 2 < len(tokens) else None
-        if following is not None and following.token_type == TokenType.VAR:
-            continue  # INTERVAL '1' DAY, INTERVAL '1:30' HOUR TO MINUTE
+        if following is not None and following.text.upper() in _UNITS:
+            continue  # INTERVAL '1' DAY, INTERVAL '1:30' HOUR TO MINUTE (not an alias: INTERVAL '1 day 02:00' x)
+        if string.text.strip()[:1] in ("P", "p"):
+            continue  # ISO 8601 ('P1DT2H'): sqlglot keeps it whole
         parts = exp.INTERVAL_STRING_RE.findall(string.text)
         if len(parts) == 1 and " ".join(string.text.split()).lower() == f"{parts[0][0]} {parts[0][1]}".lower():
             continue  # what sqlglot keeps whole

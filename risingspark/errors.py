@@ -126,6 +126,10 @@ class InvalidEscapeSequence(RisingSparkError):
     sqlstate = "22025"
 
 
+class NullValueNotAllowed(RisingSparkError):
+    sqlstate = "22004"
+
+
 class CardinalityViolation(RisingSparkError):
     sqlstate = "21000"
 

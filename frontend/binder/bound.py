@@ -216,17 +216,23 @@ class Scope:
     def __init__(self, scans: list[FromItem], outer: Scope | None = None,
                  merged: dict[str, tuple[int, int] | None] | None = None,
                  star_order: list[tuple[int, int]] | None = None,
-                 full: dict[str, tuple[tuple[int, int], tuple[int, int]]] | None = None) -> None:
+                 full: dict[str, tuple[tuple[int, int], tuple[int, int]]] | None = None,
+                 merged_from: dict[str, frozenset[int]] | None = None) -> None:
         self.scans = scans
         self.outer = outer
         self.merged = merged or {}
         self.star_order = star_order
         self.full = full or {}
+        self.merged_from = merged_from or {}  # merged name -> the items of its comma-separated FROM item
 
     def column(self, col: exp.Column) -> BoundExpr:
         name = ident(col.this)
         table = ident(col.args.get("table")) if col.args.get("table") else None
         if table is None and name in self.merged:
+            chain = self.merged_from.get(name)
+            if chain is not None and any(i not in chain and any(f.name == name for f in s.columns)
+                                         for i, s in enumerate(self.scans)):
+                raise AmbiguousColumn(f'column reference "{name}" is ambiguous')
             where = self.merged[name]
             if where is None:
                 return self._coalesced(name)
@@ -246,7 +252,7 @@ class Scope:
 
     def with_item(self, item: FromItem) -> Scope:
         """This scope with one more item (a subquery joined to the FROM)."""
-        return Scope([*self.scans, item], self.outer, self.merged, self.star_order, self.full)
+        return Scope([*self.scans, item], self.outer, self.merged, self.star_order, self.full, self.merged_from)
 
     def _ref(self, item: int, column: int) -> InputRef:
         s = self.scans[item]

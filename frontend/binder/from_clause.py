@@ -98,6 +98,7 @@ class FromBinder:
         self.merged: dict[str, tuple[int, int] | None] = {}
         self.merged_chain: dict[str, int] = {}  # merged name -> the first item of its comma-separated FROM item
         self.full: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}  # a FULL join's merged name -> both sides
+        self.chain_starts: set[int] = set()  # the first items of the comma-separated FROM items
         self.using_pairs: dict[int, list[tuple[tuple[int, int], int]]] = {}  # right item -> (left column, right column)
         self.star: list[tuple[int, int]] = []
 
@@ -115,7 +116,18 @@ class FromBinder:
         items = self.items if upto is None else self.items[:upto + 1]
         merged = {k: v for k, v in self.merged.items() if v is None or v[0] < len(items)}
         full = {k: v for k, v in self.full.items() if v[1][0] < len(items)}
-        return Scope(list(items), self.outer, merged, full=full)
+        return Scope(list(items), self.outer, merged, full=full, merged_from=self._merged_from())
+
+    def _merged_from(self) -> dict[str, frozenset[int]]:
+        """Each merged name's comma-separated FROM item (its items): an unqualified name that
+        another item also has is ambiguous, as in PostgreSQL."""
+        starts = sorted({0, *self.chain_starts})
+        out = {}
+        for name, chain in self.merged_chain.items():
+            following = [s for s in starts if s > chain]
+            end = following[0] if following else len(self.items)
+            out[name] = frozenset(range(chain, end))
+        return out
 
     def _item_of(self, index: int) -> int:
         return max(i for i, s in enumerate(self.start) if s <= index)
@@ -141,6 +153,7 @@ class FromBinder:
         for _, i, j in steps:
             start = i if _is_comma(j) else start
             chain_starts.append(start)
+        self.chain_starts = set(chain_starts)
         usings = [self._using(j, i, s) for (_, i, j), s in zip(steps, chain_starts, strict=True)]  # (before WHERE)
         outer_kinds = [k for k, _, _ in steps if k in _OUTER]
         groups_items: list[frozenset[int]] = [frozenset({first})]
@@ -177,7 +190,7 @@ class FromBinder:
             group = _Group([_Unit(groups_items[g - 1] | {i}, tree)], pools[g])
         source, leftover = self._join_group(group)
         left_in_where += leftover
-        scope = Scope(self._final_items(), self.outer, self.merged, self.star, self.full)
+        scope = Scope(self._final_items(), self.outer, self.merged, self.star, self.full, self._merged_from())
         return FromResult(source, scope, left_in_where)
 
     @staticmethod
@@ -282,7 +295,9 @@ class FromBinder:
         on = j.args.get("on")
         if on is None:
             return []
-        e = coerce(bind_expr(on, self._scope(right), allow_agg=False), BOOL, "JOIN/ON")
+        scope = self._scope(right)
+        scope.full = {}  # (a FULL join's merged column in a later ON: a join on no key; 0A000)
+        e = coerce(bind_expr(on, scope, allow_agg=False), BOOL, "JOIN/ON")
         return [_Cond(c, self._items_of(c)) for c in _flatten_and(e)]
 
     # ---- joining ---------------------------------------------------------------------------------

@@ -5,15 +5,17 @@ the template itself. The rule here reads a constant template as PostgreSQL's ``t
 and writes the call as a DuckDB ``concat`` of its pieces:
 
 * ``%s``: the argument as text, NULL as the empty string; ``%I``: as an identifier (quoted unless
-  it is lower-case letters, digits and underscores not starting with a digit; NULL is an error);
-  ``%L``: as a literal (quoted, quotes doubled; NULL as ``NULL``); ``%%``: a percent sign;
+  it is lower-case letters, digits and underscores not starting with a digit, and no keyword
+  PostgreSQL reserves in any way; NULL is 22004);
+  ``%L``: as a literal (quoted, quotes doubled, and in the ``E'...'`` form with backslashes doubled
+  when it has one; NULL as ``NULL``); ``%%``: a percent sign;
 * ``%n$...``: the n-th argument; a specifier without a position takes the argument after the last
   one used; ``%-10s`` / ``%10s``: padded to the width on the right / left, never cut.
 
 A template that is not a constant string, a ``*`` width, or an unknown type is 0A000 or 22023 as
 PostgreSQL words them; too few arguments are 22023. The text of a non-text argument is DuckDB's cast
-to text (a boolean is ``true``, PostgreSQL's ``t``), as elsewhere in batch queries. ``%I`` does not
-quote keywords (PostgreSQL quotes ``select``).
+to text (a boolean is ``true``, PostgreSQL's ``t``; an array ``[1, 2]``, PostgreSQL's ``{1,2}``), as
+elsewhere in batch queries.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import re
 
 from sqlglot import exp
 
-from risingspark.errors import FeatureNotSupported, InvalidParameterValue
+from frontend.catalog.composite import udf_failure
+from risingspark.errors import FeatureNotSupported, InvalidParameterValue, NullValueNotAllowed
 
+# PostgreSQL's keywords that are not unreserved (``pg_get_keywords()``, ``catcode <> 'U'``): quoted by %I
+KEYWORDS = frozenset(["all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization", "between", "bigint", "binary", "bit", "boolean", "both", "case", "cast", "char", "character", "check", "coalesce", "collate", "collation", "column", "concurrently", "constraint", "create", "cross", "current_catalog", "current_date", "current_role", "current_schema", "current_time", "current_timestamp", "current_user", "dec", "decimal", "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "exists", "extract", "false", "fetch", "float", "for", "foreign", "freeze", "from", "full", "grant", "greatest", "group", "grouping", "having", "ilike", "in", "initially", "inner", "inout", "int", "integer", "intersect", "interval", "into", "is", "isnull", "join", "lateral", "leading", "least", "left", "like", "limit", "localtime", "localtimestamp", "national", "natural", "nchar", "none", "normalize", "not", "notnull", "null", "nullif", "numeric", "offset", "on", "only", "or", "order", "out", "outer", "overlaps", "overlay", "placing", "position", "precision", "primary", "real", "references", "returning", "right", "row", "select", "session_user", "setof", "similar", "smallint", "some", "substring", "symmetric", "table", "tablesample", "then", "time", "timestamp", "to", "trailing", "treat", "trim", "true", "union", "unique", "user", "using", "values", "varchar", "variadic", "verbose", "when", "where", "window", "with", "xmlattributes", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable"])
 _SPEC = re.compile(r"%(?:(?P<pos>\d+)\$)?(?P<flags>-?)(?P<width>\*|\d*)(?P<type>.?)", re.DOTALL)
 
 
@@ -84,17 +89,24 @@ def _formatted(arg: exp.Expression, kind: str) -> exp.Expression:
     if kind == "s":
         return exp.Coalesce(this=text, expressions=[exp.Literal.string("")])
     if kind == "L":
-        quoted = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("'"), expression=exp.Anonymous(
-            this="replace", expressions=[text.copy(), exp.Literal.string("'"), exp.Literal.string("''")])),
-            expression=exp.Literal.string("'"))
-        return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()),
-                                    true=exp.Literal.string("NULL"))], default=quoted)
+        def quote(value: exp.Expression, prefix: str) -> exp.Expression:
+            doubled = exp.Anonymous(this="replace", expressions=[value, exp.Literal.string("'"), exp.Literal.string("''")])
+            return exp.DPipe(this=exp.DPipe(this=exp.Literal.string(prefix + "'"), expression=doubled),
+                             expression=exp.Literal.string("'"))
+
+        backslashes = exp.Anonymous(this="replace", expressions=[text.copy(), exp.Literal.string("\\"),
+                                                                 exp.Literal.string("\\\\")])
+        has_backslash = exp.Anonymous(this="contains", expressions=[text.copy(), exp.Literal.string("\\")])
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()), true=exp.Literal.string("NULL")),
+                             exp.If(this=has_backslash, true=quote(backslashes, "E"))], default=quote(text.copy(), ""))
     quoted = exp.DPipe(this=exp.DPipe(this=exp.Literal.string('"'), expression=exp.Anonymous(
         this="replace", expressions=[text.copy(), exp.Literal.string('"'), exp.Literal.string('""')])),
         expression=exp.Literal.string('"'))
-    plain = exp.Anonymous(this="regexp_full_match", expressions=[text.copy(), exp.Literal.string("[a-z_][a-z0-9_$]*")])
-    null = exp.Anonymous(this="error", expressions=[exp.Literal.string(
-        "null values cannot be formatted as an SQL identifier")])
+    plain = exp.and_(
+        exp.Anonymous(this="regexp_full_match", expressions=[text.copy(), exp.Literal.string("[a-z_][a-z0-9_]*")]),
+        exp.Not(this=exp.In(this=text.copy(), expressions=[exp.Literal.string(k) for k in sorted(KEYWORDS)])))
+    null = exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(NullValueNotAllowed(
+        "null values cannot be formatted as an SQL identifier"))))])
     return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()), true=exp.cast(null, "VARCHAR")),
                          exp.If(this=plain, true=text.copy())], default=quoted)
 

@@ -34,7 +34,7 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
         if after_escape:
             if c == '"' and not in_class:
                 raise FeatureNotSupported('the escape-double-quote separator of SIMILAR patterns is not supported')
-            out.append("\\" + c if not c.isalnum() else c)
+            out.append("\\" + c)  # (a class such as \\d stays one, as in PostgreSQL)
             after_escape = False
         elif escape and c == escape:
             after_escape = True

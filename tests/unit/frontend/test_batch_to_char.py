@@ -19,7 +19,7 @@ def test_to_char_formats_as_postgresql(oracle_dsn: str):
     session = make_session()
     items = [f"to_char('{s}'::timestamp, '{t}')" for s in STAMPS for t in TEMPLATES]
     items += ["to_char('2024-03-05'::date, 'DD Mon YYYY')", "to_char(NULL::timestamp, 'YYYY')",
-              "to_char('2024-03-05'::timestamp, '')"]
+              "to_char('2024-03-05'::timestamp, '')", "to_char('infinity'::timestamp, 'YYYY')"]
     query = "SELECT " + ", ".join(f"{item} AS c{i}" for i, item in enumerate(items))
     got = list(session.run_batch(session.parse_sql(query)).to_pylist()[0].values())
     with psycopg.connect(oracle_dsn) as pg:
@@ -27,7 +27,10 @@ def test_to_char_formats_as_postgresql(oracle_dsn: str):
     assert list(zip(items, got, strict=True)) == list(zip(items, want, strict=True))
 
 
-def test_time_zone_patterns_are_not_supported():
+def test_time_zone_patterns_and_years_past_python_are_not_supported():
     session = make_session()
     with pytest.raises(FeatureNotSupported, match="TZ"):
         session.run_batch(session.parse_sql("SELECT to_char('2024-03-05'::timestamp, 'HH24 TZ')"))
+    for stamp in ("12000-01-01",):  # (not a wrong year: Python's datetime holds 1 to 9999)
+        with pytest.raises(FeatureNotSupported, match="year"):
+            session.run_batch(session.parse_sql(f"SELECT to_char(TIMESTAMP '{stamp}', 'YYYY BC')"))

@@ -7,12 +7,13 @@ import psycopg
 import pytest
 from catalog_session import make_session
 
-from risingspark.errors import FeatureNotSupported, InvalidParameterValue
+from risingspark.errors import FeatureNotSupported, InvalidParameterValue, NullValueNotAllowed
 
 CALLS = ["format('%s-%s', 10, 'Hello')", "format('%s-%s', 'a', NULL)", "format('Hello %s, %%%s%%', 'World', 5)",
          "format('%2$s %1$s %s', 'a', 'b', 'c')", "format('|%5s|%-5s|%2s|', 'ab', 'cd', 'xyz')",
          "format('%L %L %L', 'it''s', NULL, 42)", "format('%I.%I', 'my_table', 'Odd \"Name')",
-         "format('no specifiers')", "format(NULL, 1)", "format('%s', 'x', 'unused')", "format('%%')"]
+         "format('no specifiers')", "format(NULL, 1)", "format('%s', 'x', 'unused')", "format('%%')",
+         "format('%I %I %I', 'foo$bar', 'select', 'user_1')", "format('%L', E'a\\\\b')"]
 
 
 def test_format_answers_as_postgresql(oracle_dsn: str):
@@ -27,7 +28,8 @@ def test_format_answers_as_postgresql(oracle_dsn: str):
 @pytest.mark.parametrize("call, error", [("format('%s %s', 1)", InvalidParameterValue),
                                          ("format('%d', 1)", InvalidParameterValue),
                                          ("format('%', 1)", InvalidParameterValue),
-                                         ("format('%*s', 3, 'a')", FeatureNotSupported)])
+                                         ("format('%*s', 3, 'a')", FeatureNotSupported),
+                                         ("format('%I', NULL)", NullValueNotAllowed)])
 def test_bad_templates_fail_as_in_postgresql(call: str, error: type):
     session = make_session()
     with pytest.raises(error):

@@ -12,7 +12,7 @@ from risingspark.interval import Interval
 
 LITERALS = ["INTERVAL '1 day 02:00:00'", "INTERVAL '2 hours ago'", "INTERVAL '3 days 04:05:06.789'",
             "INTERVAL '1 year 02:00'", "INTERVAL '1 day 2 hours ago'", "INTERVAL '@ 3 minutes'",
-            "INTERVAL '90' MINUTE", "INTERVAL '5 minutes'", "interval  '1.5 hours'"]
+            "INTERVAL '90' MINUTE", "INTERVAL '5 minutes'", "interval  '1.5 hours'", "INTERVAL 'P1D'", "INTERVAL 'PT1M'"]
 
 
 def test_interval_literals_have_postgresqls_values(oracle_dsn: str):
@@ -35,3 +35,5 @@ def test_only_literals_sqlglot_would_shorten_are_rewritten():
         "SELECT now() - CAST('1 day 02:00' AS INTERVAL), interval '3 days', INTERVAL '1' DAY, 'interval ''1 day 2:00'''"
     assert whole_intervals("SELECT INTERVAL 'it''s 2 hours ago'") == "SELECT CAST('it''s 2 hours ago' AS INTERVAL)"
     assert whole_intervals("SELECT 1") == "SELECT 1"
+    assert whole_intervals("SELECT INTERVAL '1 day 02:00' x") == "SELECT CAST('1 day 02:00' AS INTERVAL) x"  # (an alias)
+    assert whole_intervals("SELECT INTERVAL 'P1D'") == "SELECT INTERVAL 'P1D'"  # (ISO 8601: kept whole)
