@@ -13,9 +13,10 @@ and writes the call as a DuckDB ``concat`` of its pieces:
   one used; ``%-10s`` / ``%10s``: padded to the width on the right / left, never cut.
 
 A template that is not a constant string, a ``*`` width, or an unknown type is 0A000 or 22023 as
-PostgreSQL words them; too few arguments are 22023. The text of a non-text argument is DuckDB's cast
-to text (a boolean is ``true``, PostgreSQL's ``t``; an array ``[1, 2]``, PostgreSQL's ``{1,2}``), as
-elsewhere in batch queries.
+PostgreSQL words them; too few arguments are 22023. An argument's text is its type's output form, as
+PostgreSQL's ``%s`` takes it (`pg_text`): a boolean ``t``/``f``, a whole double ``2`` (DuckDB's cast:
+``true``, ``2.0``); ``concat()``'s arguments get the same (``concat(1, true)`` is ``1t``). An array
+keeps DuckDB's ``[1, 2]`` (PostgreSQL ``{1,2}``).
 """
 
 from __future__ import annotations
@@ -33,10 +34,30 @@ _SPEC = re.compile(r"%(?:(?P<pos>\d+)\$)?(?P<flags>-?)(?P<width>\*|\d*)(?P<type>
 
 
 def pg_format(query: exp.Expression, ctx: object = None) -> exp.Expression:
-    """Every ``format(template, ...)`` call as the module doc writes it."""
+    """Every ``format(template, ...)`` call as the module doc writes it, and ``concat()``'s arguments
+    in their output form."""
     for node in list(query.find_all(exp.Format)):
         node.replace(format_call(node.this, list(node.expressions)))
+    for concat in list(query.find_all(exp.Concat)):
+        concat.set("expressions", [a if isinstance(a, exp.Literal) and a.is_string else pg_text(a)
+                                   for a in concat.expressions])
     return query
+
+
+def pg_text(arg: exp.Expression) -> exp.Expression:
+    """`arg` as text in its type's output form (see the module doc), NULL as NULL."""
+    text = exp.cast(arg.copy(), "VARCHAR")
+    whole = exp.Anonymous(this="regexp_replace", expressions=[text.copy(), exp.Literal.string("\\.0$"),
+                                                               exp.Literal.string("")])
+    boolean = exp.Case(ifs=[exp.If(this=exp.EQ(this=text.copy(), expression=exp.Literal.string("true")),
+                                   true=exp.Literal.string("t")),
+                            exp.If(this=exp.EQ(this=text.copy(), expression=exp.Literal.string("false")),
+                                   true=exp.Literal.string("f"))])
+    kind = exp.Anonymous(this="typeof", expressions=[arg.copy()])
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=kind, expression=exp.Literal.string("BOOLEAN")), true=boolean),
+                         exp.If(this=exp.In(this=kind.copy(), expressions=[exp.Literal.string("DOUBLE"),
+                                                                            exp.Literal.string("FLOAT")]), true=whole)],
+                    default=text)
 
 
 def format_call(template: exp.Expression, args: list[exp.Expression]) -> exp.Expression:
@@ -85,7 +106,7 @@ def format_call(template: exp.Expression, args: list[exp.Expression]) -> exp.Exp
 
 
 def _formatted(arg: exp.Expression, kind: str) -> exp.Expression:
-    text = exp.cast(arg, "VARCHAR")
+    text = pg_text(arg)
     if kind == "s":
         return exp.Coalesce(this=text, expressions=[exp.Literal.string("")])
     if kind == "L":

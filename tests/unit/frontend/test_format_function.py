@@ -13,7 +13,8 @@ CALLS = ["format('%s-%s', 10, 'Hello')", "format('%s-%s', 'a', NULL)", "format('
          "format('%2$s %1$s %s', 'a', 'b', 'c')", "format('|%5s|%-5s|%2s|', 'ab', 'cd', 'xyz')",
          "format('%L %L %L', 'it''s', NULL, 42)", "format('%I.%I', 'my_table', 'Odd \"Name')",
          "format('no specifiers')", "format(NULL, 1)", "format('%s', 'x', 'unused')", "format('%%')",
-         "format('%I %I %I', 'foo$bar', 'select', 'user_1')", "format('%L', E'a\\\\b')"]
+         "format('%I %I %I', 'foo$bar', 'select', 'user_1')", "format('%L', E'a\\\\b')",
+         "format('%s|%s|%s|%s|%L', true, 1.5::float8, 0::float8, 2::real, false)", "concat(1, true, NULL, 2.0::float8, 'x')"]
 
 
 def test_format_answers_as_postgresql(oracle_dsn: str):
