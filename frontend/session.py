@@ -9,6 +9,7 @@ are accepted and only tracked for the client's transaction status. The frontend 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import functools
 import logging
@@ -245,6 +246,10 @@ class Session:
             raise InvalidCatalogName(f'database "{self.database}" does not exist')
         if params.get("application_name"):
             self.vars.set("application_name", params["application_name"])
+        zone = params.get("TimeZone") or params.get("timezone")  # (pgjdbc sends the JVM's; libpq PGTZ)
+        if zone:
+            with contextlib.suppress(RisingSparkError):  # (one we cannot read keeps UTC: no refused connection)
+                self.vars.set("timezone", zone)
         for opt in re.findall(r"-c\s*([^=\s]+)=(\S+)", params.get("options", "")):
             self.vars.set(opt[0], opt[1])
         return {**self.vars.reported(), "session_authorization": self.user}

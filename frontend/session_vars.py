@@ -144,6 +144,15 @@ def _onoff(v: str) -> str:
     return "on" if _bool(v) == "true" else "off"
 
 
+def _time_zone(v: str) -> str:
+    """A zone name must be one (`frontend.pgwire.time_zone`); offsets and POSIX forms are taken."""
+    from frontend.pgwire.time_zone import display_zone, looks_like_a_zone_name
+
+    if looks_like_a_zone_name(v) and display_zone(v) is None:
+        raise InvalidParameterValue(f'invalid value for parameter "TimeZone": "{v.strip()}"')
+    return v
+
+
 @dataclass(frozen=True)
 class VarSpec:
     name: str
@@ -160,7 +169,7 @@ SPECS: dict[str, VarSpec] = {v.name: v for v in (
     VarSpec("client_encoding", "UTF8", "Client character set (only UTF8)", report=True),
     VarSpec("datestyle", "ISO, MDY", "Display format of dates", report=True),
     VarSpec("intervalstyle", "postgres", "Display format of intervals", report=True),
-    VarSpec("timezone", "UTC", "Time zone of timestamptz values", report=True),
+    VarSpec("timezone", "UTC", "Time zone of timestamptz values", _time_zone, report=True),
     VarSpec("extra_float_digits", "1", "Digits of floating-point output", _int(-15)),
     VarSpec("standard_conforming_strings", "on", "Backslashes are literal in strings", _onoff, report=True),
     VarSpec("transaction_isolation", "read committed", "Isolation level (statements auto-commit)"),

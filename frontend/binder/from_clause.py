@@ -296,9 +296,18 @@ class FromBinder:
         if on is None:
             return []
         scope = self._scope(right)
-        scope.full = {}  # (a FULL join's merged column in a later ON: a join on no key; 0A000)
         e = coerce(bind_expr(on, scope, allow_agg=False), BOOL, "JOIN/ON")
-        return [_Cond(c, self._items_of(c)) for c in _flatten_and(e)]
+        conds = _flatten_and(e)
+        if scope.full and not any(_column_equality(c) for c in conds):
+            plain = self._scope(right)
+            plain.full = {}  # (binds only if no FULL join's merged column is read)
+            try:
+                bind_expr(on, plain, allow_agg=False)
+            except FeatureNotSupported:
+                raise FeatureNotSupported(
+                    "a join condition on the merged column of a FULL JOIN USING in a materialized view needs an "
+                    "equality of two columns beside it (it would be a join on no key); qualify the column") from None
+        return [_Cond(c, self._items_of(c)) for c in conds]
 
     # ---- joining ---------------------------------------------------------------------------------
     def _join_group(self, group: _Group) -> tuple[BoundFrom, list[exp.Expression]]:
@@ -418,6 +427,12 @@ class FromBinder:
 
     def _final_items(self) -> list[FromItem]:
         return [dataclasses.replace(s, offset=self.final[i]) for i, s in enumerate(self.items)]
+
+
+def _column_equality(e: BoundExpr) -> bool:
+    """``a.x = b.y`` over two columns (a possible join key)."""
+    return isinstance(e, BinaryOp) and e.op == "=" and all(
+        isinstance(strip_cast(side), InputRef) for side in (e.left, e.right))
 
 
 def _is_comma(j: exp.Join) -> bool:

@@ -34,7 +34,9 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
         if after_escape:
             if c == '"' and not in_class:
                 raise FeatureNotSupported('the escape-double-quote separator of SIMILAR patterns is not supported')
-            out.append("\\" + c)  # (a class such as \\d stays one, as in PostgreSQL)
+            # a class escape (\\d, \\s, \\w and their negations) stays one, as in PostgreSQL; any other
+            # letter or digit is itself (RE2 reads \\b as a word boundary, PostgreSQL as a backspace)
+            out.append("\\" + c if not c.isalnum() or c in "dswDSW" else c)
             after_escape = False
         elif escape and c == escape:
             after_escape = True

@@ -24,7 +24,6 @@ from risingspark.types import DataType
 from . import codec
 from .api import ColumnDesc
 from .backend import data_row
-from .time_zone import offset_text
 
 Rows: TypeAlias = pa.Table | pa.RecordBatch | list[tuple]
 
@@ -249,20 +248,36 @@ def _timestamp_text(arr: pa.Array, with_tz: bool, zone: str | None = None) -> pa
     if unit == "ns":
         arr, unit = arr.cast(pa.timestamp("us", arr.type.tz), safe=False), "us"
     if zone is not None:
-        arr = arr.cast(pa.timestamp(unit, zone))
-    wall = pc.local_timestamp(arr) if zone else arr.view(pa.timestamp(unit))  # (the zone's, or UTC's)
-    texts = pc.cast(wall, pa.string())
+        return _zoned_text(arr, zone)
+    texts = pc.cast(arr.view(pa.timestamp(unit)), pa.string())  # UTC wall time
     if unit != "s":
         texts = _strip_fraction_zeros(texts)
-    if zone:  # each value's offset in the zone: its wall time minus its instant
-        offsets = pc.subtract(wall.view(pa.int64()), arr.view(pa.int64())).to_numpy(zero_copy_only=False)
-        per_second = {"s": 1, "ms": 1_000, "us": 1_000_000}[unit]
-        names = {int(o): offset_text(dt.timedelta(seconds=int(o) // per_second)) for o in set(offsets.tolist())}
-        suffixes = pa.array([names[int(o)] for o in offsets.tolist()], pa.string())
-        return pc.binary_join_element_wise(texts, suffixes, pa.scalar(""))
     if with_tz:
         texts = pc.binary_join_element_wise(texts, pa.scalar("+00"), pa.scalar(""))
     return texts
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_INFINITY = 2**63 - 1  # microseconds: DuckDB's infinity and -infinity
+
+
+def _zoned_text(arr: pa.Array, zone: str) -> pa.Array:
+    """timestamptz text in IANA zone `zone`, a value at a time with Python's zone rules (Arrow's
+    stop adding daylight saving after 2037); infinities as PostgreSQL prints them, a value Python's
+    datetime cannot hold in UTC, as before a zone was set."""
+    out: list[str | None] = []
+    for m in arr.cast(pa.timestamp("us", arr.type.tz)).view(pa.int64()).to_pylist():
+        if m is None:
+            out.append(None)
+        elif abs(m) == _INFINITY:
+            out.append("infinity" if m > 0 else "-infinity")
+        else:
+            try:
+                out.append(codec.format_timestamptz_in(_EPOCH + dt.timedelta(microseconds=m), zone))
+            except OverflowError:
+                single = pa.array([m], pa.int64()).view(pa.timestamp("us"))
+                out.append(_strip_fraction_zeros(pc.cast(single, pa.string()))[0].as_py() + "+00")
+    return pa.array(out, pa.string())
 
 
 # ---- binary -------------------------------------------------------------------------------------

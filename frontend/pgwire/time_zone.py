@@ -15,22 +15,42 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 import zoneinfo
 
 _UTC_NAMES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "uct", "universal", "etc/universal", "etc/zulu",
               "etc/uct", "greenwich", "etc/greenwich", "gmt0", "gmt+0", "gmt-0", "etc/gmt0", "etc/gmt+0", "etc/gmt-0"}
 
 
+_OFFSET = re.compile(r"(?:UTC|GMT)?\s*([+-]?)(\d{1,2})", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=256)
 def display_zone(setting: str) -> str | None:
-    """The IANA zone a ``TimeZone`` setting names, or None for UTC (see the module doc)."""
+    """The IANA zone a ``TimeZone`` setting names, or None for UTC (see the module doc): a zone name
+    in any case (``america/new_york``, as PostgreSQL), or a whole-hour POSIX offset (``UTC+5``,
+    ``-5``: five hours west of UTC, PostgreSQL's reading) as the ``Etc/GMT+5`` zone."""
     name = setting.strip().strip("'\"")
     if name.lower() in _UTC_NAMES:
         return None
-    try:
-        return zoneinfo.ZoneInfo(name).key
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return None
+    if m := _OFFSET.fullmatch(name):
+        hours = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+        if name[:1].isdigit() or name[:1] in "+-":  # SET TIME ZONE -5: an offset from UTC (east positive)
+            hours = -hours
+        return None if hours == 0 else f"Etc/GMT{hours:+d}" if abs(hours) <= 14 else None
+    return _ZONES().get(name.lower())
+
+
+@functools.cache
+def _ZONES() -> dict[str, str]:  # noqa: N802 - a constant built once
+    return {z.lower(): z for z in zoneinfo.available_timezones()}
+
+
+def looks_like_a_zone_name(setting: str) -> bool:
+    """A setting PostgreSQL would read as a zone name (letters, ``/``, ``_``, ``-``): one
+    `display_zone` does not know is an error (22023), as in PostgreSQL."""
+    name = setting.strip().strip("'\"")
+    return bool(re.fullmatch(r"[A-Za-z][A-Za-z_/-]*", name)) and name.lower() not in _UTC_NAMES
 
 
 def offset_text(offset: dt.timedelta) -> str:

@@ -16,7 +16,8 @@ VALUES = ["Hello", "hello world", "abc", "a.c", "abbbc", "100%", "a_b", "x\ny", 
 PATTERNS = [("H%", None), ("%world%", None), ("a_c", None), ("a.c", None), ("ab*c", None), ("a(b|c)+c", None),
             ("[a-c]%", None), ("%[^a-z]%", None), ("100#%", "#"), ("a\\_b", None), ("a!_b", "!"), ("x%y", None),
             ("", None), ("(ab)", None), ("a\\\\b", None), ("ab|cd", None), ("a{1,2}b%", None), ("%", ""),
-            ("a?b?c", None), ("^a%", None), ("%$", None), ("a\\d", None), ("a#d", "#"), ("[\\w]%", None)]
+            ("a?b?c", None), ("^a%", None), ("%$", None), ("a\\d", None), ("a#d", "#"), ("[\\w]%", None), ("a#b", "#"),
+            ("a\\b", None)]
 
 
 def test_similar_to_matches_as_postgresql(oracle_dsn: str):

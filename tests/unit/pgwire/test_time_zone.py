@@ -50,8 +50,24 @@ def test_timestamptz_text_in_the_sessions_zone_is_postgresqls(oracle_dsn: str, z
     assert binary == encode_rows(column, [1], table)
 
 
-def test_settings_that_keep_utc():
-    assert [display_zone(z) for z in ("UTC", "utc", "GMT", "Etc/UTC", "Zulu", "UTC+5", "no such zone", "'UTC'")] == \
-        [None] * 8
-    assert display_zone("america/new_york") in (None, "america/new_york")  # (zone names are case-sensitive files)
-    assert display_zone("Asia/Kolkata") == "Asia/Kolkata"
+def test_the_settings_postgresql_reads(oracle_dsn: str):
+    assert [display_zone(z) for z in ("UTC", "utc", "GMT", "Etc/UTC", "Zulu", "no such zone", "'UTC'")] == [None] * 7
+    assert [display_zone(z) for z in ("america/new_york", "Asia/Kolkata", "UTC+5", "-5", "5", "GMT-3")] == \
+        ["America/New_York", "Asia/Kolkata", "Etc/GMT+5", "Etc/GMT+5", "Etc/GMT-5", "Etc/GMT-3"]
+    # the offsets PostgreSQL gives them: POSIX's sign is inverted, SET TIME ZONE -5 is five hours west
+    column = [ColumnDesc("t", codec.TIMESTAMPTZ)]
+    instant = [(dt.datetime(2024, 6, 15, 12, tzinfo=dt.UTC),)]
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        for setting in ("'UTC+5'", "-5", "5", "'GMT-3'", "'america/new_york'"):
+            pg.execute(f"SET TIME ZONE {setting}")
+            want = pg.execute("SELECT '2024-06-15 12:00+00'::timestamptz::text").fetchone()[0]
+            assert _texts(encode_rows(column, [0], instant, display_zone(setting.strip("'")))) == [want], setting
+
+
+def test_an_unknown_zone_name_is_refused_as_in_postgresql():
+    from frontend.session_vars import SessionVars
+    from risingspark.errors import InvalidParameterValue
+
+    with pytest.raises(InvalidParameterValue, match="No/Such"):
+        SessionVars().set("timezone", "No/Such")
+    SessionVars().set("timezone", "UTC+5")  # (a POSIX offset)
