@@ -359,8 +359,9 @@ def _parse_int(text: str, oid: int) -> int:
     return v
 
 
-def decode_text(text: str, oid: int) -> Any:
-    """A parameter sent in text format as a Python value; unknown types stay `str`."""
+def decode_text(text: str, oid: int, time_zone: str | None = None) -> Any:
+    """A parameter sent in text format as a Python value; unknown types stay `str`. A timestamptz
+    without an offset is in the session's `time_zone` (None: UTC), as PostgreSQL reads it."""
     try:
         if oid in _INT_RANGES:
             return _parse_int(text, oid)
@@ -378,6 +379,10 @@ def decode_text(text: str, oid: int) -> Any:
         if oid in (TIMESTAMP, TIMESTAMPTZ):
             value = dt.datetime.fromisoformat(text.strip())
             if oid == TIMESTAMPTZ and value.tzinfo is None:
+                if time_zone is not None:
+                    from .time_zone import zone_info
+
+                    return value.replace(tzinfo=zone_info(time_zone)).astimezone(dt.UTC)
                 value = value.replace(tzinfo=dt.UTC)
             return value
         if oid == BYTEA:
@@ -427,8 +432,9 @@ def _utf8(data: bytes) -> str:
         raise CharacterNotInRepertoire('invalid byte sequence for encoding "UTF8"') from None
 
 
-def decode_params(values: Sequence[bytes | None], oids: Sequence[int], formats: Sequence[int]) -> list[Any]:
-    """Decode a Bind message's parameter values.
+def decode_params(values: Sequence[bytes | None], oids: Sequence[int], formats: Sequence[int],
+                  time_zone: str | None = None) -> list[Any]:
+    """Decode a Bind message's parameter values (text timestamptz without offset in `time_zone`).
 
     Args:
         values: the raw values (None for SQL NULL).
@@ -444,7 +450,7 @@ def decode_params(values: Sequence[bytes | None], oids: Sequence[int], formats: 
         if value is None:
             out.append(None)
         elif fmt == 0:
-            out.append(decode_text(_utf8(value), oid))
+            out.append(decode_text(_utf8(value), oid, time_zone))
         elif fmt == 1:
             try:
                 out.append(decode_binary(value, oid))

@@ -378,7 +378,7 @@ class Connection:
         self.sink.send(be.command_complete(tag))
         return stop
 
-    def _time_zone(self) -> str | None:
+    def session_time_zone(self) -> str | None:
         """The session's ``TimeZone`` for timestamptz text (`frontend.pgwire.time_zone`)."""
         return getattr(self.session, "time_zone", None)  # (a session without the setting: UTC)
 
@@ -388,9 +388,9 @@ class Connection:
         for lo in range(start, stop, CHUNK_ROWS):
             chunk = slice_rows(rows, lo, min(stop, lo + CHUNK_ROWS))
             if arrow and row_count(chunk) >= THREAD_MIN_ROWS:
-                data = await asyncio.to_thread(encode_rows, columns, formats, chunk, self._time_zone())
+                data = await asyncio.to_thread(encode_rows, columns, formats, chunk, self.session_time_zone())
             else:
-                data = encode_rows(columns, formats, chunk, self._time_zone())
+                data = encode_rows(columns, formats, chunk, self.session_time_zone())
             self.sink.send(data)
             await self.sink.maybe_flush()
 
@@ -404,7 +404,7 @@ class Connection:
         try:
             while max_rows <= 0 or sent < max_rows:
                 want = CHUNK_ROWS if max_rows <= 0 else min(CHUNK_ROWS, max_rows - sent)
-                data, n = await asyncio.to_thread(_take_encoded, stream, columns, formats, want, self._time_zone())
+                data, n = await asyncio.to_thread(_take_encoded, stream, columns, formats, want, self.session_time_zone())
                 if n == 0:
                     break
                 sent += n

@@ -138,7 +138,7 @@ class ExtendedQuery:
         if len(oids) != len(msg.params):
             raise ProtocolViolation(f"bind message supplies {len(msg.params)} parameters, but prepared "
                                     f'statement "{msg.statement}" requires {len(oids)}')
-        params = decode_params(msg.params, oids, msg.param_formats)
+        params = decode_params(msg.params, oids, msg.param_formats, self._conn.session_time_zone())
         self._drop_portals([msg.portal])
         self._portals[msg.portal] = Portal(stmt, list(oids), params, msg.result_formats)
         stmt.portals.add(msg.portal)

@@ -71,3 +71,12 @@ def test_an_unknown_zone_name_is_refused_as_in_postgresql():
     with pytest.raises(InvalidParameterValue, match="No/Such"):
         SessionVars().set("timezone", "No/Such")
     SessionVars().set("timezone", "UTC+5")  # (a POSIX offset)
+
+
+def test_a_text_timestamptz_parameter_without_offset_is_in_the_sessions_zone():
+    """PostgreSQL reads ``'2024-06-15 12:00'`` bound as a timestamptz in the session's zone."""
+    assert codec.decode_text("2024-06-15 12:00", codec.TIMESTAMPTZ, "America/New_York") == \
+        dt.datetime(2024, 6, 15, 16, tzinfo=dt.UTC)
+    assert codec.decode_text("2024-06-15 12:00", codec.TIMESTAMPTZ) == dt.datetime(2024, 6, 15, 12, tzinfo=dt.UTC)
+    assert codec.decode_text("2024-06-15 12:00+02", codec.TIMESTAMPTZ, "America/New_York") == \
+        dt.datetime(2024, 6, 15, 10, tzinfo=dt.UTC)
