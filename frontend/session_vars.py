@@ -148,6 +148,8 @@ def _time_zone(v: str) -> str:
     """A zone name must be one (`frontend.pgwire.time_zone`); offsets and POSIX forms are taken."""
     from frontend.pgwire.time_zone import display_zone, looks_like_a_zone_name
 
+    if v.strip().strip("'\"").lower() in ("local", "default"):  # SET TIME ZONE LOCAL: the default
+        return "UTC"
     if looks_like_a_zone_name(v) and display_zone(v) is None:
         raise InvalidParameterValue(f'invalid value for parameter "TimeZone": "{v.strip()}"')
     return v
