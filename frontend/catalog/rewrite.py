@@ -110,7 +110,8 @@ def _unquote(name: str) -> str:
 
 _FUNC_NAMES = {exp.CurrentVersion: "version", exp.GroupConcat: "string_agg", exp.Explode: "unnest",
                exp.ArraySize: "array_length", exp.StrPosition: "position", exp.LogicalAnd: "bool_and",
-               exp.LogicalOr: "bool_or", exp.CurrentTimestamp: "now", exp.Array: "array", exp.Case: "case",
+               exp.LogicalOr: "bool_or", exp.CurrentTimestamp: "current_timestamp", exp.CurrentDate: "current_date",
+               exp.Localtime: "localtime", exp.Localtimestamp: "localtimestamp", exp.CurrentTime: "current_time", exp.Array: "array", exp.Case: "case",
                exp.Exists: "exists", exp.ArrayAgg: "array_agg"}
 
 
@@ -328,6 +329,20 @@ def integer_literals(query: exp.Expression, ctx: RewriteContext | None) -> exp.E
     return query
 
 
+_KEYWORD_CALLS = {exp.CurrentDate: "current_date", exp.Localtimestamp: "current_localtimestamp",
+                  exp.Localtime: "current_localtime", exp.CurrentTimestamp: "get_current_timestamp",
+                  exp.CurrentTime: "get_current_time"}
+
+
+def keyword_calls(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """``current_date``, ``current_timestamp``, ``localtime``... as DuckDB's function calls: named after
+    themselves (``AS "current_date"``), DuckDB took the keyword for that alias of the same SELECT and
+    failed ("referenced before it is defined")."""
+    for node in list(query.find_all(*_KEYWORD_CALLS)):
+        node.replace(exp.Anonymous(this=_KEYWORD_CALLS[type(node)], expressions=[]))
+    return query
+
+
 def like_escape(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """LIKE without ESCAPE escapes with a backslash, as in Postgres."""
     for node in list(query.find_all(exp.Like, exp.ILike)):
@@ -540,7 +555,7 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           similar_to, extract_fractions, pg_format, to_char, strict_functions, literal_casts, integer_literals,
+                           keyword_calls, similar_to, extract_fractions, pg_format, to_char, strict_functions, literal_casts, integer_literals,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 

@@ -209,3 +209,13 @@ def test_values_columns_are_column1_column2_as_in_postgresql():
                                ("VALUES (2), (1) ORDER BY column1 DESC LIMIT 1", ["column1"], 1)]:
         out = session.run_batch(session.parse_sql(query))
         assert (out.column_names, out.num_rows) == (names, rows), query
+
+
+def test_current_date_and_its_kin_run_and_are_named_as_in_postgresql():
+    """``SELECT current_date`` failed: named ``current_date``, DuckDB took the keyword for that alias."""
+    session = make_session()
+    out = session.run_batch(session.parse_sql("SELECT current_date, localtimestamp, current_timestamp, now(), "
+                                              "current_date + 1 AS tomorrow"))
+    assert out.column_names == ["current_date", "localtimestamp", "current_timestamp", "now", "tomorrow"]
+    row = out.to_pylist()[0]
+    assert row["tomorrow"] - row["current_date"] == datetime.timedelta(days=1)
