@@ -3,8 +3,9 @@
 A timestamptz is an instant (stored and computed in UTC). PostgreSQL prints it as the wall time of
 the session's ``TimeZone`` with that zone's offset at the instant (``2024-06-15 08:00:00-04``,
 ``+05:30``, ``+05:45``); the binary format is the instant whatever the zone. `display_zone` reads the
-setting: ``UTC`` and its aliases, and a value that is not an IANA zone name (a POSIX offset such as
-``UTC+5``, which PostgreSQL reads with the inverted sign), keep UTC, as before; the encoders of
+setting: an IANA zone name in any case; a whole-hour POSIX offset (``UTC+5``, which PostgreSQL reads
+with the inverted sign) or number (``SET TIME ZONE -5``) as an ``Etc/GMT`` zone; ``UTC``, its aliases
+and anything else (``+05:30``) keep UTC, as before (an unknown zone *name* is refused at SET); the encoders of
 `frontend.pgwire.datarows` take the zone (``encode_rows(..., time_zone)``) and print a timestamptz's
 wall time there with `offset_text`, PostgreSQL's offset form. The batch engine also
 runs the session's queries in the zone (DuckDB's ``TimeZone``, `frontend.batch`), so ``::date``,
