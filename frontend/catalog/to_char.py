@@ -36,11 +36,10 @@ from frontend.pg_format import (
     Token,
     parse_template,
 )
+from frontend.pgwire.codec import naive_timestamp
 from risingspark.errors import FeatureNotSupported, RisingSparkError
 
 UDF = "rs_to_char"
-_EPOCH = dt.datetime(1970, 1, 1)
-_INFINITY = 2**63 - 1  # DuckDB's infinity and -infinity, in microseconds
 
 
 def _seconds_of_day(t: dt.datetime) -> int:
@@ -143,14 +142,14 @@ def register_to_char(con: duckdb.DuckDBPyConnection) -> None:
         micros = stamps.cast(pa.timestamp("us")).view(pa.int64()).to_pylist()  # (Python's datetime: years 1-9999)
         try:
             for m, template in zip(micros, templates.to_pylist(), strict=True):
-                if m is None or not template or abs(m) == _INFINITY:
-                    out.append(None)  # (PostgreSQL's to_char of infinity is NULL too)
-                    continue
                 try:
-                    t = _EPOCH + dt.timedelta(microseconds=m)
+                    t = None if m is None or not template else naive_timestamp(m)
                 except OverflowError:
                     raise FeatureNotSupported("to_char of a timestamp before the year 1 or after 9999 is not "
                                               "supported") from None
+                if t is None:
+                    out.append(None)  # (PostgreSQL's to_char of infinity is NULL too)
+                    continue
                 pieces = compiled.get(template)
                 if pieces is None:
                     pieces = compiled[template] = compile_template(template)

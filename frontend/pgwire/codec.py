@@ -50,6 +50,16 @@ _TYPE_NAMES = {BOOL: "boolean", FLOAT4: "real", FLOAT8: "double precision", NUME
                DATE: "date", TIMESTAMP: "timestamp", TIMESTAMPTZ: "timestamp with time zone", BYTEA: "bytea"}
 
 POSTGRES_EPOCH = dt.datetime(2000, 1, 1)
+UNIX_EPOCH = dt.datetime(1970, 1, 1)
+INFINITY_MICROS = 2**63 - 1  # DuckDB's (and Arrow's int64) infinity; -infinity is its negation
+
+
+def naive_timestamp(micros: int) -> dt.datetime | None:
+    """Microseconds since 1970 as a naive datetime (UTC wall time); None for ±infinity. Raises
+    OverflowError outside Python's years 1 to 9999."""
+    if abs(micros) == INFINITY_MICROS:
+        return None
+    return UNIX_EPOCH + dt.timedelta(microseconds=micros)
 POSTGRES_EPOCH_DATE = dt.date(2000, 1, 1)
 POSTGRES_EPOCH_DAYS = 10957  # days from 1970-01-01 to 2000-01-01
 POSTGRES_EPOCH_MICROS = POSTGRES_EPOCH_DAYS * 86_400_000_000

@@ -257,10 +257,6 @@ def _timestamp_text(arr: pa.Array, with_tz: bool, zone: str | None = None) -> pa
     return texts
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_INFINITY = 2**63 - 1  # microseconds: DuckDB's infinity and -infinity
-
-
 def _zoned_text(arr: pa.Array, zone: str) -> pa.Array:
     """timestamptz text in IANA zone `zone`, a value at a time with Python's zone rules (Arrow's
     stop adding daylight saving after 2037); infinities as PostgreSQL prints them, a value Python's
@@ -269,14 +265,17 @@ def _zoned_text(arr: pa.Array, zone: str) -> pa.Array:
     for m in arr.cast(pa.timestamp("us", arr.type.tz)).view(pa.int64()).to_pylist():
         if m is None:
             out.append(None)
-        elif abs(m) == _INFINITY:
+            continue
+        try:
+            stamp = codec.naive_timestamp(m)
+        except OverflowError:
+            single = pa.array([m], pa.int64()).view(pa.timestamp("us"))
+            out.append(_strip_fraction_zeros(pc.cast(single, pa.string()))[0].as_py() + "+00")
+            continue
+        if stamp is None:
             out.append("infinity" if m > 0 else "-infinity")
         else:
-            try:
-                out.append(codec.format_timestamptz_in(_EPOCH + dt.timedelta(microseconds=m), zone))
-            except OverflowError:
-                single = pa.array([m], pa.int64()).view(pa.timestamp("us"))
-                out.append(_strip_fraction_zeros(pc.cast(single, pa.string()))[0].as_py() + "+00")
+            out.append(codec.format_timestamptz_in(stamp, zone))
     return pa.array(out, pa.string())
 
 
