@@ -1,7 +1,8 @@
 """The adaptive backfill rate (`meta.backfill_rate`) against a simulated cluster: each barrier's
 latency is a base cost plus the backfill rows its round reads over what the cluster absorbs. The
-controller converges to a rate where the latency sits at the target, backs off when it is exceeded,
-never exceeds its ceiling and never reaches 0."""
+controller reaches that rate's neighbourhood in a few barriers (slow start), converges to a rate where
+the latency sits under its threshold (`aim` × the target), backs off when it is exceeded, never
+exceeds its ceiling and never reaches 0."""
 
 from __future__ import annotations
 
@@ -54,40 +55,64 @@ def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int,
     return rates
 
 
-def test_it_converges_to_the_rate_where_latency_meets_the_target():
-    # latency = 800 ms + rate × 2 / 1M rows/s per ms: the target of 2 000 ms is met at 600 000 rows/s
+# latency = 800 ms + rate × 2 / 1M rows/s per ms: the threshold, 0.8 × 2 000 ms, is met at 400 000 rows/s
+EQUILIBRIUM = 400_000
+
+
+def test_it_converges_to_the_rate_where_latency_meets_the_threshold():
     controller, rel = BackfillRateController(), job()
+    threshold = controller.policy.aim * TARGET_MS
     rates = run(controller, rel, 3000)
     settled = rates[1000:]
     lat = [latency_ms(r) for r in settled]
     # a saw-tooth under the equilibrium: never far above it, on average within a third below it
-    assert max(settled) <= 600_000 + controller.policy.step
-    assert 0.66 * 600_000 <= statistics.fmean(settled) <= 600_000
-    assert statistics.fmean(lat) <= TARGET_MS and max(lat) <= latency_ms(600_000 + controller.policy.step)
-    assert statistics.fmean(lat) >= 0.8 * TARGET_MS
+    assert max(settled) <= EQUILIBRIUM + controller.policy.step
+    assert 0.66 * EQUILIBRIUM <= statistics.fmean(settled) <= EQUILIBRIUM
+    assert statistics.fmean(lat) <= threshold and max(lat) <= latency_ms(EQUILIBRIUM + controller.policy.step)
+    assert max(lat) < TARGET_MS  # the target itself is never reached
+    assert statistics.fmean(lat) >= 0.8 * threshold
 
 
 def test_it_converges_under_a_noisy_latency():
     controller, rel, rng = BackfillRateController(), job(), random.Random(16)
     rates = run(controller, rel, 3000, noise=0.1, rng=rng)
     settled = rates[1000:]
-    assert 0.4 * 600_000 <= statistics.fmean(settled) <= 600_000
-    over = sum(1 for r in settled if latency_ms(r) > TARGET_MS * 1.1)
+    assert 0.4 * EQUILIBRIUM <= statistics.fmean(settled) <= EQUILIBRIUM
+    over = sum(1 for r in settled if latency_ms(r) > TARGET_MS)
     assert over == 0
 
 
-def test_it_backs_off_at_once_when_latency_exceeds_the_target():
+def test_slow_start_multiplies_the_limit_until_the_first_barrier_over_the_threshold():
     controller, rel = BackfillRateController(), job()
-    ramp = (600_000 - controller.policy.start) // controller.policy.step - 1
-    rates = run(controller, rel, ramp)  # ramping up under the target
-    assert rates == sorted(rates) and rates[-1] > rates[0]
+    policy = controller.policy
+    rates = run(controller, rel, 5)
+    # 100K (1 000 ms), 150K (1 100 ms), 225K (1 250 ms), 337.5K (1 475 ms), each under the threshold
+    # of 1 600 ms: × 1.5 each time; 506.25K takes 1 812.5 ms, over: halved, and the slow start ends
+    assert rates == [150_000, 225_000, 337_500, 506_250, 253_125]
+    assert latency_ms(506_250) < TARGET_MS  # the overshoot stays under the target itself
+    assert run(controller, rel, 2) == [253_125 + policy.step, 253_125 + 2 * policy.step]  # additive from here
+
+
+def test_a_job_in_slow_start_reaches_the_equilibrium_in_a_few_barriers():
+    # an idle cluster absorbs 10× the rows: the limit goes from 100K to the equilibrium's neighbourhood
+    # in slow start, where the additive increase alone would take hundreds of barriers
+    controller, rel = BackfillRateController(), job()
+    rates = run(controller, rel, 12, absorbed_rows_per_s=10_000_000)  # equilibrium: 4M, over the ceiling
+    assert rates[-1] == controller.policy.ceiling
+    assert rates.index(controller.policy.ceiling) <= 8
+
+
+def test_it_backs_off_at_once_when_latency_exceeds_the_threshold():
+    controller, rel = BackfillRateController(), job()
+    rates = run(controller, rel, 60)  # slow start, then ramping up under the threshold
     before = rates[-1]
-    # the cluster gets busy: the existing jobs' work alone now costs 1.9 s
-    after = run(controller, rel, 1, base_ms=1900)
+    assert before > controller.policy.start
+    # the cluster gets busy: the existing jobs' work alone now costs 1.7 s
+    after = run(controller, rel, 1, base_ms=1700)
     assert after == [int(before * controller.policy.factor)]
-    busier = run(controller, rel, 300, base_ms=1900)
+    busier = run(controller, rel, 300, base_ms=1700)
     assert max(busier) < before
-    assert statistics.fmean(busier[100:]) <= 50_000 + controller.policy.step  # the new equilibrium
+    assert statistics.fmean(busier[100:]) <= controller.policy.floor + controller.policy.step  # the new equilibrium
 
 
 def test_it_never_exceeds_the_ceiling():
@@ -109,12 +134,11 @@ def test_only_creating_adaptive_jobs_are_throttled_and_finished_ones_are_forgott
     adaptive, fixed, created = job(1), job(2, adaptive=False, extra={BACKFILL_RATE_LIMIT: 5000}), \
         job(3, status=JobStatus.CREATED)
     throttle = controller.after_barrier(500, TARGET_MS, [adaptive, fixed, created])
-    start = controller.policy.start
-    assert throttle == Throttle(((1, start + controller.policy.step),))
+    grown = int(controller.policy.start * controller.policy.slow_start_factor)  # a job begins in slow start
+    assert throttle == Throttle(((1, grown),))
     assert controller.rate(2) is None and controller.rate(3) is None
     labels = {"job": "m1", "fragment": ""}
-    assert REGISTRY.get_sample_value("risingspark_backfill_rate_limit_rows_per_second", labels) == \
-        start + controller.policy.step
+    assert REGISTRY.get_sample_value("risingspark_backfill_rate_limit_rows_per_second", labels) == grown
     assert controller.after_barrier(500, TARGET_MS, []) is None  # job 1 finished its backfill
     assert controller.rate(1) is None
     assert REGISTRY.get_sample_value("risingspark_backfill_rate_limit_rows_per_second", labels) is None
@@ -125,10 +149,10 @@ def test_a_job_starts_from_its_fixed_limit_or_from_the_start():
     assert controller.start(job(1), 40_000) == 40_000
     assert controller.start(job(2), None) == controller.policy.start
     assert controller.start(job(3), 10**9) == controller.policy.ceiling
-    # after a restart of meta the stored starting limit is where it goes on from
+    # after a restart of meta the stored starting limit is where it goes on from, in slow start again
     restarted = BackfillRateController()
     assert restarted.after_barrier(500, TARGET_MS, [job(4)]) == \
-        Throttle(((4, controller.policy.start + controller.policy.step),))
+        Throttle(((4, int(controller.policy.start * controller.policy.slow_start_factor)),))
 
 
 def test_a_serverless_backfill_keeps_no_limit():
