@@ -100,6 +100,10 @@ class BarrierRecorder:
     def between(self, start: float, end: float) -> list[float]:
         return [d for at, d in self.samples.values() if start <= at <= end]
 
+    def timeline(self, start: float, end: float) -> list[tuple[float, float]]:
+        """(commit time after `start`, seconds) of each barrier committed in ``[start, end]``."""
+        return sorted((round(at - start, 2), d) for at, d in self.samples.values() if start <= at <= end)
+
 
 def summary(durations: list[float]) -> dict:
     if not durations:
@@ -130,6 +134,7 @@ class RateSampler:
     def __init__(self, dsn: str, job: str) -> None:
         self.dsn, self.job = dsn, job
         self.limits: list[int] = []
+        self.at: list[float] = []  # when each limit was sampled (time.time())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -148,6 +153,7 @@ class RateSampler:
                                 (self.job,)).fetchone()
                 if row and row[0] and row[0].startswith("adaptive ("):
                     self.limits.append(int(row[0].removeprefix("adaptive (").split()[0]))
+                    self.at.append(time.time())
 
     def summary(self) -> dict:
         if not self.limits:
@@ -238,6 +244,10 @@ def main() -> None:
                                  "backfill_rows_per_s": round(args.rows / (t1 - t0))}
                 if rate == "adaptive":
                     phases[phase]["adaptive_limit_rows_per_s"] = limits.summary()
+                    # to see which barriers the controller reacted to, and to what
+                    phases[phase]["timeline"] = {
+                        "barriers_s": recorder.timeline(t0, t1),
+                        "limits": [(round(at - t0, 2), n) for at, n in zip(limits.at, limits.limits, strict=True)]}
                 if serverless == "false":  # (a serverless backfill logs on its backfiller)
                     job_id = c.execute("SELECT id FROM rw_catalog.rw_materialized_views WHERE name = %s",
                                        (f"summary_{phase}",)).fetchone()[0]
