@@ -15,12 +15,6 @@ from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
-# A snapshot read's scan splits its SSTs (1,024-row row groups) into tasks of at most this many
-# bytes. With Spark's default (bytes / cores, up to 128 MiB) a rate-limited read of 3M rows ran as two
-# 1.5M-row tasks, and a barrier whose round needed a core waited up to ~1.2 s for one
-# (docs/notes/issue-16.md, 2026-11-30); at 8 MiB a task holds some hundred thousand rows.
-READ_TASK_BYTES = 8 * 1024 * 1024
-
 
 @dataclass(frozen=True)
 class SparkSettings:
@@ -67,9 +61,6 @@ def create_spark_session(settings: SparkSettings):
         # Snapshot reads pass dozens of SST paths: list them in the driver, not with a Spark job
         # (a listing job cost ~0.5 s per snapshot split).
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
-        # Snapshot reads (the only file scans) in tasks of at most READ_TASK_BYTES: Spark's fair pools
-        # do not preempt, so a round's job waits for a free core at most one such task.
-        .config("spark.sql.files.maxPartitionBytes", str(READ_TASK_BYTES))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )

@@ -15,11 +15,19 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   reaches its rate in a few barriers instead of tens (a 10M-row backfill lasts only tens of
   barriers). The factor is 1.5, not TCP's 2: from a limit whose barrier was just under the
   threshold, 1.5× the backfill's share of a barrier keeps the next one under the target itself, as
-  long as the existing jobs' share is at least two fifths of it (1.2 − 0.5 × that share ≤ 1, in
-  units of the target; in bench/isolation.py it is about half);
+  long as the existing jobs' share is at least a tenth of it (1.05 − 0.5 × that share ≤ 1, in units
+  of the target, with `aim` 0.7; in bench/isolation.py it is about half);
 - then, under or at the threshold, each adaptive creating job's limit grows by `AimdPolicy.step`;
   over it, the limit is multiplied by `AimdPolicy.factor` (the first barrier over it ends the slow
   start with that same decrease);
+- one decision per observation (as TCP changes its window once per round trip): a limit is judged
+  by the barriers until the job next progresses (reads rows: each round of an arrangement or
+  no-shuffle backfill, each committed read of a snapshot backfill, which runs over several
+  barriers). The limit grows only at a barrier where the job progressed and when no barrier since
+  it last progressed was over the threshold; it is cut at the first barrier over the threshold
+  since then, not again before the job progresses (the rows in flight were asked for at the old
+  limit). Without this, a snapshot backfill in slow start grew three times during one read and its
+  next read was 3.4× bigger (bench/isolation.py, docs/notes/issue-16.md of 2026-11-30);
 - the limit stays within ``[floor, ceiling]``: the floor is above 0, so a backfill always progresses,
   and the ceiling is never exceeded.
 
@@ -54,7 +62,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from meta.metrics import METRICS, backfill_labels
@@ -83,6 +91,11 @@ class AimdPolicy:
     in a run whose target was lower, and did worse — the two need a run at the same target before
     the step changes); `ceiling` is above the fastest measured backfill
     (it never slows a backfill the cluster absorbs); `floor` keeps a paused cluster's backfill alive.
+
+    `aim` 0.7 (the threshold, as a share of the target) and `slow_start_factor` 1.5: in
+    bench/isolation.py (2026-11-30, the target 1.5× the idle p99) idle barriers alone reached 1.2 s
+    against a p50 of 0.7–0.8 s, and barriers during a snapshot read of ~1M rows 1.2–1.3 s, of 2–3M
+    rows 1.7–2.1 s: at 0.8 the threshold (1.33 s) let the reads grow past 2M rows before a cut.
     """
 
     start: int = 100_000
@@ -91,7 +104,7 @@ class AimdPolicy:
     floor: int = 1_000
     ceiling: int = 2_000_000
     slow_start_factor: float = 1.5
-    aim: float = 0.8
+    aim: float = 0.7
 
     def next_rate(self, rate: int, latency_ms: float, target_ms: float, slow_start: bool = False) -> int:
         """The limit after a barrier of `latency_ms`; in slow start, a barrier under the threshold
@@ -102,7 +115,7 @@ class AimdPolicy:
         105000
         >>> AimdPolicy().next_rate(100_000, 900, 2000, slow_start=True)
         150000
-        >>> AimdPolicy().next_rate(100_000, 1700, 2000, slow_start=True)  # over 0.8 × 2000 ms
+        >>> AimdPolicy().next_rate(100_000, 1500, 2000, slow_start=True)  # over 0.7 × 2000 ms
         50000
         >>> AimdPolicy().next_rate(1_500, 9000, 2000)
         1000
@@ -147,6 +160,7 @@ class BackfillRateController:
         self._lock = threading.Lock()
         self._rates: dict[int, int] = {}
         self._slow_start: set[int] = set()  # the jobs no barrier over the threshold has slowed yet
+        self._cut: set[int] = set()  # the jobs cut since they last progressed
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
@@ -162,10 +176,13 @@ class BackfillRateController:
         with self._lock:
             return self._rates.get(job_id)
 
-    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog]) -> Throttle | None:
+    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog],
+                      progressed: Collection[int] | None = None) -> Throttle | None:
         """One control step for the adaptive jobs among `jobs` (the creating jobs whose rounds run
         in the barrier that took `latency_ms`): the `Throttle` of the limits that changed, if any.
-        Jobs no longer among `jobs` (created, dropped, moved to a backfiller) are forgotten."""
+        `progressed`: the jobs whose backfill read rows in this barrier (a round, or a snapshot read
+        it committed; None: every job). Jobs no longer among `jobs` (created, dropped, moved to a
+        backfiller) are forgotten."""
         changed = []
         with self._lock:
             live = set()
@@ -178,10 +195,7 @@ class BackfillRateController:
                     rate = self._set(rel, self.policy.clamp(int(rel.extra.get(BACKFILL_RATE_LIMIT)
                                                                     or self.policy.start)))
                     self._slow_start.add(rel.id)
-                slow_start = rel.id in self._slow_start
-                new = self.policy.next_rate(rate, latency_ms, target, slow_start)
-                if slow_start and not self.policy.under(latency_ms, target):
-                    self._slow_start.discard(rel.id)
+                new = self._step(rel.id, rate, latency_ms, target, progressed is None or rel.id in progressed)
                 if new != rate:
                     self._set(rel, new)
                     changed.append((rel.id, new))
@@ -190,6 +204,22 @@ class BackfillRateController:
             for stale in set(self._rates) - live:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
+
+    def _step(self, job_id: int, rate: int, latency_ms: float, target: float, progressed: bool) -> int:
+        """One job's next limit: one decision per observation of its current limit (see the module
+        doc): a cut at the first barrier over the threshold since the job last progressed, growth
+        only at a barrier where it progressed and when no barrier since was over."""
+        over = not self.policy.under(latency_ms, target)
+        new = rate
+        if over and job_id not in self._cut:
+            new = self.policy.next_rate(rate, latency_ms, target)
+            self._slow_start.discard(job_id)
+            self._cut.add(job_id)
+        elif not over and progressed and job_id not in self._cut:
+            new = self.policy.next_rate(rate, latency_ms, target, job_id in self._slow_start)
+        if progressed:
+            self._cut.discard(job_id)
+        return new
 
     def _set(self, rel: RelationCatalog, rate: int) -> int:
         self._rates[rel.id] = rate
@@ -200,6 +230,7 @@ class BackfillRateController:
     def _forget(self, job_id: int) -> None:
         self._rates.pop(job_id, None)
         self._slow_start.discard(job_id)
+        self._cut.discard(job_id)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):
