@@ -15,8 +15,8 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   reaches its rate in a few barriers instead of tens (a 10M-row backfill lasts only tens of
   barriers). The factor is 1.5, not TCP's 2: from a limit whose barrier was just under the
   threshold, 1.5× the backfill's share of a barrier keeps the next one under the target itself, as
-  long as the existing jobs' share is at least a tenth of it (1.05 − 0.5 × that share ≤ 1, in units
-  of the target, with `aim` 0.7; in bench/isolation.py it is about half);
+  long as the existing jobs' share is at least two fifths of it (1.2 − 0.5 × that share ≤ 1, in
+  units of the target, with `aim` 0.8; in bench/isolation.py it is about half);
 - then, under or at the threshold, each adaptive creating job's limit grows by `AimdPolicy.step`;
   over it, the limit is multiplied by `AimdPolicy.factor` (the first barrier over it ends the slow
   start with that same decrease);
@@ -104,7 +104,7 @@ class AimdPolicy:
     floor: int = 1_000
     ceiling: int = 2_000_000
     slow_start_factor: float = 1.5
-    aim: float = 0.7
+    aim: float = 0.8
 
     def next_rate(self, rate: int, latency_ms: float, target_ms: float, slow_start: bool = False) -> int:
         """The limit after a barrier of `latency_ms`; in slow start, a barrier under the threshold
@@ -115,7 +115,7 @@ class AimdPolicy:
         105000
         >>> AimdPolicy().next_rate(100_000, 900, 2000, slow_start=True)
         150000
-        >>> AimdPolicy().next_rate(100_000, 1500, 2000, slow_start=True)  # over 0.7 × 2000 ms
+        >>> AimdPolicy().next_rate(100_000, 1700, 2000, slow_start=True)  # over 0.8 × 2000 ms
         50000
         >>> AimdPolicy().next_rate(1_500, 9000, 2000)
         1000

@@ -56,8 +56,8 @@ def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int,
     return rates
 
 
-# latency = 800 ms + rate × 2 / 1M rows/s per ms: the threshold, 0.7 × 2 000 ms, is met at 300 000 rows/s
-EQUILIBRIUM = 300_000
+# latency = 800 ms + rate × 2 / 1M rows/s per ms: the threshold, 0.8 × 2 000 ms, is met at 400 000 rows/s
+EQUILIBRIUM = 400_000
 
 
 def test_it_converges_to_the_rate_where_latency_meets_the_threshold():
@@ -86,12 +86,12 @@ def test_it_converges_under_a_noisy_latency():
 def test_slow_start_multiplies_the_limit_until_the_first_barrier_over_the_threshold():
     controller, rel = BackfillRateController(), job()
     policy = controller.policy
-    rates = run(controller, rel, 4)
-    # 100K (1 000 ms), 150K (1 100 ms), 225K (1 250 ms), each under the threshold of 1 400 ms: × 1.5
-    # each time; 337.5K takes 1 475 ms, over: halved, and the slow start ends
-    assert rates == [150_000, 225_000, 337_500, 168_750]
-    assert latency_ms(337_500) < TARGET_MS  # the overshoot stays under the target itself
-    assert run(controller, rel, 2) == [168_750 + policy.step, 168_750 + 2 * policy.step]  # additive from here
+    rates = run(controller, rel, 5)
+    # 100K (1 000 ms), 150K (1 100 ms), 225K (1 250 ms), 337.5K (1 475 ms), each under the threshold
+    # of 1 600 ms: × 1.5 each time; 506.25K takes 1 812.5 ms, over: halved, and the slow start ends
+    assert rates == [150_000, 225_000, 337_500, 506_250, 253_125]
+    assert latency_ms(506_250) < TARGET_MS  # the overshoot stays under the target itself
+    assert run(controller, rel, 2) == [253_125 + policy.step, 253_125 + 2 * policy.step]  # additive from here
 
 
 def test_a_job_in_slow_start_reaches_the_equilibrium_in_a_few_barriers():
@@ -127,7 +127,7 @@ def snapshot_reads(controller: BackfillRateController, rel: RelationCatalog, rea
 
 
 def test_a_snapshot_backfills_limit_changes_once_per_read():
-    # reads of 3 barriers: under the threshold (1 400 ms) up to 600K rows a read, i.e. 100K rows/s per
+    # reads of 3 barriers: under the threshold (1 600 ms) up to 800K rows a read, i.e. 133K rows/s per
     # parallelism. Growing at every barrier the limit rose 1.5^3 during a read; once per read it rises
     # 1.5× from one read to the next and is cut once when a read was too big
     controller, rel = BackfillRateController(), job()
@@ -135,10 +135,10 @@ def test_a_snapshot_backfills_limit_changes_once_per_read():
     grew = [b / a for a, b in zip(at_start, at_start[1:], strict=False) if b > a]
     assert max(grew) <= controller.policy.slow_start_factor + 1e-9
     cuts = [b / a for a, b in zip(at_start, at_start[1:], strict=False) if b < a]
-    assert cuts and all(c >= controller.policy.factor - 1e-9 for c in cuts)  # a single cut per read
+    assert cuts and all(c >= controller.policy.factor - 1e-3 for c in cuts)  # a single cut per read (to rounding)
     assert max(latencies) < TARGET_MS
-    # and it settles around the rate the cluster absorbs (100K): never above 1.5× of it
-    assert max(at_start[10:]) <= 150_000
+    # and it settles around the rate the cluster absorbs (133K): never above 1.5× of it
+    assert max(at_start[10:]) <= 200_000
 
 
 def test_it_backs_off_at_once_when_latency_exceeds_the_threshold():
