@@ -16,18 +16,10 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   barriers). The factor is 1.5, not TCP's 2: from a limit whose barrier was just under the
   threshold, 1.5× the backfill's share of a barrier keeps the next one under the target itself, as
   long as the existing jobs' share is at least two fifths of it (1.2 − 0.5 × that share ≤ 1, in
-  units of the target, with `aim` 0.8; in bench/isolation.py it is about half);
+  units of the target; in bench/isolation.py it is about half);
 - then, under or at the threshold, each adaptive creating job's limit grows by `AimdPolicy.step`;
   over it, the limit is multiplied by `AimdPolicy.factor` (the first barrier over it ends the slow
   start with that same decrease);
-- one decision per observation (as TCP changes its window once per round trip): a limit is judged
-  by the barriers until the job next progresses (reads rows: each round of an arrangement or
-  no-shuffle backfill, each committed read of a snapshot backfill, which runs over several
-  barriers). The limit grows only at a barrier where the job progressed and when no barrier since
-  it last progressed was over the threshold; it is cut at the first barrier over the threshold
-  since then, not again before the job progresses (the rows in flight were asked for at the old
-  limit). Without this, a snapshot backfill in slow start grew three times during one read and its
-  next read was 3.4× bigger (bench/isolation.py, docs/notes/issue-16.md of 2026-11-30);
 - the limit stays within ``[floor, ceiling]``: the floor is above 0, so a backfill always progresses,
   and the ceiling is never exceeded.
 
@@ -62,7 +54,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from meta.metrics import METRICS, backfill_labels
@@ -92,10 +84,16 @@ class AimdPolicy:
     the step changes); `ceiling` is above the fastest measured backfill
     (it never slows a backfill the cluster absorbs); `floor` keeps a paused cluster's backfill alive.
 
-    `aim` 0.7 (the threshold, as a share of the target) and `slow_start_factor` 1.5: in
-    bench/isolation.py (2026-11-30, the target 1.5× the idle p99) idle barriers alone reached 1.2 s
-    against a p50 of 0.7–0.8 s, and barriers during a snapshot read of ~1M rows 1.2–1.3 s, of 2–3M
-    rows 1.7–2.1 s: at 0.8 the threshold (1.33 s) let the reads grow past 2M rows before a cut.
+    `slow_start_factor` and `aim`, from bench/isolation.py with the playground on both CPUs
+    (docs/notes/issue-16.md, 2026-11-30, one run each): the slow start took the 10M-row backfill from
+    3.45× to 2.41× the unlimited one's time, with p99 1.83× idle (1.51× without it): a snapshot read
+    runs over 2–3 barriers, so the limit grew ×1.5 two or three times before the first slow barrier
+    and one read was 3M rows. Judging each read once (grow only after a read ended with no barrier
+    over, cut once per read) kept the reads under 1.6M rows but was slower (6.1×, p99 1.70×) and
+    is not kept: barriers over 1.2 s came every ~20 s whatever the read's size (a read's fixed cost,
+    ~1 s of Spark jobs, and the noise: idle barriers reach 1.2 s), each a cut, and growth once a
+    read is slow to come back. A lower `aim`, 0.7, put the threshold at 1.1 s, under what a read of
+    40K rows costs the barriers: the limit sank to the floor (15.4×).
     """
 
     start: int = 100_000
@@ -160,7 +158,6 @@ class BackfillRateController:
         self._lock = threading.Lock()
         self._rates: dict[int, int] = {}
         self._slow_start: set[int] = set()  # the jobs no barrier over the threshold has slowed yet
-        self._cut: set[int] = set()  # the jobs cut since they last progressed
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
@@ -176,13 +173,10 @@ class BackfillRateController:
         with self._lock:
             return self._rates.get(job_id)
 
-    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog],
-                      progressed: Collection[int] | None = None) -> Throttle | None:
+    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog]) -> Throttle | None:
         """One control step for the adaptive jobs among `jobs` (the creating jobs whose rounds run
         in the barrier that took `latency_ms`): the `Throttle` of the limits that changed, if any.
-        `progressed`: the jobs whose backfill read rows in this barrier (a round, or a snapshot read
-        it committed; None: every job). Jobs no longer among `jobs` (created, dropped, moved to a
-        backfiller) are forgotten."""
+        Jobs no longer among `jobs` (created, dropped, moved to a backfiller) are forgotten."""
         changed = []
         with self._lock:
             live = set()
@@ -195,7 +189,10 @@ class BackfillRateController:
                     rate = self._set(rel, self.policy.clamp(int(rel.extra.get(BACKFILL_RATE_LIMIT)
                                                                     or self.policy.start)))
                     self._slow_start.add(rel.id)
-                new = self._step(rel.id, rate, latency_ms, target, progressed is None or rel.id in progressed)
+                slow_start = rel.id in self._slow_start
+                new = self.policy.next_rate(rate, latency_ms, target, slow_start)
+                if slow_start and not self.policy.under(latency_ms, target):
+                    self._slow_start.discard(rel.id)
                 if new != rate:
                     self._set(rel, new)
                     changed.append((rel.id, new))
@@ -204,22 +201,6 @@ class BackfillRateController:
             for stale in set(self._rates) - live:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
-
-    def _step(self, job_id: int, rate: int, latency_ms: float, target: float, progressed: bool) -> int:
-        """One job's next limit: one decision per observation of its current limit (see the module
-        doc): a cut at the first barrier over the threshold since the job last progressed, growth
-        only at a barrier where it progressed and when no barrier since was over."""
-        over = not self.policy.under(latency_ms, target)
-        new = rate
-        if over and job_id not in self._cut:
-            new = self.policy.next_rate(rate, latency_ms, target)
-            self._slow_start.discard(job_id)
-            self._cut.add(job_id)
-        elif not over and progressed and job_id not in self._cut:
-            new = self.policy.next_rate(rate, latency_ms, target, job_id in self._slow_start)
-        if progressed:
-            self._cut.discard(job_id)
-        return new
 
     def _set(self, rel: RelationCatalog, rate: int) -> int:
         self._rates[rel.id] = rate
@@ -230,7 +211,6 @@ class BackfillRateController:
     def _forget(self, job_id: int) -> None:
         self._rates.pop(job_id, None)
         self._slow_start.discard(job_id)
-        self._cut.discard(job_id)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):

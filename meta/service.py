@@ -704,10 +704,10 @@ class MetaService:
         return current if current is not None else stored
 
     # ---- after each commit ------------------------------------------------------------------------
-    def _adapt_backfill_rates(self, result: EpochResult) -> None:
-        """A step of the adaptive backfill rates on the latency of the barrier just committed (`result`:
-        the jobs whose backfill read rows in it). Under the rate lock, so an ALTER of a job's limit is
-        never overtaken by a step that read the catalog before it."""
+    def _adapt_backfill_rates(self) -> None:
+        """A step of the adaptive backfill rates on the latency of the barrier just committed. Under
+        the rate lock, so an ALTER of a job's limit is never overtaken by a step that read the
+        catalog before it."""
         sample = self.barriers.history.newest()
         if sample is None:
             return
@@ -716,14 +716,13 @@ class MetaService:
                     and not on_backfiller(r) and serverless_state(r) is None
                     and r.resource_group == DEFAULT_RESOURCE_GROUP]
             target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
-            progressed = {r.job_id for r in result.backfill if r.rows_read > 0 or r.vnodes}
-            throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs, progressed)
+            throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs)
             if throttle is not None:
                 self.barriers.add_mutation(throttle, urgent=False)
 
     def _after_commit(self, result: EpochResult) -> None:
         try:
-            self._adapt_backfill_rates(result)
+            self._adapt_backfill_rates()
         except Exception:  # the epoch is committed: a failed step must not turn into a recovery
             logger.exception("adaptive backfill rates: the step after epoch %d failed", result.epoch)
         snap = self.catalog.snapshot

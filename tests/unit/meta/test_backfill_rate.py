@@ -42,12 +42,11 @@ def latency_ms(rate: int, *, base_ms: float = 800.0, absorbed_rows_per_s: float 
 
 
 def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int, **plant) -> list[int]:
-    """Barriers of the simulated cluster, each with a round of the job (it progresses in every one,
-    as an arrangement backfill); the controller's limit after each one."""
+    """Barriers of the simulated cluster; the controller's limit after each one."""
     rates = []
     rate = controller.rate(rel.id) or rel.extra[BACKFILL_RATE_LIMIT]
     for _ in range(barriers):
-        throttle = controller.after_barrier(latency_ms(rate, **plant), TARGET_MS, [rel], {rel.id})
+        throttle = controller.after_barrier(latency_ms(rate, **plant), TARGET_MS, [rel])
         if throttle is not None:
             assert throttle.rates[0][0] == rel.id
             rate = throttle.rates[0][1]
@@ -101,44 +100,6 @@ def test_a_job_in_slow_start_reaches_the_equilibrium_in_a_few_barriers():
     rates = run(controller, rel, 12, absorbed_rows_per_s=10_000_000)  # equilibrium: 4M, over the ceiling
     assert rates[-1] == controller.policy.ceiling
     assert rates.index(controller.policy.ceiling) <= 8
-
-
-def snapshot_reads(controller: BackfillRateController, rel: RelationCatalog, reads: int,
-                   barriers_per_read: int = 3, rows_per_ms: float = 1000.0) -> tuple[list[int], list[float]]:
-    """A snapshot backfill whose reads each run over `barriers_per_read` barriers off the barrier's
-    path: a read takes what the limit earned during the one before it, and every barrier it overlaps
-    costs 800 ms plus its rows over `rows_per_ms` (the bigger the read, the more the rounds wait). The
-    job progresses at the barrier that commits a read. The limits at each read's start, and every
-    barrier's latency."""
-    rate = rel.extra[BACKFILL_RATE_LIMIT]
-    at_start, latencies = [], []
-    earned = rate * PARALLELISM * barriers_per_read
-    for _ in range(reads):
-        at_start.append(rate)
-        read_rows, earned = earned, 0.0
-        for b in range(barriers_per_read):
-            latencies.append(800.0 + read_rows / rows_per_ms)
-            last = b == barriers_per_read - 1
-            throttle = controller.after_barrier(latencies[-1], TARGET_MS, [rel], {rel.id} if last else set())
-            if throttle is not None:
-                rate = throttle.rates[0][1]
-            earned += rate * PARALLELISM  # one second's worth of the limit during this barrier
-    return at_start, latencies
-
-
-def test_a_snapshot_backfills_limit_changes_once_per_read():
-    # reads of 3 barriers: under the threshold (1 600 ms) up to 800K rows a read, i.e. 133K rows/s per
-    # parallelism. Growing at every barrier the limit rose 1.5^3 during a read; once per read it rises
-    # 1.5× from one read to the next and is cut once when a read was too big
-    controller, rel = BackfillRateController(), job()
-    at_start, latencies = snapshot_reads(controller, rel, reads=40)
-    grew = [b / a for a, b in zip(at_start, at_start[1:], strict=False) if b > a]
-    assert max(grew) <= controller.policy.slow_start_factor + 1e-9
-    cuts = [b / a for a, b in zip(at_start, at_start[1:], strict=False) if b < a]
-    assert cuts and all(c >= controller.policy.factor - 1e-3 for c in cuts)  # a single cut per read (to rounding)
-    assert max(latencies) < TARGET_MS
-    # and it settles around the rate the cluster absorbs (133K): never above 1.5× of it
-    assert max(at_start[10:]) <= 200_000
 
 
 def test_it_backs_off_at_once_when_latency_exceeds_the_threshold():
