@@ -74,8 +74,12 @@ class SparkBatchRunner:
         default = max(1, spark.sparkContext.defaultParallelism)
         self.partitions = max(1, min(VNODE_COUNT, partitions or 4 * default))
 
-    def _session(self, relations: list[BatchRelation]):
+    def _session(self, relations: list[BatchRelation], time_zone: str | None = None):
         session = self.spark.newSession()
+        # the client session's TimeZone (an IANA name, `frontend.pgwire.time_zone`): casts of
+        # timestamptz to date or text, extract and date_trunc compute in it (the streaming jobs and
+        # every other query keep the process' UTC)
+        session.conf.set("spark.sql.session.timeZone", time_zone or "UTC")
         # Spark cannot tell a relation's size from its source (a range of vnode ranges mapped to rows):
         # it took a 3M-row side for a small one and ran out of memory broadcasting it. The SSTs' size
         # tells: relations up to Spark's usual threshold are broadcast, no other.
@@ -101,11 +105,12 @@ class SparkBatchRunner:
             _drop_views(session, relations)
 
     def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None,
-            cancellable: bool = False) -> pa.Table:
+            cancellable: bool = False, time_zone: str | None = None) -> pa.Table:
         """The query's rows; raises QueryCanceled once `cancel` is set (its Spark jobs cancelled).
         With `cancellable` (auto mode, which can run the query locally instead), a plan whose tasks a
-        cancel would not stop (`uncancellable_operator`) fails with `NotDistributable` first."""
-        session = self._session(relations)
+        cancel would not stop (`uncancellable_operator`) fails with `NotDistributable` first.
+        `time_zone`: the client session's zone (None: UTC)."""
+        session = self._session(relations, time_zone)
         try:
             return self._run(session, sql, cancel, cancellable)
         finally:
@@ -195,7 +200,8 @@ class BatchQueryService:
     def methods(self) -> dict:
         return {"run_batch_query": self.run, "cancel_batch_query": self.cancel, "explain_batch_query": self.explain}
 
-    def run(self, query_id: str, sql: str, relations: list[BatchRelation], cancellable: bool = False) -> bytes:
+    def run(self, query_id: str, sql: str, relations: list[BatchRelation], cancellable: bool = False,
+            time_zone: str | None = None) -> bytes:
         cancel = threading.Event()
         with self._lock:
             self._running[query_id] = cancel
@@ -204,7 +210,7 @@ class BatchQueryService:
                 cancel.set()
         try:
             with self._slots:
-                table = self.runner.run(sql, relations, cancel, cancellable)
+                table = self.runner.run(sql, relations, cancel, cancellable, time_zone)
         finally:
             with self._lock:
                 self._running.pop(query_id, None)

@@ -52,7 +52,8 @@ _INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType
 class DistributedRunner(Protocol):
     """A compute node's Spark application, as the frontend sees it (`compute.batch_query`)."""
 
-    def run(self, sql: str, relations: list[BatchRelation], cancel=None, cancellable: bool = False) -> pa.Table: ...
+    def run(self, sql: str, relations: list[BatchRelation], cancel=None, cancellable: bool = False,
+            time_zone: str | None = None) -> pa.Table: ...
 
     def explain(self, sql: str, relations: list[BatchRelation]) -> str: ...
 

@@ -50,7 +50,7 @@ class RemoteBatchRunner:
         return self._node().call("explain_batch_query", sql, relations)
 
     def run(self, sql: str, relations: list[BatchRelation], cancel: threading.Event | None = None,
-            cancellable: bool = False) -> pa.Table:
+            cancellable: bool = False, time_zone: str | None = None) -> pa.Table:
         node, query_id = self._node(), uuid.uuid4().hex
         done = threading.Event()
 
@@ -66,8 +66,9 @@ class RemoteBatchRunner:
         watcher = threading.Thread(target=watch, name="remote-batch-cancel", daemon=True)
         watcher.start()
         try:
-            # (the flag only when set: a compute node older than it takes the call without it)
-            args = (query_id, sql, relations, *((True,) if cancellable else ()))
+            # (the flag and the zone only when set: a compute node older than them takes the call without)
+            args = (query_id, sql, relations, *((cancellable,) if cancellable or time_zone else ()),
+                    *((time_zone,) if time_zone else ()))
             data = node.call("run_batch_query", *args, timeout_s=None)
         finally:
             done.set()

@@ -60,7 +60,9 @@ def run_query(session: Session, query: exp.Expression, *, stream: bool = False) 
         schema = session.result_schema(query).schema
         try:
             # auto mode: a query Spark could not stop at a cancel runs locally (`compute.batch_query`)
-            rows = runner.run(compiled.sql, compiled.relations, session.cancel_event, cancellable=mode == "auto")
+            # in the session's TimeZone (None: UTC), as local mode computes (`::date` of a timestamptz...)
+            rows = runner.run(compiled.sql, compiled.relations, session.cancel_event, cancellable=mode == "auto",
+                              time_zone=session.time_zone)
         except (FeatureNotSupported, InternalError, ServiceUnavailable) as e:
             # no compute node, or one Spark cannot run it with (errors cross RPC by SQLSTATE: a
             # NotDistributable raised there arrives as FeatureNotSupported)

@@ -186,3 +186,32 @@ def test_local_mode_streams_big_relations_and_results_as_postgres(playground: Pl
                     conn.cancel()
         assert conn.execute(f"SELECT count(*) FROM {m}").fetchone() == pg.execute(f"SELECT count(*) FROM {m}").fetchone()
         pg.execute(f"DROP TABLE {t} CASCADE")
+
+
+def test_both_modes_compute_in_the_sessions_time_zone(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    """With ``SET TimeZone``, a timestamptz's date, a GROUP BY on it, a zoned literal and the values are
+    the zone's in distributed mode as in local mode and PostgreSQL (Spark ran in UTC before)."""
+    t = unique_name("qm_tz")
+    queries = [
+        f"SELECT id, ts, ts::date AS d FROM {t} ORDER BY id",
+        f"SELECT ts::date AS d, count(*) AS n FROM {t} GROUP BY ts::date ORDER BY d",
+        f"SELECT id FROM {t} WHERE ts >= '2024-03-10 03:00:00' ORDER BY id",
+    ]
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, ts TIMESTAMPTZ)")
+        # every 50 minutes from 2024-03-09 20:00 UTC: across New York's midnight and its DST change
+        conn.execute(f"INSERT INTO {t} SELECT i, TIMESTAMPTZ '2024-03-09 20:00:00+00' + i * INTERVAL '50 minutes' "
+                     f"FROM generate_series(0, 60) AS s(i)")
+        conn.execute("FLUSH")
+        copy_table(conn, pg, t)
+        try:
+            for zone in ("America/New_York", "Asia/Kolkata"):
+                conn.execute(f"SET TimeZone = '{zone}'")
+                pg.execute(f"SET TimeZone = '{zone}'")
+                for sql in queries:
+                    want = rows_of(pg, sql)
+                    got = _modes(conn, sql)
+                    assert got["local"] == want, (zone, sql)
+                    assert got["distributed"] == want, (zone, sql)
+        finally:
+            conn.execute("RESET TimeZone")

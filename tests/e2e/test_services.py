@@ -88,6 +88,19 @@ def test_a_frontend_runs_distributed_queries_on_the_compute_node(cluster: LocalC
                          "WHERE a.id > b.id AND b.id > c.id AND c.id > a.id")
         conn.execute("SET statement_timeout = 0")
         assert conn.execute("SELECT count(*) FROM dq_items").fetchone() == (3000,)
+        # the session's zone reaches the compute node: 2024-01-01 20:00 UTC is already the 2nd in Kolkata
+        conn.execute("SET TimeZone = 'Asia/Kolkata'")
+        conn.execute("CREATE TABLE dq_times (id INT PRIMARY KEY, ts TIMESTAMPTZ)")
+        conn.execute("INSERT INTO dq_times VALUES (1, '2024-01-01 17:00:00+00'), (2, '2024-01-01 20:00:00+00'), "
+                     "(3, '2024-01-02 01:00:00+00')")
+        conn.execute("FLUSH")
+        conn.execute("SET query_mode = auto")
+        copy_table(conn, pg, "dq_times")
+        conn.execute("SET query_mode = distributed")
+        zoned = "SELECT ts::date AS d, count(*) AS n FROM dq_times GROUP BY 1 ORDER BY 1"
+        pg.execute("SET TimeZone = 'Asia/Kolkata'")
+        assert rows_of(conn, zoned) == rows_of(pg, zoned)
+        assert conn.execute("EXPLAIN " + zoned).fetchone()[0].startswith("Distributed mode")
 
 
 def test_users_and_grants_reach_every_frontend(cluster: LocalCluster) -> None:

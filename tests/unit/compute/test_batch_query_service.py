@@ -21,7 +21,8 @@ class Runner:
         self.started = threading.Event()
         self.cancellable: list[bool] = []
 
-    def run(self, sql: str, relations: list, cancel: threading.Event, cancellable: bool = False) -> pa.Table:
+    def run(self, sql: str, relations: list, cancel: threading.Event, cancellable: bool = False,
+            time_zone: str | None = None) -> pa.Table:
         self.started.set()
         self.cancellable.append(cancellable)
         if sql == "wait":

@@ -117,7 +117,7 @@ class FailingRunner:
     def __init__(self) -> None:
         self.calls = 0
 
-    def run(self, sql, relations, cancel=None, cancellable=False):
+    def run(self, sql, relations, cancel=None, cancellable=False, time_zone=None):
         self.calls += 1
         raise FeatureNotSupported("distributed query mode cannot run this query: [UNRESOLVED_ROUTINE]")
 
@@ -130,7 +130,7 @@ class CountRunner(FailingRunner):
         super().__init__()
         self.cancellable: list[bool] = []
 
-    def run(self, sql, relations, cancel=None, cancellable=False):
+    def run(self, sql, relations, cancel=None, cancellable=False, time_zone=None):
         self.calls += 1
         self.cancellable.append(cancellable)
         return pa.table({"count": pa.array([5], pa.int32())})  # Spark's type, not local mode's
@@ -191,7 +191,7 @@ def test_explain_says_where_auto_mode_runs_a_nested_loop_join(monkeypatch):
 class SwappedRunner(CountRunner):
     """Spark's columns in another order than local mode's (as ``SELECT *`` over a USING join)."""
 
-    def run(self, sql, relations, cancel=None, cancellable=False):
+    def run(self, sql, relations, cancel=None, cancellable=False, time_zone=None):
         return pa.table({"customer": pa.array([7], pa.int32()), "id": pa.array([10_000_000_000], pa.int64())})
 
 
