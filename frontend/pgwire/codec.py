@@ -171,20 +171,20 @@ def format_bytea(value: bytes) -> str:
     return "\\x" + value.hex()
 
 
-def _array_item(value: Any, oid: int) -> str:
+def _array_item(value: Any, oid: int, time_zone: str | None = None) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, list):
-        return format_array(value, oid)
-    text = text_value(value, oid).decode()
+        return format_array(value, oid, time_zone)
+    text = text_value(value, oid, time_zone=time_zone).decode()
     if text == "" or text.upper() == "NULL" or any(c in text for c in '{}",\\ \t\n'):
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text
 
 
-def format_array(values: list, elem_oid: int) -> str:
-    """A Postgres array literal: ``{1,2}``, ``{"a b",NULL}``."""
-    return "{" + ",".join(_array_item(v, elem_oid) for v in values) + "}"
+def format_array(values: list, elem_oid: int, time_zone: str | None = None) -> str:
+    """A Postgres array literal: ``{1,2}``, ``{"a b",NULL}``; timestamptz elements in `time_zone`."""
+    return "{" + ",".join(_array_item(v, elem_oid, time_zone) for v in values) + "}"
 
 
 def record_field(text: str | None) -> str:
@@ -210,14 +210,16 @@ def format_record(fields: Sequence[str | None]) -> str:
     return "(" + ",".join(record_field(f) for f in fields) + ")"
 
 
-def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
-    """One non-null value in text format."""
+def text_value(value: Any, oid: int, typmod: int = -1, time_zone: str | None = None) -> bytes:
+    """One non-null value in text format; a timestamptz (also in an array or a record: an aware
+    datetime) as the wall time of IANA zone `time_zone` (None: UTC, ``+00``)."""
     if isinstance(value, dict) and oid != INTERVAL:  # a struct's fields, in order
-        return format_record([None if v is None else text_value(v, 0).decode() for v in value.values()]).encode()
+        return format_record([None if v is None else text_value(v, 0, time_zone=time_zone).decode()
+                              for v in value.values()]).encode()
     if isinstance(value, list | tuple) and oid in VECTOR_ELEMENTS:
         return " ".join(str(v) for v in value).encode()
     if isinstance(value, list | tuple):
-        return format_array(list(value), ARRAY_ELEMENTS.get(oid, TEXT)).encode()
+        return format_array(list(value), ARRAY_ELEMENTS.get(oid, TEXT), time_zone).encode()
     if oid == INTERVAL or isinstance(value, Interval | pa.MonthDayNano):
         return Interval.from_value(value).pg_text().encode()
     if isinstance(value, bool):
@@ -229,6 +231,8 @@ def text_value(value: Any, oid: int, typmod: int = -1) -> bytes:
     if isinstance(value, Decimal):
         return format_numeric(value, typmod).encode()
     if isinstance(value, dt.datetime):
+        if time_zone is not None and (oid == TIMESTAMPTZ or value.tzinfo is not None):
+            return format_timestamptz_in(value, time_zone).encode()
         return format_timestamp(value, oid == TIMESTAMPTZ).encode()
     if isinstance(value, dt.date):
         return value.isoformat().encode()

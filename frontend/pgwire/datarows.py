@@ -9,7 +9,7 @@ fixed-notation range, tiny decimals) are formatted one by one with `frontend.pgw
 
 from __future__ import annotations
 
-import datetime as dt
+import functools
 import struct
 from collections.abc import Callable
 from typing import TypeAlias
@@ -62,8 +62,8 @@ def encode_rows(columns: list[ColumnDesc], formats: list[int], rows: Rows, time_
 
 def _encode_tuples(columns: list[ColumnDesc], formats: list[int], rows: list[tuple], time_zone: str | None = None
                    ) -> bytes:
-    encoders = [(codec.binary_value if fmt else _in_zone(time_zone) if time_zone is not None and
-                 col.type_oid == codec.TIMESTAMPTZ else codec.text_value, col.type_oid, col.type_mod)
+    text = codec.text_value if time_zone is None else functools.partial(codec.text_value, time_zone=time_zone)
+    encoders = [(codec.binary_value if fmt else text, col.type_oid, col.type_mod)
                 for col, fmt in zip(columns, formats, strict=True)]
     out = []
     for row in rows:
@@ -82,15 +82,6 @@ def per_value(t: pa.DataType) -> bool:
             or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_decimal(t)
             or pa.types.is_date32(t) or pa.types.is_null(t)
             or (pa.types.is_timestamp(t) and t.unit != "ns"))
-
-
-def _in_zone(zone: str) -> Callable[[object, int, int], bytes]:
-    def text(value: object, oid: int, mod: int) -> bytes:
-        if isinstance(value, dt.datetime):
-            return codec.format_timestamptz_in(value, zone).encode()
-        return codec.text_value(value, oid, mod)
-
-    return text
 
 
 def _encode_arrow(columns: list[ColumnDesc], formats: list[int], rows: pa.Table | pa.RecordBatch,
@@ -163,7 +154,7 @@ def _text_array(arr: pa.Array, col: ColumnDesc, time_zone: str | None = None) ->
         arr = arr.storage
     t = arr.type
     if pa.types.is_struct(t) and not is_interval_struct(t):
-        return _record_text(arr)
+        return _record_text(arr, time_zone)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return arr
     if pa.types.is_boolean(t):
@@ -183,18 +174,18 @@ def _text_array(arr: pa.Array, col: ColumnDesc, time_zone: str | None = None) ->
         return _timestamp_text(arr, with_tz, time_zone if with_tz else None)
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.string())
-    return pa.array([None if v is None else codec.text_value(v, col.type_oid, col.type_mod)
+    return pa.array([None if v is None else codec.text_value(v, col.type_oid, col.type_mod, time_zone)
                      for v in arr.to_pylist()], pa.large_binary())
 
 
-def _record_text(arr: pa.StructArray) -> pa.Array:
+def _record_text(arr: pa.StructArray, time_zone: str | None = None) -> pa.Array:
     """PostgreSQL's record text of every struct of `arr`: each field's text (a column of its own
     type, nested structs included), quoted as ``record_out`` does."""
     fields = arr.flatten()
     texts = []
     for f, child in zip(arr.type, fields, strict=True):
         t = DataType.from_arrow(f.type)
-        texts.append(_text_array(child, ColumnDesc(f.name, t.oid, t.typlen, t.typmod)).to_pylist())
+        texts.append(_text_array(child, ColumnDesc(f.name, t.oid, t.typlen, t.typmod), time_zone).to_pylist())
     valid = _valid_mask(arr)
     out = [codec.format_record([b.decode() if isinstance(b, bytes) else b for b in row]) if ok else None
            for ok, row in zip(valid, zip(*texts, strict=True), strict=True)]

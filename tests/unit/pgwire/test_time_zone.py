@@ -50,6 +50,24 @@ def test_timestamptz_text_in_the_sessions_zone_is_postgresqls(oracle_dsn: str, z
     assert binary == encode_rows(column, [1], table)
 
 
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kathmandu"])
+def test_timestamptz_arrays_and_records_in_the_sessions_zone_are_postgresqls(oracle_dsn: str, zone: str):
+    literal = "ARRAY[" + ", ".join(f"'{i}'::timestamptz" for i in INSTANTS[:4]) + ", NULL]"
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        pg.execute(f"SET TimeZone = '{zone}'")
+        want_array = pg.execute(f"SELECT ({literal})::text").fetchone()[0]
+        want_record = pg.execute(f"SELECT ROW(1, '{INSTANTS[0]}'::timestamptz)::text").fetchone()[0]
+    values = [dt.datetime.fromisoformat(i.replace("+00", "+00:00")) for i in INSTANTS[:4]] + [None]
+    tz = display_zone(zone)
+    array = [ColumnDesc("a", 1185)]  # timestamptz[]
+    table = pa.table({"a": pa.array([values], pa.list_(pa.timestamp("us", "UTC")))})
+    assert _texts(encode_columns(array, [0], table, tz)) == [want_array]  # (Arrow)
+    assert _texts(encode_rows(array, [0], [(values,)], tz)) == [want_array]  # (tuples)
+    record = pa.table({"r": pa.array([{"f1": 1, "f2": values[0]}],
+                                     pa.struct([("f1", pa.int32()), ("f2", pa.timestamp("us", "UTC"))]))})
+    assert _texts(encode_columns([ColumnDesc("r", 2249)], [0], record, tz)) == [want_record]
+
+
 def test_the_settings_postgresql_reads(oracle_dsn: str):
     assert [display_zone(z) for z in ("UTC", "utc", "GMT", "Etc/UTC", "Zulu", "no such zone", "'UTC'")] == [None] * 7
     assert [display_zone(z) for z in ("america/new_york", "Asia/Kolkata", "UTC+5", "-5", "5", "GMT-3")] == \
