@@ -328,11 +328,12 @@ def _ident(s: str) -> str:
 
 
 def _parse_set(words: list[str]) -> SetStmt:
+    local = bool(words) and words[0].upper() == "LOCAL"
     if words and words[0].upper() in ("SESSION", "LOCAL"):
         words = words[1:]
     if len(words) >= 2 and words[0].upper() == "TIME" and words[1].upper() == "ZONE":
         value = " ".join(_unquote(w) for w in words[2:])
-        return SetStmt("timezone", None if value.upper() in ("DEFAULT", "LOCAL") else value)
+        return SetStmt("timezone", None if value.upper() in ("DEFAULT", "LOCAL") else value, local)
     if not words:
         raise SyntaxError_("syntax error at end of input")
     name = _unquote(words[0]).lower()
@@ -342,8 +343,8 @@ def _parse_set(words: list[str]) -> SetStmt:
     if not rest:
         raise SyntaxError_("syntax error at end of input")
     if len(rest) == 1 and rest[0].upper() == "DEFAULT":
-        return SetStmt(name, None)
-    return SetStmt(name, ", ".join(_unquote(w) for w in rest if w != ","))
+        return SetStmt(name, None, local)
+    return SetStmt(name, ", ".join(_unquote(w) for w in rest if w != ","), local)
 
 
 def _syntax_error(e: ParseError, text: str) -> SyntaxError_:

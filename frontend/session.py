@@ -596,7 +596,7 @@ class Session:
                 return query.explain(self, inner.ast)
             raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")
         if isinstance(stmt, TransactionStmt):
-            return StatementResult(stmt.tag, in_transaction=stmt.in_transaction)
+            return commands.transaction(self, stmt.tag, stmt.in_transaction)
         if isinstance(stmt, IgnoredStmt):
             return StatementResult(stmt.tag)
         raise FeatureNotSupported(f"statement {type(stmt).__name__} is not supported")
@@ -626,8 +626,8 @@ class Session:
         if isinstance(ast, exp.Set):
             raise FeatureNotSupported(f"SET form {ast.sql()!r} is not supported")
         if isinstance(ast, exp.Transaction | exp.Commit | exp.Rollback):
-            return StatementResult({exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
-                                    exp.Rollback: "ROLLBACK"}[type(ast)])
+            return commands.transaction(self, {exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
+                                               exp.Rollback: "ROLLBACK"}[type(ast)])
         raise FeatureNotSupported(f"{type(ast).__name__.upper()} statements are not supported yet")
 
     # ---- helpers for handlers -------------------------------------------------------------------

@@ -227,9 +227,37 @@ ALIASES = {"transaction isolation level": "transaction_isolation", "time zone": 
 
 
 class SessionVars:
+    """A session's settings. In a transaction block (`begin` .. `end`) they are transactional as
+    PostgreSQL's: a ROLLBACK restores what the block changed, and a ``SET LOCAL`` lasts until the
+    block ends either way (after a plain SET of the same setting in the block, COMMIT keeps that
+    SET's value). Savepoints are not tracked: a ROLLBACK TO SAVEPOINT keeps the settings."""
+
     def __init__(self) -> None:
         self._values = {n: s.default for n, s in SPECS.items()}
         self._search_path: tuple[str | None, tuple[str, ...]] = (None, ())  # (the value parsed, its schemas)
+        self._before: dict[str, str] | None = None  # in a block: each changed setting's value at its start
+        self._kept: dict[str, str] = {}  # in a block: the values plain SETs gave (COMMIT keeps them)
+
+    @property
+    def in_block(self) -> bool:
+        return self._before is not None
+
+    def begin(self) -> None:
+        if self._before is None:
+            self._before, self._kept = {}, {}
+
+    def end(self, commit: bool) -> list[str]:
+        """The block ends: the settings it changed are restored (all on ROLLBACK, those only SET
+        LOCAL changed on COMMIT); the names whose value changed back."""
+        before, kept = self._before or {}, self._kept
+        self._before, self._kept = None, {}
+        changed = []
+        for name, value in before.items():
+            final = kept.get(name, value) if commit else value
+            if self._values[name] != final:
+                self._values[name] = final
+                changed.append(name)
+        return changed
 
     @staticmethod
     def spec(name: str) -> VarSpec:
@@ -242,14 +270,23 @@ class SessionVars:
     def get(self, name: str) -> str:
         return self._values[self.spec(name).name]
 
-    def set(self, name: str, value: str | None) -> VarSpec:
+    def set(self, name: str, value: str | None, local: bool = False) -> VarSpec:
+        """Set `name` (None: its default); `local`: only until the transaction block ends (the
+        caller refuses SET LOCAL outside one)."""
         spec = self.spec(name)
         if spec.read_only:
             raise InvalidParameterValue(f'parameter "{spec.name}" cannot be changed')
-        self._values[spec.name] = spec.default if value is None else spec.check(value)
+        self._assign(spec.name, spec.default if value is None else spec.check(value), local)
         if spec.name == "force_two_phase_agg" and self.flag("force_two_phase_agg"):
-            self._values["enable_two_phase_agg"] = "true"  # as RisingWave's setter
+            self._assign("enable_two_phase_agg", "true", local)  # as RisingWave's setter
         return spec
+
+    def _assign(self, name: str, value: str, local: bool) -> None:
+        if self._before is not None:
+            self._before.setdefault(name, self._values[name])
+            if not local:
+                self._kept[name] = value
+        self._values[name] = value
 
     @staticmethod
     def spec_items() -> list[tuple[str, VarSpec]]:

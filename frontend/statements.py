@@ -22,6 +22,7 @@ class ShowStmt:
 class SetStmt:
     name: str
     value: str | None  # None: DEFAULT
+    local: bool = False  # SET LOCAL: until the end of the transaction block
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from frontend.parser import (
     ShowStmt,
     WaitStmt,
 )
-from frontend.pgwire.api import ColumnDesc, StatementResult
+from frontend.pgwire.api import ColumnDesc, Notice, StatementResult
 from frontend.session_vars import NOTICES, REPORTED_NAMES
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationKind
 from risingspark.errors import (
@@ -125,10 +125,26 @@ def _in_db(snap, rel_id: int, database_id: int) -> bool:
 
 
 def set_var(session: Session, stmt: SetStmt) -> StatementResult:
-    spec = session.vars.set(stmt.name, stmt.value)
+    if stmt.local and not session.vars.in_block:
+        session.vars.spec(stmt.name)  # (an unknown name is still an error)
+        # as PostgreSQL: outside a transaction block SET LOCAL has no effect
+        return StatementResult("SET_VARIABLE", notices=[Notice("SET LOCAL can only be used in transaction blocks",
+                                                               sqlstate="25P01")])
+    spec = session.vars.set(stmt.name, stmt.value, stmt.local)
     notice = NOTICES.get(spec.name)
     return StatementResult("SET_VARIABLE", notices=[notice] if notice else [],
                            parameters=_reported(session, [spec.name]))
+
+
+def transaction(session: Session, tag: str, in_transaction: bool | None = None) -> StatementResult:
+    """BEGIN, COMMIT, ROLLBACK (statements auto-commit: only the settings are transactional,
+    `frontend.session_vars.SessionVars`); SAVEPOINT, RELEASE and ROLLBACK TO leave them."""
+    changed: list[str] = []
+    if tag in ("BEGIN", "START TRANSACTION"):
+        session.vars.begin()
+    elif tag in ("COMMIT", "ROLLBACK") and in_transaction is None:
+        changed = session.vars.end(commit=tag == "COMMIT")
+    return StatementResult(tag, in_transaction=in_transaction, parameters=_reported(session, changed))
 
 
 def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:

@@ -17,6 +17,15 @@ from .row_stream import RowStream
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A NoticeResponse of another severity than NOTICE, with its SQLSTATE."""
+
+    message: str
+    severity: str = "WARNING"
+    sqlstate: str = "01000"
+
+
+@dataclass(frozen=True)
 class ColumnDesc:
     """One field of a RowDescription."""
 
@@ -53,7 +62,7 @@ class StatementResult:
         rows: the rows, as an Arrow table whose columns match `columns` in order, or a list of tuples
             of Python values (int, float, Decimal, str, bool, date, datetime, None), or a `RowStream`
             producing them while they are sent (`tag` is then ``SELECT``, completed with the count).
-        notices: NoticeResponse messages sent before the result.
+        notices: NoticeResponse messages sent before the result (a text: a NOTICE).
         empty: the statement was empty (EmptyQueryResponse instead of CommandComplete).
         in_transaction: whether an explicit transaction block is open after this statement (the
             ReadyForQuery status ``T``). None: the tags ``BEGIN``/``START TRANSACTION`` open one,
@@ -68,7 +77,7 @@ class StatementResult:
     tag: str
     columns: list[ColumnDesc] | None = None
     rows: pa.Table | list[tuple] | RowStream | None = None
-    notices: list[str] = field(default_factory=list)
+    notices: list[str | Notice] = field(default_factory=list)
     empty: bool = False
     in_transaction: bool | None = None
     copy_in: CopyIn | None = None

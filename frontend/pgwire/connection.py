@@ -351,7 +351,8 @@ class Connection:
             result = await copy_in(self, result.copy_in)
         if start == 0:
             for notice in result.notices:
-                self.sink.send(be.notice_response(notice))
+                self.sink.send(be.notice_response(notice) if isinstance(notice, str) else
+                               be.notice_response(notice.message, severity=notice.severity, sqlstate=notice.sqlstate))
         if result.empty:
             self.sink.send(be.empty_query_response())
             return 0

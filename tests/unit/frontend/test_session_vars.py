@@ -83,3 +83,49 @@ def test_a_reported_setting_changed_by_set_or_reset_is_announced():
     assert asyncio.run(run("SET statement_timeout = '1s'"))[0].parameters == {}
     assert asyncio.run(run("RESET timezone"))[0].parameters == {"TimeZone": "UTC"}
     assert session.time_zone is None
+
+
+TRANSACTION_SCRIPT = [
+    "SET statement_timeout = '5s'",
+    "BEGIN", "SET statement_timeout = '1s'", "ROLLBACK",
+    "BEGIN", "SET LOCAL statement_timeout = '2s'", "COMMIT",
+    "BEGIN", "SET statement_timeout = '3s'", "SET LOCAL statement_timeout = '4s'", "COMMIT",
+    "SET LOCAL statement_timeout = '7s'",  # outside a block: a WARNING, no effect
+    "BEGIN", "RESET statement_timeout", "ROLLBACK",
+    "BEGIN", "SET statement_timeout = '6s'", "SAVEPOINT s", "SET LOCAL statement_timeout = '8s'", "COMMIT",
+    "START TRANSACTION", "SET statement_timeout = '9s'", "ABORT",
+    "BEGIN", "SET statement_timeout = '1min'", "END",
+]
+
+
+def test_settings_are_transactional_as_in_postgresql(pg):
+    """A ROLLBACK restores the settings its block changed; SET LOCAL lasts until the block ends (and
+    has no effect outside one, with PostgreSQL's WARNING); COMMIT keeps a plain SET. The value after
+    each statement is PostgreSQL's."""
+    import asyncio
+
+    from catalog_session import make_session
+
+    session = make_session()
+
+    async def run(sql: str):
+        return [r async for r in session.execute_simple(sql)]
+
+    want, got, warnings = [], [], []
+    try:
+        for sql in TRANSACTION_SCRIPT:
+            pg.execute(sql)
+            want.append(pg.execute("SHOW statement_timeout").fetchone()[0])
+            result = asyncio.run(run(sql))[0]
+            warnings += [n.message for n in result.notices if not isinstance(n, str)]
+            got.append(asyncio.run(run("SHOW statement_timeout"))[0].rows[0][0])
+    finally:
+        pg.execute("ROLLBACK")  # (a WARNING when no block is open)
+        pg.execute("RESET statement_timeout")
+    assert got == want
+    assert warnings == ["SET LOCAL can only be used in transaction blocks"]
+    # a reported setting restored by a ROLLBACK is announced again
+    asyncio.run(run("BEGIN"))
+    assert asyncio.run(run("SET TimeZone = 'Asia/Kolkata'"))[0].parameters == {"TimeZone": "Asia/Kolkata"}
+    assert asyncio.run(run("ROLLBACK"))[0].parameters == {"TimeZone": "UTC"}
+    assert session.time_zone is None
