@@ -30,6 +30,7 @@ from frontend.statements import (  # noqa: F401 - re-exported: handlers import s
     CommentStmt,
     CopyStmt,
     CreateIndexStmt,
+    DiscardAllStmt,
     ExplainStmt,
     FastInsert,
     FlushStmt,
@@ -190,7 +191,12 @@ def parse_statement(text: str) -> Statement:
             return TransactionStmt(tag, in_transaction=True)
         return TransactionStmt(tag)
     if first == "DISCARD":
-        return IgnoredStmt("DISCARD ALL")
+        what = head[1].upper() if len(head) == 2 else ""
+        if what == "ALL":
+            return DiscardAllStmt()
+        if what in ("PLANS", "SEQUENCES", "TEMP", "TEMPORARY"):  # nothing of the kind is kept per session
+            return IgnoredStmt("DISCARD " + ("TEMP" if what == "TEMPORARY" else what))
+        raise SyntaxError_(f'syntax error at or near "{words[1] if len(words) > 1 else "DISCARD"}"')
     if first == "INSERT":
         m = INSERT_VALUES.match(text)
         if m and not re.search(r"\bRETURNING\b|\bON\s+CONFLICT\b", text[-200:], re.IGNORECASE):

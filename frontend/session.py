@@ -51,6 +51,7 @@ from frontend.parser import (
     CommentStmt,
     CopyStmt,
     CreateIndexStmt,
+    DiscardAllStmt,
     ExplainStmt,
     FastInsert,
     FlushStmt,
@@ -597,6 +598,8 @@ class Session:
             raise FeatureNotSupported("EXPLAIN supports SELECT and CREATE MATERIALIZED VIEW only, for now")
         if isinstance(stmt, TransactionStmt):
             return commands.transaction(self, stmt.tag, stmt.in_transaction)
+        if isinstance(stmt, DiscardAllStmt):
+            return commands.discard_all(self)
         if isinstance(stmt, IgnoredStmt):
             return StatementResult(stmt.tag)
         raise FeatureNotSupported(f"statement {type(stmt).__name__} is not supported")

@@ -83,6 +83,12 @@ class TransactionStmt:
 
 
 @dataclass(frozen=True)
+class DiscardAllStmt:
+    """DISCARD ALL (what connection poolers send between clients): every setting to its default,
+    every prepared statement dropped."""
+
+
+@dataclass(frozen=True)
 class IgnoredStmt:
     """Accepted for client compatibility; does nothing (DISCARD ALL, SET SESSION CHARACTERISTICS)."""
 
@@ -276,6 +282,6 @@ FunctionStatement = CreateFunctionStmt | DropFunctionStmt
 UserStatement = CreateUserStmt | AlterUserStmt | DropUserStmt | GrantStmt | RevokeStmt | AlterOwnerStmt
 
 Statement = (ShowStmt | SetStmt | ResetStmt | FlushStmt | WaitStmt | CancelJobsStmt | ExplainStmt
-             | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | IgnoredStmt
+             | AlterSystemStmt | AlterRateLimitStmt | AlterParallelismStmt | TransactionStmt | DiscardAllStmt | IgnoredStmt
              | ShowProcesslistStmt | KillStmt | CommentStmt | CopyStmt | FastInsert | SqlStmt
              | RenameStmt | CreateIndexStmt | UserStatement | FunctionStatement)

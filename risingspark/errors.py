@@ -253,6 +253,10 @@ class InvalidCursorName(RisingSparkError):
     sqlstate = "34000"
 
 
+class ActiveSqlTransaction(RisingSparkError):
+    sqlstate = "25001"
+
+
 class ServiceUnavailable(RisingSparkError):
     """The cluster cannot serve the request now (recovering, a node missing)."""
 

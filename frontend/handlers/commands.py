@@ -28,6 +28,7 @@ from frontend.pgwire.api import ColumnDesc, Notice, StatementResult
 from frontend.session_vars import NOTICES, REPORTED_NAMES
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationKind
 from risingspark.errors import (
+    ActiveSqlTransaction,
     FeatureNotSupported,
     InvalidCatalogName,
     InvalidParameterValue,
@@ -157,6 +158,14 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
     else:
         names.append(session.vars.set(stmt.name, None).name)
     return StatementResult("RESET", parameters=_reported(session, names))
+
+
+def discard_all(session: Session) -> StatementResult:
+    """DISCARD ALL: every setting back to its default (as RESET ALL); the connection drops its
+    prepared statements on the tag (`frontend.pgwire.connection`)."""
+    if session.vars.in_block:
+        raise ActiveSqlTransaction("DISCARD ALL cannot run inside a transaction block")
+    return StatementResult("DISCARD ALL", parameters=reset_var(session, ResetStmt("all")).parameters)
 
 
 def _reported(session: Session, names: list[str]) -> dict[str, str]:

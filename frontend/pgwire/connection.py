@@ -427,6 +427,8 @@ class Connection:
         return start + sent
 
     def _note_transaction(self, result: StatementResult) -> None:
+        if result.tag == "DISCARD ALL":  # (the session reset its settings; portals end with the statement's
+            self._extended.deallocate(None)  # implicit transaction, as DISCARD ALL may not run in a block)
         state = result.in_transaction
         if state is None:
             tag = result.tag.upper()

@@ -264,3 +264,31 @@ def test_list_parameters_as_postgres_takes_them(conn: psycopg.Connection, oracle
             assert conn.execute(sql, params).fetchall() == pg.execute(sql, params).fetchall(), sql
         pg.execute(f"drop table {name}")
     conn.execute(f"drop table {name}")
+
+
+def test_discard_all_and_transactional_settings_as_postgresql(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    """What a connection pooler relies on between clients: DISCARD ALL resets every setting and drops
+    the prepared statements (refused in a transaction block, 25001); and a rolled-back SET, a SET
+    LOCAL — what PostgreSQL does, over the wire."""
+    seen = {}
+    for name, dsn in (("risingspark", playground.dsn), ("postgresql", oracle_dsn)):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            zone = c.execute("SHOW TimeZone").fetchone()[0]
+            c.execute("SET TimeZone = 'Asia/Kolkata'")
+            c.execute("SET statement_timeout = '5s'")
+            assert c.pgconn.prepare(b"rs_discard_s1", b"SELECT 1").status == psycopg.pq.ExecStatus.COMMAND_OK
+            assert c.pgconn.exec_prepared(b"rs_discard_s1", []).status == psycopg.pq.ExecStatus.TUPLES_OK
+            c.execute("BEGIN")
+            with pytest.raises(errors.ActiveSqlTransaction, match="DISCARD ALL cannot run inside a transaction block"):
+                c.execute("DISCARD ALL")
+            c.execute("ROLLBACK")
+            c.execute("DISCARD ALL")
+            after = c.pgconn.exec_prepared(b"rs_discard_s1", [])
+            c.execute("BEGIN")
+            c.execute("SET LOCAL statement_timeout = '2s'")
+            local = c.execute("SHOW statement_timeout").fetchone()[0]
+            c.execute("SET statement_timeout = '3s'")
+            c.execute("ROLLBACK")
+            seen[name] = (c.execute("SHOW TimeZone").fetchone()[0] == zone, c.execute("SHOW statement_timeout").fetchone(),
+                          after.error_field(psycopg.pq.DiagnosticField.SQLSTATE), local)
+    assert seen["risingspark"] == seen["postgresql"] == (True, ("0",), b"26000", "2s")

@@ -89,3 +89,14 @@ def test_alter_materialized_view() -> None:
         assert e.value.sqlstate == "22023"
     assert parse_statement("ALTER MATERIALIZED VIEW m SET PARALLELISM = 4") == AlterParallelismStmt("m", 4)
     assert parse_statement("ALTER MATERIALIZED VIEW m SET PARALLELISM TO ADAPTIVE") == AlterParallelismStmt("m", 0)
+
+
+def test_discard_forms_have_postgresqls_tags():
+    from frontend.parser import DiscardAllStmt, IgnoredStmt, parse_statement
+    from risingspark.errors import SyntaxError_
+
+    assert parse_statement("DISCARD ALL") == DiscardAllStmt()
+    assert parse_statement("discard plans") == IgnoredStmt("DISCARD PLANS")
+    assert parse_statement("DISCARD TEMPORARY") == IgnoredStmt("DISCARD TEMP")
+    with pytest.raises(SyntaxError_):
+        parse_statement("DISCARD EVERYTHING")
