@@ -180,5 +180,10 @@ def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) ->
         if arg.type is not None and arg.type.this == exp.DataType.Type.BIGINT:
             # PostgreSQL sums bigints as numeric (Spark as bigint, overflowing past 2**63)
             arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("DECIMAL(38, 0)")))
+    for cast_type in list(typed.find_all(exp.DataType)):
+        if cast_type.this == exp.DataType.Type.TIMESTAMP:
+            # PostgreSQL's timestamp is Spark's TIMESTAMP_NTZ (Spark's TIMESTAMP is a timestamptz, which
+            # the session's zone would shift: `compute.batch_query`)
+            cast_type.set("this", exp.DataType.Type.TIMESTAMPNTZ)
     input_bytes = sum(s.size_bytes for r in relations.values() for s in r.ssts)
     return SparkQuery(typed.sql(dialect="spark"), list(relations.values()), input_bytes)

@@ -190,18 +190,22 @@ def test_local_mode_streams_big_relations_and_results_as_postgres(playground: Pl
 
 def test_both_modes_compute_in_the_sessions_time_zone(playground: PlaygroundProcess, oracle_dsn: str) -> None:
     """With ``SET TimeZone``, a timestamptz's date, a GROUP BY on it, a zoned literal and the values are
-    the zone's in distributed mode as in local mode and PostgreSQL (Spark ran in UTC before)."""
+    the zone's in distributed mode as in local mode and PostgreSQL (Spark ran in UTC before), and
+    timestamp values and casts to timestamp are not shifted by it."""
     t = unique_name("qm_tz")
     queries = [
         f"SELECT id, ts, ts::date AS d FROM {t} ORDER BY id",
         f"SELECT ts::date AS d, count(*) AS n FROM {t} GROUP BY ts::date ORDER BY d",
         f"SELECT id FROM {t} WHERE ts >= '2024-03-10 03:00:00' ORDER BY id",
+        # a timestamp is no instant: the zone does not shift it (a timestamptz cast to it is the wall time)
+        f"SELECT id, nts, nts::timestamp AS n2, ts::timestamp AS wall, '2024-01-01 10:00'::timestamp AS lit, "
+        f"nts::date::timestamp AS midnight FROM {t} ORDER BY id",
     ]
     with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
-        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, ts TIMESTAMPTZ)")
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, ts TIMESTAMPTZ, nts TIMESTAMP)")
         # every 50 minutes from 2024-03-09 20:00 UTC: across New York's midnight and its DST change
-        conn.execute(f"INSERT INTO {t} SELECT i, TIMESTAMPTZ '2024-03-09 20:00:00+00' + i * INTERVAL '50 minutes' "
-                     f"FROM generate_series(0, 60) AS s(i)")
+        conn.execute(f"INSERT INTO {t} SELECT i, TIMESTAMPTZ '2024-03-09 20:00:00+00' + i * INTERVAL '50 minutes', "
+                     f"TIMESTAMP '2024-03-09 20:00:00' + i * INTERVAL '50 minutes' FROM generate_series(0, 60) AS s(i)")
         conn.execute("FLUSH")
         copy_table(conn, pg, t)
         try:
