@@ -79,7 +79,10 @@ class SparkBatchRunner:
         # the client session's TimeZone (an IANA name, `frontend.pgwire.time_zone`): casts of
         # timestamptz to date or text, extract and date_trunc compute in it (the streaming jobs and
         # every other query keep the process' UTC)
-        session.conf.set("spark.sql.session.timeZone", time_zone or "UTC")
+        try:
+            session.conf.set("spark.sql.session.timeZone", time_zone or "UTC")
+        except Exception:  # a name PostgreSQL reads and Java does not ('ROC', 'Factory'): local mode runs it
+            raise NotDistributable(f'distributed query mode cannot compute in time zone "{time_zone}"') from None
         # Spark cannot tell a relation's size from its source (a range of vnode ranges mapped to rows):
         # it took a 3M-row side for a small one and ran out of memory broadcasting it. The SSTs' size
         # tells: relations up to Spark's usual threshold are broadcast, no other.

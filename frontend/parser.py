@@ -191,12 +191,13 @@ def parse_statement(text: str) -> Statement:
             return TransactionStmt(tag, in_transaction=True)
         return TransactionStmt(tag)
     if first == "DISCARD":
-        what = head[1].upper() if len(head) == 2 else ""
+        rest = re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.DOTALL).split()[1:]  # (comments go)
+        what = rest[0].upper().rstrip(";") if len(rest) == 1 else ""
         if what == "ALL":
             return DiscardAllStmt()
         if what in ("PLANS", "SEQUENCES", "TEMP", "TEMPORARY"):  # nothing of the kind is kept per session
             return IgnoredStmt("DISCARD " + ("TEMP" if what == "TEMPORARY" else what))
-        raise SyntaxError_(f'syntax error at or near "{words[1] if len(words) > 1 else "DISCARD"}"')
+        raise SyntaxError_(f'syntax error at or near "{rest[0] if rest else "DISCARD"}"')
     if first == "INSERT":
         m = INSERT_VALUES.match(text)
         if m and not re.search(r"\bRETURNING\b|\bON\s+CONFLICT\b", text[-200:], re.IGNORECASE):

@@ -246,13 +246,13 @@ class Session:
         if snap.database(self.database) is None:
             raise InvalidCatalogName(f'database "{self.database}" does not exist')
         if params.get("application_name"):
-            self.vars.set("application_name", params["application_name"])
+            self.vars.set_startup("application_name", params["application_name"])
         zone = params.get("TimeZone") or params.get("timezone")  # (pgjdbc sends the JVM's; libpq PGTZ)
         if zone:
             with contextlib.suppress(RisingSparkError):  # (one we cannot read keeps UTC: no refused connection)
-                self.vars.set("timezone", zone)
+                self.vars.set_startup("timezone", zone)
         for opt in re.findall(r"-c\s*([^=\s]+)=(\S+)", params.get("options", "")):
-            self.vars.set(opt[0], opt[1])
+            self.vars.set_startup(opt[0], opt[1])
         return {**self.vars.reported(), "session_authorization": self.user}
 
     def _startup_catalog(self) -> CatalogSnapshot:

@@ -235,6 +235,7 @@ class SessionVars:
     def __init__(self) -> None:
         self._values = {n: s.default for n, s in SPECS.items()}
         self._search_path: tuple[str | None, tuple[str, ...]] = (None, ())  # (the value parsed, its schemas)
+        self._reset: dict[str, str] = {}  # the values the client connected with (RESET goes back to them)
         self._before: dict[str, str] | None = None  # in a block: each changed setting's value at its start
         self._kept: dict[str, str] = {}  # in a block: the values plain SETs gave (COMMIT keeps them)
 
@@ -270,15 +271,30 @@ class SessionVars:
     def get(self, name: str) -> str:
         return self._values[self.spec(name).name]
 
-    def set(self, name: str, value: str | None, local: bool = False) -> VarSpec:
-        """Set `name` (None: its default); `local`: only until the transaction block ends (the
-        caller refuses SET LOCAL outside one)."""
+    def check(self, name: str, value: str | None) -> VarSpec:
+        """Fail as `set` would, changing nothing."""
         spec = self.spec(name)
         if spec.read_only:
             raise InvalidParameterValue(f'parameter "{spec.name}" cannot be changed')
-        self._assign(spec.name, spec.default if value is None else spec.check(value), local)
+        if value is not None:
+            spec.check(value)
+        return spec
+
+    def set(self, name: str, value: str | None, local: bool = False) -> VarSpec:
+        """Set `name` (None: its reset value); `local`: only until the transaction block ends (the
+        caller refuses SET LOCAL outside one)."""
+        spec = self.check(name, None)
+        self._assign(spec.name, self._reset.get(spec.name, spec.default) if value is None else spec.check(value),
+                     local)
         if spec.name == "force_two_phase_agg" and self.flag("force_two_phase_agg"):
             self._assign("enable_two_phase_agg", "true", local)  # as RisingWave's setter
+        return spec
+
+    def set_startup(self, name: str, value: str) -> VarSpec:
+        """A setting of the client's startup packet: set, and what RESET, DEFAULT and DISCARD ALL
+        go back to (as PostgreSQL's reset value)."""
+        spec = self.set(name, value)
+        self._reset[spec.name] = self._values[spec.name]
         return spec
 
     def _assign(self, name: str, value: str, local: bool) -> None:

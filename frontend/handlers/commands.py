@@ -127,7 +127,7 @@ def _in_db(snap, rel_id: int, database_id: int) -> bool:
 
 def set_var(session: Session, stmt: SetStmt) -> StatementResult:
     if stmt.local and not session.vars.in_block:
-        session.vars.spec(stmt.name)  # (an unknown name is still an error)
+        session.vars.check(stmt.name, stmt.value)  # (a bad name or value is still an error)
         # as PostgreSQL: outside a transaction block SET LOCAL has no effect
         return StatementResult("SET_VARIABLE", notices=[Notice("SET LOCAL can only be used in transaction blocks",
                                                                sqlstate="25P01")])

@@ -267,15 +267,19 @@ def test_list_parameters_as_postgres_takes_them(conn: psycopg.Connection, oracle
 
 
 def test_discard_all_and_transactional_settings_as_postgresql(playground: PlaygroundProcess, oracle_dsn: str) -> None:
-    """What a connection pooler relies on between clients: DISCARD ALL resets every setting and drops
-    the prepared statements (refused in a transaction block, 25001); and a rolled-back SET, a SET
-    LOCAL — what PostgreSQL does, over the wire."""
+    """What a connection pooler relies on between clients: DISCARD ALL resets every setting to what the
+    client connected with and drops the prepared statements (refused in a transaction block, 25001);
+    and a rolled-back SET, a SET LOCAL — what PostgreSQL does, over the wire."""
     seen = {}
     for name, dsn in (("risingspark", playground.dsn), ("postgresql", oracle_dsn)):
-        with psycopg.connect(dsn, autocommit=True) as c:
+        with psycopg.connect(dsn, autocommit=True, application_name="rs_app",
+                             options="-c statement_timeout=7s") as c:
             zone = c.execute("SHOW TimeZone").fetchone()[0]
             c.execute("SET TimeZone = 'Asia/Kolkata'")
             c.execute("SET statement_timeout = '5s'")
+            c.execute("SET application_name = 'other'")
+            with pytest.raises(errors.InvalidParameterValue):  # (outside a block: a WARNING, and still checked)
+                c.execute("SET LOCAL statement_timeout = 'abc'")
             assert c.pgconn.prepare(b"rs_discard_s1", b"SELECT 1").status == psycopg.pq.ExecStatus.COMMAND_OK
             assert c.pgconn.exec_prepared(b"rs_discard_s1", []).status == psycopg.pq.ExecStatus.TUPLES_OK
             c.execute("BEGIN")
@@ -290,5 +294,6 @@ def test_discard_all_and_transactional_settings_as_postgresql(playground: Playgr
             c.execute("SET statement_timeout = '3s'")
             c.execute("ROLLBACK")
             seen[name] = (c.execute("SHOW TimeZone").fetchone()[0] == zone, c.execute("SHOW statement_timeout").fetchone(),
+                          c.execute("SHOW application_name").fetchone(),
                           after.error_field(psycopg.pq.DiagnosticField.SQLSTATE), local)
-    assert seen["risingspark"] == seen["postgresql"] == (True, ("0",), b"26000", "2s")
+    assert seen["risingspark"] == seen["postgresql"] == (True, ("7s",), ("rs_app",), b"26000", "2s")

@@ -217,5 +217,13 @@ def test_both_modes_compute_in_the_sessions_time_zone(playground: PlaygroundProc
                     got = _modes(conn, sql)
                     assert got["local"] == want, (zone, sql)
                     assert got["distributed"] == want, (zone, sql)
+            # a zone PostgreSQL reads and Spark (Java) does not: 0A000 in distributed mode, local in auto
+            conn.execute("SET TimeZone = 'ROC'")
+            conn.execute("SET query_mode = distributed")
+            with pytest.raises(psycopg.errors.FeatureNotSupported, match='time zone "ROC"'):
+                conn.execute(queries[1])
+            conn.execute("SET query_mode = auto")
+            pg.execute("SET TimeZone = 'ROC'")
+            assert rows_of(conn, queries[1]) == rows_of(pg, queries[1])
         finally:
             conn.execute("RESET TimeZone")

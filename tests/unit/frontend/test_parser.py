@@ -100,3 +100,5 @@ def test_discard_forms_have_postgresqls_tags():
     assert parse_statement("DISCARD TEMPORARY") == IgnoredStmt("DISCARD TEMP")
     with pytest.raises(SyntaxError_):
         parse_statement("DISCARD EVERYTHING")
+    assert parse_statement("DISCARD ALL -- between clients") == DiscardAllStmt()
+    assert parse_statement("DISCARD /* x */ ALL") == DiscardAllStmt()
