@@ -157,11 +157,22 @@ class UnaryOp(BoundExpr):
 
 @dataclass(frozen=True)
 class Cast(BoundExpr):
+    """A cast, as PostgreSQL's: to an integer a numeric rounds half away from zero and a double or
+    real half to even (Spark's casts truncate); an unconstrained numeric's text has no trailing
+    fractional zeros (Spark's keeps the stored scale: ``2.2500000000``)."""
+
     operand: BoundExpr
     type: DataType
 
     def to_spark(self) -> str:
-        return f"TRY_CAST({self.operand.to_spark()} AS {self.type.to_spark()})"
+        x, source = self.operand.to_spark(), self.operand.type
+        if self.type.is_integer and source.name is TypeName.NUMERIC:
+            x = f"round({x})"
+        elif self.type.is_integer and source.name in (TypeName.DOUBLE, TypeName.REAL):
+            x = f"rint({x})"
+        elif self.type.name is TypeName.VARCHAR and source.name is TypeName.NUMERIC and source.scale is None:
+            return f"regexp_replace(regexp_replace(CAST({x} AS STRING), '([.][0-9]*?)0+$', '$1'), '[.]$', '')"
+        return f"TRY_CAST({x} AS {self.type.to_spark()})"
 
     def display(self) -> str:
         return f"{self.operand.display()}::{self.type.display()}"

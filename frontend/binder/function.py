@@ -82,8 +82,8 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
     if name == "round":
         t = args[0].type if args[0].type.name in (TypeName.NUMERIC, TypeName.DOUBLE) else \
             (FLOAT8 if args[0].type.name is TypeName.REAL else NUMERIC)
-        if len(args) == 1:
-            return FuncCall("round", (coerce(args[0], t),), t, "round")
+        if len(args) == 1:  # (a double rounds half to even, as PostgreSQL's rint; a numeric away from zero)
+            return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
         return FuncCall("round", (coerce(args[0], NUMERIC), coerce(args[1], INT4)), NUMERIC, "round")
     raise UndefinedFunction(f"function {name} does not exist")
 
@@ -94,7 +94,7 @@ def func_args(node: exp.Func) -> list[exp.Expression]:
     out = []
     for key in node.arg_types:
         v = node.args.get(key)
-        if v is None:
+        if v is None or isinstance(v, bool):  # (a flag of the parser's, as greatest's ignore_nulls)
             continue
         out.extend(v if isinstance(v, list) else [v])
     return out

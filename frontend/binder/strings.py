@@ -30,13 +30,21 @@ from sqlglot import exp
 from frontend.binder.coercion import coerce, is_unknown_literal
 from frontend.expr import BoundExpr, Literal, SparkCall
 from risingspark.errors import FeatureNotSupported, UndefinedFunction
-from risingspark.types import INT4, VARCHAR, DataType
+from risingspark.types import INT4, VARCHAR, DataType, TypeName
 
 TEXT_ARRAY = DataType.array_of(VARCHAR)
 
 STRING_NODES = (exp.SplitPart, exp.StrPosition, exp.Replace, exp.Left, exp.Right, exp.Trim, exp.Pad, exp.Repeat,
                 exp.Reverse, exp.MD5, exp.Substring, exp.Bracket, exp.Concat)
 STRING_FUNCTIONS = ("regexp_match", "strpos", "btrim", "ltrim", "rtrim", "substr")
+
+
+def _output_text(e: BoundExpr) -> BoundExpr:
+    """A value as PostgreSQL's output function writes it (concat's arguments): a boolean is ``t``
+    or ``f`` there, where its cast to text is ``true`` or ``false``."""
+    if e.type.name is TypeName.BOOLEAN:
+        return SparkCall("text", (e,), VARCHAR, "CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END")
+    return coerce(e, VARCHAR)
 
 
 def bind_string(node: exp.Expression, rec) -> BoundExpr:
@@ -83,8 +91,8 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
         return SparkCall("md5", (text(node.this),), VARCHAR, "md5({0})")
     if isinstance(node, exp.Substring):
         return _substring(text(node.this), node.args.get("start"), node.args.get("length"), integer)
-    if isinstance(node, exp.Concat):
-        parts = tuple(text(a) for a in node.expressions)
+    if isinstance(node, exp.Concat):  # each argument's text, a boolean's t or f (its output function's)
+        parts = tuple(_output_text(rec(a)) for a in node.expressions)
         return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")
     assert isinstance(node, exp.Bracket)
     return _subscript(node, rec)

@@ -7,7 +7,7 @@ SQL. One session object exists per connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -77,7 +77,7 @@ class StatementResult:
     tag: str
     columns: list[ColumnDesc] | None = None
     rows: pa.Table | list[tuple] | RowStream | None = None
-    notices: list[str | Notice] = field(default_factory=list)
+    notices: Sequence[str | Notice] = field(default_factory=list)
     empty: bool = False
     in_transaction: bool | None = None
     copy_in: CopyIn | None = None
