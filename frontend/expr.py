@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from risingspark.types import BOOL, DataType, TypeName
+from risingspark.types import BOOL, UNCONSTRAINED_NUMERIC_SCALE, DataType, TypeName
 
 
 class BoundExpr:
@@ -171,7 +171,11 @@ class Cast(BoundExpr):
         elif self.type.is_integer and source.name in (TypeName.DOUBLE, TypeName.REAL):
             x = f"rint({x})"
         elif self.type.name is TypeName.VARCHAR and source.name is TypeName.NUMERIC and source.scale is None:
-            return f"regexp_replace(regexp_replace(CAST({x} AS STRING), '([.][0-9]*?)0+$', '$1'), '[.]$', '')"
+            # (only a value at the stored scale of 10: Spark computes `nc * 2` at its operands' scale,
+            # which is PostgreSQL's display scale too, while its type here is an unconstrained numeric)
+            text = f"CAST({x} AS STRING)"
+            return (f"CASE WHEN {text} RLIKE '[.][0-9]{{{UNCONSTRAINED_NUMERIC_SCALE}}}$' THEN regexp_replace("
+                    f"regexp_replace({text}, '([.][0-9]*?)0+$', '$1'), '[.]$', '') ELSE {text} END")
         return f"TRY_CAST({x} AS {self.type.to_spark()})"
 
     def display(self) -> str:

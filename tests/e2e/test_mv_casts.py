@@ -19,7 +19,7 @@ def test_casts_and_functions_in_a_view_are_postgresqls(playground: PlaygroundPro
     t, m = unique_name("mvc_t"), unique_name("mvc_m")
     query = (f"SELECT id, n::int AS ni, n::bigint AS nb, n::smallint AS ns, d::int AS di, round(d) AS rd, "
              f"round(n) AS rn, concat(g, k, b) AS c, n::varchar AS nt, nc::varchar AS nct, greatest(k, 1) AS gk, "
-             f"least(n, 2.0) AS ln FROM {t}")
+             f"least(n, 2.0) AS ln, (nc * 2)::varchar AS nc2 FROM {t}")
     with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
         conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, n NUMERIC, nc NUMERIC(10, 2), d DOUBLE PRECISION, "
                      f"g VARCHAR, k INT, b BOOLEAN)")
