@@ -84,13 +84,13 @@ class TransactionStmt:
 
 @dataclass(frozen=True)
 class DiscardAllStmt:
-    """DISCARD ALL (what connection poolers send between clients): every setting to its default,
-    every prepared statement dropped."""
+    """DISCARD ALL (what connection poolers send between clients): every setting back to its reset
+    value (the startup packet's, else the default), every prepared statement dropped."""
 
 
 @dataclass(frozen=True)
 class IgnoredStmt:
-    """Accepted for client compatibility; does nothing (DISCARD ALL, SET SESSION CHARACTERISTICS)."""
+    """Accepted for client compatibility; does nothing (DISCARD PLANS, SET SESSION CHARACTERISTICS)."""
 
     tag: str
 

@@ -161,7 +161,7 @@ def reset_var(session: Session, stmt: ResetStmt) -> StatementResult:
 
 
 def discard_all(session: Session) -> StatementResult:
-    """DISCARD ALL: every setting back to its default (as RESET ALL); the connection drops its
+    """DISCARD ALL: every setting back to its reset value (as RESET ALL); the connection drops its
     prepared statements on the tag (`frontend.pgwire.connection`)."""
     if session.vars.in_block:
         raise ActiveSqlTransaction("DISCARD ALL cannot run inside a transaction block")
