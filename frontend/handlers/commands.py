@@ -141,7 +141,7 @@ def transaction(session: Session, tag: str, in_transaction: bool | None = None) 
     """BEGIN, COMMIT, ROLLBACK (statements auto-commit: only the settings are transactional,
     `frontend.session_vars.SessionVars`); SAVEPOINT, RELEASE and ROLLBACK TO leave them."""
     changed: list[str] = []
-    if tag in ("BEGIN", "START TRANSACTION"):
+    if tag == "BEGIN":  # (the parser tags START TRANSACTION so)
         session.vars.begin()
     elif tag in ("COMMIT", "ROLLBACK") and in_transaction is None:
         changed = session.vars.end(commit=tag == "COMMIT")

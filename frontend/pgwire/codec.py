@@ -52,6 +52,9 @@ _TYPE_NAMES = {BOOL: "boolean", FLOAT4: "real", FLOAT8: "double precision", NUME
 POSTGRES_EPOCH = dt.datetime(2000, 1, 1)
 UNIX_EPOCH = dt.datetime(1970, 1, 1)
 INFINITY_MICROS = 2**63 - 1  # DuckDB's (and Arrow's int64) infinity; -infinity is its negation
+POSTGRES_EPOCH_DATE = dt.date(2000, 1, 1)
+POSTGRES_EPOCH_DAYS = 10957  # days from 1970-01-01 to 2000-01-01
+POSTGRES_EPOCH_MICROS = POSTGRES_EPOCH_DAYS * 86_400_000_000
 
 
 def naive_timestamp(micros: int) -> dt.datetime | None:
@@ -60,9 +63,6 @@ def naive_timestamp(micros: int) -> dt.datetime | None:
     if abs(micros) == INFINITY_MICROS:
         return None
     return UNIX_EPOCH + dt.timedelta(microseconds=micros)
-POSTGRES_EPOCH_DATE = dt.date(2000, 1, 1)
-POSTGRES_EPOCH_DAYS = 10957  # days from 1970-01-01 to 2000-01-01
-POSTGRES_EPOCH_MICROS = POSTGRES_EPOCH_DAYS * 86_400_000_000
 
 _NUMERIC_POS, _NUMERIC_NEG, _NUMERIC_NAN = 0x0000, 0x4000, 0xC000
 _NUMERIC_PINF, _NUMERIC_NINF = 0xD000, 0xF000

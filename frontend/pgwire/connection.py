@@ -427,8 +427,10 @@ class Connection:
         return start + sent
 
     def _note_transaction(self, result: StatementResult) -> None:
-        if result.tag == "DISCARD ALL":  # (the session reset its settings; portals end with the statement's
-            self._extended.deallocate(None)  # implicit transaction, as DISCARD ALL may not run in a block)
+        # DISCARD ALL: the session reset its settings, the prepared statements go here (its portals end
+        # with the statement's implicit transaction: DISCARD ALL does not run in a block)
+        if result.tag == "DISCARD ALL":
+            self._extended.deallocate(None)
         state = result.in_transaction
         if state is None:
             tag = result.tag.upper()

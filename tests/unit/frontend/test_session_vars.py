@@ -4,6 +4,9 @@ takes a number or ``adaptive``, and new jobs' catalog entries say which."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+
 import psycopg
 import pytest
 
@@ -14,6 +17,14 @@ from risingspark.errors import InvalidParameterValue
 PG = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 VALUES = ["0", "500", "1s", "1.5s", "1min", "90s", "2h", "1d", "250ms", "1500us", "60000", " 2 s ", "1e3"]
 INVALID = ["abc", "1x", "-1", "1 sec", "", "2147483648", "3000000s", "1e10"]
+
+
+def _results(session, sql: str) -> list:
+    """The statement results of one simple query on a session."""
+    async def collect():
+        return [r async for r in session.execute_simple(sql)]
+
+    return asyncio.run(collect())
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +81,13 @@ def test_a_bad_backfill_rate_limit_is_an_invalid_parameter_value(value):
 def test_a_reported_setting_changed_by_set_or_reset_is_announced():
     """PostgreSQL sends ParameterStatus when SET or RESET changes a reported setting (TimeZone,
     DateStyle, IntervalStyle...); psycopg shows timestamptz values in the reported TimeZone."""
-    import asyncio
-
     from catalog_session import make_session
 
     session = make_session()
-
-    async def run(sql: str):
-        return [r async for r in session.execute_simple(sql)]
-
-    assert asyncio.run(run("SET TimeZone = 'Asia/Kolkata'"))[0].parameters == {"TimeZone": "Asia/Kolkata"}
-    assert asyncio.run(run("SET statement_timeout = '1s'"))[0].parameters == {}
-    assert asyncio.run(run("RESET timezone"))[0].parameters == {"TimeZone": "UTC"}
+    run = functools.partial(_results, session)
+    assert run("SET TimeZone = 'Asia/Kolkata'")[0].parameters == {"TimeZone": "Asia/Kolkata"}
+    assert run("SET statement_timeout = '1s'")[0].parameters == {}
+    assert run("RESET timezone")[0].parameters == {"TimeZone": "UTC"}
     assert session.time_zone is None
 
 
@@ -102,30 +108,25 @@ def test_settings_are_transactional_as_in_postgresql(pg):
     """A ROLLBACK restores the settings its block changed; SET LOCAL lasts until the block ends (and
     has no effect outside one, with PostgreSQL's WARNING); COMMIT keeps a plain SET. The value after
     each statement is PostgreSQL's."""
-    import asyncio
-
     from catalog_session import make_session
 
     session = make_session()
-
-    async def run(sql: str):
-        return [r async for r in session.execute_simple(sql)]
-
+    run = functools.partial(_results, session)
     want, got, warnings = [], [], []
     try:
         for sql in TRANSACTION_SCRIPT:
             pg.execute(sql)
             want.append(pg.execute("SHOW statement_timeout").fetchone()[0])
-            result = asyncio.run(run(sql))[0]
+            result = run(sql)[0]
             warnings += [n.message for n in result.notices if not isinstance(n, str)]
-            got.append(asyncio.run(run("SHOW statement_timeout"))[0].rows[0][0])
+            got.append(run("SHOW statement_timeout")[0].rows[0][0])
     finally:
         pg.execute("ROLLBACK")  # (a WARNING when no block is open)
         pg.execute("RESET statement_timeout")
     assert got == want
     assert warnings == ["SET LOCAL can only be used in transaction blocks"]
     # a reported setting restored by a ROLLBACK is announced again
-    asyncio.run(run("BEGIN"))
-    assert asyncio.run(run("SET TimeZone = 'Asia/Kolkata'"))[0].parameters == {"TimeZone": "Asia/Kolkata"}
-    assert asyncio.run(run("ROLLBACK"))[0].parameters == {"TimeZone": "UTC"}
+    run("BEGIN")
+    assert run("SET TimeZone = 'Asia/Kolkata'")[0].parameters == {"TimeZone": "Asia/Kolkata"}
+    assert run("ROLLBACK")[0].parameters == {"TimeZone": "UTC"}
     assert session.time_zone is None
