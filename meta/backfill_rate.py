@@ -90,8 +90,8 @@ class AimdPolicy:
     runs over 2–3 barriers, so the limit grew ×1.5 two or three times before the first slow barrier
     and one read was 3M rows. Judging each read once (grow only after a read ended with no barrier
     over, cut once per read) kept the reads under 1.6M rows but was slower (6.1×, p99 1.70×) and
-    is not kept: barriers over 1.2 s came every ~20 s whatever the read's size (a read's fixed cost,
-    ~1 s of Spark jobs, and the noise: idle barriers reach 1.2 s), each a cut, and growth once a
+    is not kept: barriers over 1.2 s came every 10–40 s whatever the read's size (a read's fixed
+    cost, ~1 s of Spark jobs, and the noise: the idle p99 was 1.0–1.15 s), each a cut, and growth once a
     read is slow to come back. A lower `aim`, 0.7, put the threshold at 1.1 s, under what a read of
     40K rows costs the barriers: the limit sank to the floor (15.4×).
     """
