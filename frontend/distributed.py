@@ -19,7 +19,8 @@ compute node registers, the columns are qualified and typed with the relations' 
 ``qualify`` and ``annotate_types``), integer ``/`` becomes Spark's ``DIV`` cast to PostgreSQL's
 result type (PostgreSQL divides integers as integers, Spark as doubles; sqlglot alone would truncate
 the double quotient, inexact past 2**53), a sum of bigints is a sum of numerics (as PostgreSQL's), and
-the tree is written in Spark's dialect (sqlglot also spells out PostgreSQL's NULL ordering). Only
+a cast to an integer rounds (`_rounding_casts`), and the tree is written in Spark's dialect (sqlglot
+also spells out PostgreSQL's NULL ordering). Only
 functions whose Spark meaning is PostgreSQL's are sent (`_SAME_FUNCTIONS`); Spark runs in ANSI
 mode: overflow and division by zero fail, as in PostgreSQL. The result is cast to the types the
 local mode gives the same query (`Session.result_schema`), so a statement is described the same
@@ -142,6 +143,25 @@ def _check_functions(query: exp.Expression) -> None:
                                    "PostgreSQL's")
 
 
+def _rounding_casts(query: exp.Expression) -> None:
+    """A cast to an integer rounds, as PostgreSQL's: a numeric half away from zero (Spark's ``round``
+    of a decimal), a double or real half to even (``rint``); Spark's cast truncates. The operand's type
+    is asked of Spark (``typeof``, folded to a constant when Spark plans the query) rather than of
+    sqlglot, which types a decimal literal (``amount + 0.5``) or ``avg`` of a numeric as a double. Each
+    branch casts on its own, so a numeric past 2**53 does not go through a double."""
+    for cast in list(query.find_all(exp.Cast)):
+        to, operand = cast.to, cast.this
+        if to.this not in _INTEGERS or (operand.type is not None and operand.type.this in _INTEGERS):
+            continue
+        kind = exp.Anonymous(this="typeof", expressions=[operand.copy()])
+        decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("decimal%"))
+        floating = exp.In(this=kind, expressions=[exp.Literal.string("double"), exp.Literal.string("float")])
+        rounded = [exp.Cast(this=exp.Anonymous(this=fn, expressions=[operand.copy()]), to=to.copy())
+                   for fn in ("round", "rint")]
+        cast.replace(exp.Case(ifs=[exp.If(this=decimal, true=rounded[0]), exp.If(this=floating, true=rounded[1])],
+                              default=cast.copy()))
+
+
 def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) -> SparkQuery:
     """The query in Spark SQL and the relations it reads at the pinned `version`; raises
     NotDistributable for a query that reads anything but tables and materialized views."""
@@ -169,6 +189,7 @@ def compile_for_spark(query: exp.Expression, catalog: CatalogReader, version) ->
     except OptimizeError as e:
         raise NotDistributable(f"distributed query mode cannot run this query: {e}") from None
     _check_functions(typed)
+    _rounding_casts(typed)
     for div in list(typed.find_all(exp.Div)):
         if div.this.type is not None and div.expression.type is not None and \
                 div.this.type.this in _INTEGERS and div.expression.type.this in _INTEGERS:

@@ -9,6 +9,13 @@
 * a string literal cast to ``smallint``/``integer``/``bigint``: PostgreSQL reads blanks, a sign and
   digits only (``'1.5'::int`` is 22P02; DuckDB rounded it to 2), and a value past the type is 22003.
 
+* an arithmetic expression with a division or an ``avg`` cast to an integer: DuckDB computes a
+  numeric quotient or average as a double, whose cast rounds half to even, where PostgreSQL's numeric
+  rounds half away from zero (``(-1 / 2.0)::int`` is -1, DuckDB said 0). When no operand of the
+  expression is a double or real (asked of DuckDB: ``typeof``), the value is ``round``-ed first
+  (DuckDB's ``round`` of a double goes half away from zero); with one, PostgreSQL computes a double
+  too and DuckDB's cast is left.
+
 Literals are read here, when the query is rewritten; a column's text cast at run time is DuckDB's.
 """
 
@@ -35,10 +42,45 @@ def literal_casts(query: exp.Expression, ctx: object = None) -> exp.Expression:
     return query
 
 
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Paren, exp.Avg)
+
+
+def _operands(e: exp.Expression, aggregated: bool = False) -> list[tuple[exp.Expression, bool]]:
+    """The leaves of an arithmetic expression (columns, calls, literals), each with whether it is
+    an ``avg``'s argument."""
+    if not isinstance(e, _ARITHMETIC):
+        return [(e, aggregated)]
+    aggregated = aggregated or isinstance(e, exp.Avg)
+    return [leaf for part in (e.this, e.args.get("expression")) if isinstance(part, exp.Expression)
+            for leaf in _operands(part, aggregated)]
+
+
+def _rounded_quotient(node: exp.Cast) -> exp.Expression | None:
+    x = node.this
+    if not (isinstance(x, _ARITHMETIC) and any(isinstance(n, exp.Div | exp.Avg) for n in x.walk())):
+        return None
+    floating = []
+    for leaf, aggregated in _operands(x):
+        if isinstance(leaf, exp.Literal):
+            continue
+        kind: exp.Expression = exp.Anonymous(this="typeof", expressions=[leaf.copy()])
+        if aggregated:  # (an aggregate's argument is asked in the aggregate: ``min(typeof(n))``)
+            kind = exp.Min(this=kind)
+        floating.append(exp.In(this=kind, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")]))
+    rounded = exp.Cast(this=exp.Anonymous(this="round", expressions=[x.copy()]), to=node.to.copy())
+    if not floating:
+        return rounded
+    return exp.Case(ifs=[exp.If(this=exp.or_(*floating), true=node.copy())], default=rounded)
+
+
 def _cast(node: exp.Cast) -> exp.Expression | None:
     to = node.to
     if not isinstance(to, exp.DataType):
         return None
+    if to.this in _INTEGERS:
+        rounded = _rounded_quotient(node)
+        if rounded is not None:
+            return rounded
     if to.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR) and to.expressions:
         n = to.expressions[0].this
         if not (isinstance(n, exp.Literal) and n.is_int):

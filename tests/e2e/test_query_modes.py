@@ -1,5 +1,5 @@
 """Batch queries in local and distributed mode (``SET query_mode``) give PostgreSQL's answers:
-joins, aggregations, integer division, NULL ordering, a CTE, a subquery, over tables and an MV; and
+joins, aggregations, integer division, casts to integers, NULL ordering, a CTE, a subquery, over tables and an MV; and
 key queries. EXPLAIN names the mode; a distributed query is cancelled by the statement timeout and
 the session goes on; what distributed mode cannot run fails with 0A000 there and runs in auto mode."""
 
@@ -25,6 +25,9 @@ QUERIES = [
     "SELECT id FROM {o} WHERE cid IN (SELECT id FROM {c} WHERE tier = 1) AND amount BETWEEN 10 AND 60",
     "SELECT tier, n FROM {m}",
     "SELECT count(DISTINCT cid) AS d, count(cid) AS nn, count(*) AS a FROM {o}",
+    # casts to integers round (a numeric half away from zero, a double half to even)
+    "SELECT id, (amount + 0.5)::int AS up, (-amount / 2.0)::int AS half, (amount * 0.5::float8)::bigint AS even, "
+    "CAST(cid * 1.5 AS smallint) AS s FROM {o} WHERE id < 80",
 ]
 
 

@@ -32,3 +32,21 @@ def test_bad_literals_fail_as_in_postgresql(oracle_dsn: str, cast: str):
     with pytest.raises(RisingSparkError) as got:
         session.run_batch(session.parse_sql(f"SELECT {cast}"))
     assert (got.value.sqlstate, got.value.message) == (want.value.sqlstate, want.value.diag.message_primary)
+
+
+QUOTIENTS = [
+    # a numeric quotient rounds half away from zero, a double half to even
+    "SELECT (n / 2.0)::int AS a, (-n / 2)::int AS b, (n / 4 + 0.25)::bigint AS c, (d / 2)::int AS e, "
+    "(n * d / 2)::int AS f, (i / 2)::int AS g FROM (VALUES (1::numeric, 1::float8, 1), (-3, 5, -3), (5, -7, 5)) "
+    "AS v(n, d, i) ORDER BY n",
+    "SELECT avg(n)::int AS a, avg(d)::int AS b, avg(i)::smallint AS c, (avg(n) / 2)::int AS e "
+    "FROM (VALUES (2::numeric, 2::float8, 2), (3, 3, 3)) AS v(n, d, i)",
+]
+
+
+@pytest.mark.parametrize("query", QUOTIENTS)
+def test_quotients_cast_to_integers_round_as_in_postgresql(oracle_dsn: str, query: str):
+    session = make_session()
+    got = [tuple(r.values()) for r in session.run_batch(session.parse_sql(query)).to_pylist()]
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        assert got == pg.execute(query).fetchall()
