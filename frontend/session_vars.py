@@ -269,7 +269,8 @@ class SessionVars:
         return spec
 
     def get(self, name: str) -> str:
-        return self._values[self.spec(name).name]
+        value = self._values.get(name)  # (a setting's own name, as the engine asks: no alias lookup)
+        return self._values[self.spec(name).name] if value is None else value
 
     def check(self, name: str, value: str | None) -> VarSpec:
         """Fail as `set` would, changing nothing."""
