@@ -58,6 +58,10 @@ class UndefinedFunction(RisingSparkError):
     sqlstate = "42883"
 
 
+class AmbiguousFunction(RisingSparkError):
+    sqlstate = "42725"
+
+
 class UndefinedObject(RisingSparkError):
     sqlstate = "42704"
 

@@ -1,6 +1,6 @@
-"""Query blocks of a materialized view: FROM (relations, subqueries, CTEs, time windows, joins),
-WHERE (with IN / EXISTS subqueries as semi / anti joins), the select list, GROUP BY, HAVING,
-ORDER BY ... LIMIT, set operations."""
+"""Literals and PostgreSQL's type resolution for operators and functions: a quoted literal or a bare
+``NULL`` is "unknown" and takes its type from the other operand, numeric operands meet in the wider
+type, and what PostgreSQL has no operator for fails with its SQLSTATE."""
 
 from __future__ import annotations
 
@@ -49,6 +49,16 @@ def literal(node: exp.Literal) -> BoundExpr:
 def is_unknown_literal(e: BoundExpr) -> bool:
     """A quoted literal: Postgres types it from context ("unknown")."""
     return isinstance(e, Literal) and e.type.name is TypeName.VARCHAR and isinstance(e.value, str)
+
+
+def is_null_literal(e: BoundExpr) -> bool:
+    """A bare ``NULL`` (bound as a varchar NULL): Postgres types it from context, as a quoted literal."""
+    return isinstance(e, Literal) and e.value is None and e.type.name is TypeName.VARCHAR
+
+
+def is_untyped(e: BoundExpr) -> bool:
+    """A quoted literal or a bare ``NULL``."""
+    return is_unknown_literal(e) or is_null_literal(e)
 
 
 def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
@@ -111,7 +121,19 @@ def comparison_type(a: DataType, b: DataType) -> DataType:
 
 
 def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, BoundExpr, DataType]:
-    """Coerce two operands to a common type, as Postgres resolves operator arguments."""
+    """Coerce two operands to a common type, as Postgres resolves operator arguments.
+
+    A bare NULL takes the other operand's type, whatever it is: ``x IS DISTINCT FROM NULL`` is x's
+    null test for a struct or a jsonb value too (equality of such values is not supported).
+
+    >>> from risingspark.types import INT4
+    >>> common_type(Literal(7, INT4), Literal(None, VARCHAR), "IS DISTINCT FROM")[1].to_spark()
+    'CAST(NULL AS INT)'
+    """
+    if is_null_literal(b) and not is_untyped(a):
+        return a, Literal(None, a.type), a.type
+    if is_null_literal(a) and not is_untyped(b):
+        return Literal(None, b.type), b, b.type
     for e in (a, b):
         if e.type.name in (TypeName.STRUCT, TypeName.JSONB):
             # jsonb's text is not its equality (1.0 = 1); Spark compares structs' NULL fields otherwise

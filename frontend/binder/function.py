@@ -1,20 +1,40 @@
-"""Query blocks of a materialized view: FROM (relations, subqueries, CTEs, time windows, joins),
-WHERE (with IN / EXISTS subqueries as semi / anti joins), the select list, GROUP BY, HAVING,
-ORDER BY ... LIMIT, set operations."""
+"""Scalar function calls of a materialized view, typed as PostgreSQL types them and rendered as
+Spark SQL: a function is registered in `_FUNCS` (its name, and Spark's function where that one
+answers as PostgreSQL's) and bound in `bind_func`.
+
+Where Spark's function differs from PostgreSQL's the rendering gives PostgreSQL's answer:
+
+* ``round(double)`` rounds half to even (PostgreSQL's rint);
+* ``trunc(x)`` truncates toward zero, a double precision for an integer, real or double argument
+  (Spark's ``floor`` / ``ceil`` of a double are bigints) and a numeric for a numeric one;
+  ``trunc(numeric, n)`` with a constant `n` (Spark's scale must be one), a negative `n` truncating
+  left of the point;
+* ``sqrt(x)`` is a double precision for an integer, real or double argument and a numeric for a
+  numeric one (computed in double precision: Spark has no decimal square root); a negative `x`,
+  where PostgreSQL fails (2201F), gives NULL, as every error on a row of a streaming expression
+  (`frontend.expr`).
+
+String functions are in `frontend.binder.strings`, date and time ones in `frontend.binder.datetime`
+and `frontend.binder.extract`.
+"""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from frontend.binder.coercion import coerce, common_of
+from frontend.binder.coercion import coerce, common_of, is_null_literal, is_untyped
+from frontend.dialect import PG_NAME
 from frontend.expr import (
     BoundExpr,
     Cast,
     FuncCall,
     Literal,
+    SparkCall,
 )
 from risingspark.errors import (
+    AmbiguousFunction,
     FeatureNotSupported,
+    InvalidTextRepresentation,
     UndefinedFunction,
 )
 from risingspark.types import (
@@ -29,7 +49,8 @@ from risingspark.types import (
 _FUNCS = {"lower": "lower", "upper": "upper", "length": "char_length", "char_length": "char_length",
           "abs": "abs", "round": "round", "coalesce": "coalesce", "concat": "concat", "nullif": "nullif",
           "trim": "trim", "substr": "substring", "substring": "substring", "greatest": "greatest",
-          "least": "least", "ceil": "ceil", "floor": "floor"}
+          "least": "least", "ceil": "ceil", "floor": "floor", "trunc": "trunc", "sqrt": "sqrt"}
+_NO_MATCH = "No function matches the given name and argument types. You might need to add explicit type casts."
 
 
 
@@ -85,7 +106,75 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
         if len(args) == 1:  # (a double rounds half to even, as PostgreSQL's rint; a numeric away from zero)
             return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
         return FuncCall("round", (coerce(args[0], NUMERIC), coerce(args[1], INT4)), NUMERIC, "round")
+    if name == "trunc":
+        if node.meta.get(PG_NAME, "trunc").lower() != "trunc":  # (sqlglot reads `truncate` as trunc too)
+            raise UndefinedFunction(f"function {node.meta[PG_NAME].lower()}({_arg_types(args)}) does not exist",
+                                    hint=_NO_MATCH)
+        return bind_trunc(args)
+    if name == "sqrt":
+        return bind_sqrt(args)
     raise UndefinedFunction(f"function {name} does not exist")
+
+
+def _arg_types(args: list[BoundExpr]) -> str:
+    """The argument types as PostgreSQL names them in an error (a quoted literal or NULL: unknown)."""
+    return ", ".join("unknown" if is_untyped(a) else a.type.display() for a in args)
+
+
+# A double truncated toward zero: below 2**52 in magnitude, x less its fractional part (fmod is
+# exact, and so is the difference); a signed zero below 1 (PostgreSQL's trunc(-0.5) is -0); a larger
+# magnitude, an infinity or NaN is its own truncation.
+_TRUNC_DOUBLE = "IF(abs({0}) < 4503599627370496D, IF(abs({0}) < 1D, {0} * 0D, {0} - {0} % 1D), {0})"
+
+
+def bind_trunc(args: list[BoundExpr]) -> BoundExpr:
+    """``trunc(x)`` and ``trunc(x, n)``, PostgreSQL's signatures: ``trunc(double precision)``,
+    ``trunc(numeric)`` and ``trunc(numeric, integer)``.
+
+    >>> from frontend.expr import InputRef
+    >>> bind_trunc([InputRef(0, "n", NUMERIC), Literal(-1, INT4)]).to_spark()
+    '(IF(`n` < 0, ceil(`n`, -1), floor(`n`, -1)))'
+    """
+    x = args[0]
+    if len(args) == 1:
+        if x.type.name is TypeName.NUMERIC:
+            return SparkCall("trunc", (x,), NUMERIC, "IF({0} < 0, ceil({0}), floor({0}))")
+        if is_untyped(x):  # (PostgreSQL also has trunc(macaddr))
+            raise AmbiguousFunction("function trunc(unknown) is not unique",
+                                    hint="Could not choose a best candidate function. You might need to add "
+                                         "explicit type casts.")
+        if not x.type.is_numeric:
+            raise UndefinedFunction(f"function trunc({_arg_types(args)}) does not exist", hint=_NO_MATCH)
+        return SparkCall("trunc", (coerce(x, FLOAT8),), FLOAT8, _TRUNC_DOUBLE)
+    n = args[1] if len(args) == 2 else None
+    if n is None or not (x.type.name is TypeName.NUMERIC or x.type.is_integer or is_untyped(x)) or \
+            not (n.type.name in (TypeName.SMALLINT, TypeName.INT) or is_untyped(n)):
+        raise UndefinedFunction(f"function trunc({_arg_types(args)}) does not exist", hint=_NO_MATCH)
+    if is_null_literal(n):
+        return Literal(None, NUMERIC)
+    places = n.value if isinstance(n, Literal) else None
+    if isinstance(places, str):
+        try:
+            places = int(places)
+        except ValueError:
+            raise InvalidTextRepresentation(f'invalid input syntax for type integer: "{places}"') from None
+    if not isinstance(places, int):
+        raise FeatureNotSupported("trunc(x, n) in a materialized view needs a constant n")
+    # (a decimal has at most 38 digits: truncation at a place beyond them is the same as at the 38th)
+    places = max(-38, min(places, 38))
+    x = x if x.type.name is TypeName.NUMERIC else coerce(x, NUMERIC)
+    return SparkCall("trunc", (x, n), NUMERIC, f"IF({{0}} < 0, ceil({{0}}, {places}), floor({{0}}, {places}))")
+
+
+def bind_sqrt(args: list[BoundExpr]) -> BoundExpr:
+    """``sqrt(x)``: ``sqrt(double precision)`` or ``sqrt(numeric)``; NULL for a negative `x`."""
+    x = args[0]
+    if len(args) != 1 or not (x.type.is_numeric or is_untyped(x)):
+        raise UndefinedFunction(f"function sqrt({_arg_types(args)}) does not exist", hint=_NO_MATCH)
+    if x.type.name is TypeName.NUMERIC:
+        return SparkCall("sqrt", (x,), NUMERIC,
+                         f"IF({{0}} < 0, NULL, CAST(sqrt(CAST({{0}} AS DOUBLE)) AS {NUMERIC.to_spark()}))")
+    return SparkCall("sqrt", (coerce(x, FLOAT8),), FLOAT8, "IF({0} < 0, NULL, sqrt({0}))")
 
 
 def func_args(node: exp.Func) -> list[exp.Expression]:

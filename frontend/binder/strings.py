@@ -14,10 +14,15 @@ Where Spark's function of the same name disagrees with PostgreSQL the rendering 
   part (inside an alternative or an optional repetition) is 0A000; the pattern must be a constant,
   without flags. Patterns are Java regular expressions in Spark, which agree with PostgreSQL's on
   the common syntax (classes, anchors, quantifiers, groups);
-* an array subscript ``a[i]`` is NULL outside ``1 .. cardinality(a)`` (a constant ``i``).
+* an array subscript ``a[i]`` is NULL outside ``1 .. cardinality(a)`` (a constant ``i``);
+* ``initcap(s)``: PostgreSQL (in a UTF-8 database whose locale classifies Unicode, as C.UTF-8 or
+  en_US.UTF-8) upper-cases each character that starts the string or follows one that is not
+  alphanumeric and lower-cases every other, one character for one (``'ß'`` stays ``'ß'``);
+  Spark's ``initcap`` starts words after spaces only, and its ``upper('ß')`` is ``'SS'``.
 
 ``strpos`` / ``position``, ``replace``, ``lpad`` / ``rpad``, ``repeat``, ``reverse``, ``md5``,
-``ltrim`` / ``rtrim`` / ``btrim`` / ``trim`` agree as they are.
+``ltrim`` / ``rtrim`` / ``btrim`` / ``trim``, ``starts_with`` and ``octet_length`` (UTF-8 bytes)
+agree as they are.
 """
 
 from __future__ import annotations
@@ -26,17 +31,28 @@ import re
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.dialects.risingwave import RisingWave
 
-from frontend.binder.coercion import coerce, is_unknown_literal
-from frontend.expr import BoundExpr, Literal, SparkCall
+from frontend.binder.coercion import coerce, is_unknown_literal, is_untyped
+from frontend.dialect import PG_NAME
+from frontend.expr import BoundExpr, Literal, SparkCall, spark_string
 from risingspark.errors import FeatureNotSupported, UndefinedFunction
-from risingspark.types import INT4, VARCHAR, DataType, TypeName
+from risingspark.types import BOOL, INT4, VARCHAR, DataType, TypeName
 
 TEXT_ARRAY = DataType.array_of(VARCHAR)
 
 STRING_NODES = (exp.SplitPart, exp.StrPosition, exp.Replace, exp.Left, exp.Right, exp.Trim, exp.Pad, exp.Repeat,
-                exp.Reverse, exp.MD5, exp.Substring, exp.Bracket, exp.Concat)
-STRING_FUNCTIONS = ("regexp_match", "strpos", "btrim", "ltrim", "rtrim", "substr")
+                exp.Reverse, exp.MD5, exp.Substring, exp.Bracket, exp.Concat, exp.Initcap, exp.StartsWith)
+STRING_FUNCTIONS = ("regexp_match", "strpos", "btrim", "ltrim", "rtrim", "substr", "octet_length")
+
+# initcap over the string's characters (code points: Java's `.`), each paired with the one before it
+# ('' before the first): lower-cased after an alphanumeric character (Unicode's Alphabetic property
+# or a decimal digit, as glibc's iswalnum), else upper-cased; a character whose upper (lower) case
+# is several characters keeps its own (takes the first), as PostgreSQL's towupper (towlower).
+_ALNUM = spark_string(r"[\p{IsAlphabetic}\p{Nd}]").replace("{", "{{").replace("}", "}}")
+_INITCAP = ("array_join(zip_with(regexp_extract_all({0}, '(?s).', 0), concat(array(''), regexp_extract_all({0}, "
+            f"'(?s).', 0)), (c, p) -> IF(p RLIKE {_ALNUM}, substring(lower(c), 1, 1), "
+            "IF(char_length(upper(c)) = 1, upper(c), c))), '')")
 
 
 def _output_text(e: BoundExpr) -> BoundExpr:
@@ -57,6 +73,9 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
             raise UndefinedFunction(f"function {node.key}(..., {e.type.display()}) does not exist")
         return coerce(e, INT4)
 
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() == "octet_length":
+        args = _text_only("octet_length", *(rec(a) for a in node.expressions))
+        return SparkCall("octet_length", args, INT4, "octet_length({0})")
     if isinstance(node, exp.Anonymous):
         return _anonymous(str(node.this).lower(), list(node.expressions), text, integer)
     if isinstance(node, exp.SplitPart):
@@ -91,11 +110,37 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
         return SparkCall("md5", (text(node.this),), VARCHAR, "md5({0})")
     if isinstance(node, exp.Substring):
         return _substring(text(node.this), node.args.get("start"), node.args.get("length"), integer)
+    if isinstance(node, exp.Initcap):
+        return _initcap(node, rec)
+    if isinstance(node, exp.StartsWith):
+        written = str(node.meta.get(PG_NAME, "starts_with")).lower()  # (sqlglot reads `startswith` too)
+        args = _text_only(written, rec(node.this), rec(node.expression), arity=2 if written == "starts_with" else -1)
+        return SparkCall("starts_with", args, BOOL, "startswith({0}, {1})")
     if isinstance(node, exp.Concat):  # each argument's text, a boolean's t or f (its output function's)
         parts = tuple(_output_text(rec(a)) for a in node.expressions)
         return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")
     assert isinstance(node, exp.Bracket)
     return _subscript(node, rec)
+
+
+def _text_only(name: str, *args: BoundExpr, arity: int = 1) -> tuple[BoundExpr, ...]:
+    """The arguments of a function PostgreSQL defines on text alone (no implicit cast from another
+    type reaches it), as varchar; 42883 otherwise."""
+    if len(args) != arity or any(a.type.name is not TypeName.VARCHAR for a in args):
+        types = ", ".join("unknown" if is_untyped(a) else a.type.display() for a in args)
+        raise UndefinedFunction(f"function {name}({types}) does not exist",
+                                hint="No function matches the given name and argument types. You might need to "
+                                     "add explicit type casts.")
+    return tuple(coerce(a, VARCHAR) for a in args)
+
+
+def _initcap(node: exp.Initcap, rec) -> BoundExpr:
+    # (sqlglot's parser gives every initcap its dialect's default delimiters as a second argument)
+    delimiters = node.expression
+    args = [rec(node.this)]
+    if not (isinstance(delimiters, exp.Literal) and delimiters.name == RisingWave.INITCAP_DEFAULT_DELIMITER_CHARS):
+        args.append(rec(delimiters))
+    return SparkCall("initcap", _text_only("initcap", *args), VARCHAR, _INITCAP)
 
 
 def _anonymous(name: str, args: list, text, integer) -> BoundExpr:

@@ -1,0 +1,78 @@
+"""Materialized views answer ``IS [NOT] DISTINCT FROM NULL`` (a bare NULL takes the other side's
+type), ``trunc``, ``sqrt``, ``initcap``, ``starts_with`` and ``octet_length`` as PostgreSQL does —
+after a backfill and after changes. A negative ``sqrt`` argument, an error in PostgreSQL, gives NULL
+in a view (as every error on a row of a streaming expression), compared with PostgreSQL's answer for
+the query that says so."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from conftest import PlaygroundProcess, unique_name
+from support.oracle import assert_same, copy_table
+
+pytestmark = pytest.mark.e2e
+
+COLUMNS = ("id INT PRIMARY KEY, n NUMERIC, nc NUMERIC(10, 2), d DOUBLE PRECISION, r REAL, k INT, s VARCHAR, "
+           "p VARCHAR, ts TIMESTAMP, b BOOLEAN")
+BEFORE = [
+    "(1, 2.789, 2.78, 2.7, 1.5, 3, 'straße', 'st', '2024-01-02 03:04:05', true)",
+    "(2, -2.789, -2.78, -2.7, -1.5, -3, 'élan vital', 'él', '2024-01-03 00:00:00', false)",
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(4, 125.5, 125.5, -0.5, 0.25, 0, 'hello-world foo_bar', 'hello', NULL, true)",
+    "(5, -0.001, 0.01, 1e300, -0.75, 17, 'ßa 1st x2Y ÉCOLE İSTANBUL', '', '2024-02-29 12:00:00', NULL)",
+    "(6, 0, 0, 12345678.9, 2.5, -17, 'ΟΔΟΣ ǅemal a😀b c' || chr(10) || 'd', 'ΟΔ', NULL, false)",
+    "(7, 16, -16.25, 'Infinity', 100, 2147483647, '', 'x', '2024-03-01 00:00:00', true)",
+]
+AFTER = [
+    "(8, -125.55, -125.55, '-Infinity', -2.5, -2147483648, '42nd street, o''neil''s', '42', NULL, NULL)",
+    "(9, 99999.99999, 99999.99, 'NaN', NULL, NULL, 'ÉLAN--vital__X', NULL, '2024-04-01 00:00:00', true)",
+]
+CHANGES = ["UPDATE {t} SET n = -7.5, d = -7.5, k = NULL, s = 'gRÜẞE aus köln' WHERE id = 1",
+           "UPDATE {t} SET p = NULL, s = NULL, ts = '2025-01-01 00:00:00' WHERE id = 2",
+           "DELETE FROM {t} WHERE id = 4"]
+
+NULL_TESTS = ("k IS NOT DISTINCT FROM NULL AS k_null, k IS DISTINCT FROM NULL AS k_set, "
+              "n IS NOT DISTINCT FROM NULL AS n_null, NULL IS DISTINCT FROM nc AS nc_set, "
+              "d IS DISTINCT FROM NULL AS d_set, r IS NOT DISTINCT FROM NULL AS r_null, "
+              "s IS NOT DISTINCT FROM NULL AS s_null, ts IS DISTINCT FROM NULL AS ts_set, "
+              "b IS NOT DISTINCT FROM NULL AS b_null")
+NUMBERS = ("trunc(n) AS tn, trunc(n, 1) AS tn1, trunc(n, -1) AS tnm1, trunc(n, 3) AS tn3, trunc(nc, 1) AS tnc1, "
+           "trunc(nc) AS tnc, trunc(d) AS td, trunc(r) AS tr, trunc(k) AS tk, trunc(k, -1) AS tkm1, "
+           "sqrt(abs(n)) AS sn, sqrt(abs(nc)) AS snc, sqrt(abs(d)) AS sd, sqrt(abs(r)) AS sr, sqrt(abs(k::bigint)) AS sk")
+STRINGS = ("initcap(s) AS ic, starts_with(s, p) AS sw, starts_with(s, 'st') AS swc, octet_length(s) AS ol, "
+           "octet_length(p) AS olp")
+
+
+def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    t = unique_name("mvf_t")
+    views = {
+        unique_name("mvf_all"): f"SELECT id, {NULL_TESTS}, {NUMBERS}, {STRINGS} FROM {t}",
+        # in a filter too, and over an expression's result
+        unique_name("mvf_where"): f"SELECT id, s FROM {t} WHERE k IS NOT DISTINCT FROM NULL "
+                                  f"OR trunc(d) IS DISTINCT FROM NULL AND starts_with(initcap(s), 'S')",
+    }
+    # sqrt of a negative number: NULL in a view, an error (2201F) in PostgreSQL
+    negative = unique_name("mvf_sqrt")
+    view_of_negative = f"SELECT id, sqrt(n) AS sn, sqrt(nc) AS snc, sqrt(d) AS sd, sqrt(r) AS sr, sqrt(k) AS sk FROM {t}"
+    postgres_of_negative = ("SELECT id, CASE WHEN n >= 0 THEN sqrt(n) END, CASE WHEN nc >= 0 THEN sqrt(nc) END, "
+                            "CASE WHEN d >= 0 THEN sqrt(d) END, CASE WHEN r >= 0 THEN sqrt(r) END, "
+                            f"CASE WHEN k >= 0 THEN sqrt(k) END FROM {t}")
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        conn.execute(f"CREATE TABLE {t} ({COLUMNS})")
+        conn.execute(f"INSERT INTO {t} VALUES {', '.join(BEFORE)}")
+        conn.execute("FLUSH")
+        for m, query in views.items():
+            conn.execute(f"CREATE MATERIALIZED VIEW {m} AS {query}")
+        conn.execute(f"CREATE MATERIALIZED VIEW {negative} AS {view_of_negative}")
+        conn.execute(f"INSERT INTO {t} VALUES {', '.join(AFTER)}")
+        conn.execute("FLUSH")
+        for change in CHANGES:
+            conn.execute(change.format(t=t))
+        conn.execute("FLUSH")
+        copy_table(conn, pg, t)
+        for m, query in views.items():
+            assert assert_same(conn, pg, m, query) > 0
+        assert assert_same(conn, pg, negative, postgres_of_negative) == 8
+        assert conn.execute(f"SELECT sn, sd, sk FROM {negative} WHERE id = 2").fetchone() == (None, None, None)
