@@ -39,6 +39,7 @@ from frontend.batch_types import Wanted, conform
 from frontend.binder import CatalogReader, ident
 from frontend.binder.udf import resolve_udfs
 from frontend.catalog.composite import register_js_function, register_udfs
+from frontend.catalog.float_text import register_float_text
 from frontend.catalog.functions import MACROS, SERVER_VERSION, VERSION_TEXT
 from frontend.catalog.rewrite import RewriteContext, name_outputs, rewrite
 from frontend.catalog.to_char import register_to_char
@@ -97,6 +98,7 @@ class BatchEngine:
             self._db.execute(macro)
         register_udfs(self._db)
         register_to_char(self._db)
+        register_float_text(self._db)
         self._functions: set[int] = set()  # the user-defined functions registered (`_register_functions`)
         self._functions_lock = threading.Lock()
 

@@ -14,9 +14,10 @@ and writes the call as a DuckDB ``concat`` of its pieces:
 
 A template that is not a constant string, a ``*`` width, or an unknown type is 0A000 or 22023 as
 PostgreSQL words them; too few arguments are 22023. An argument's text is its type's output form, as
-PostgreSQL's ``%s`` takes it (`pg_text`): a boolean ``t``/``f``, a whole double ``2`` (DuckDB's cast:
-``true``, ``2.0``); ``concat()``'s arguments get the same (``concat(1, true)`` is ``1t``). An array
-keeps DuckDB's ``[1, 2]`` (PostgreSQL ``{1,2}``).
+PostgreSQL's ``%s`` takes it (`pg_text`): a boolean ``t``/``f``, a double or a real as ``float8out``
+writes it (`frontend.catalog.float_text`: ``2``, ``NaN``, ``1e+15``; DuckDB's cast: ``true``,
+``2.0``, ``nan``, ``1000000000000000.0``); ``concat()``'s arguments get the same (``concat(1, true)``
+is ``1t``). An array keeps DuckDB's ``[1, 2]`` (PostgreSQL ``{1,2}``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import re
 from sqlglot import exp
 
 from frontend.catalog.composite import udf_failure
+from frontend.catalog.float_text import UDFS, float_text_of
 from risingspark.errors import FeatureNotSupported, InvalidParameterValue, NullValueNotAllowed
 
 # PostgreSQL's keywords that are not unreserved (``pg_get_keywords()``, ``catcode <> 'U'``): quoted by %I
@@ -47,16 +49,14 @@ def pg_format(query: exp.Expression, ctx: object = None) -> exp.Expression:
 def pg_text(arg: exp.Expression) -> exp.Expression:
     """`arg` as text in its type's output form (see the module doc), NULL as NULL."""
     text = exp.cast(arg.copy(), "VARCHAR")
-    whole = exp.Anonymous(this="regexp_replace", expressions=[text.copy(), exp.Literal.string("\\.0$"),
-                                                               exp.Literal.string("")])
     boolean = exp.Case(ifs=[exp.If(this=exp.EQ(this=text.copy(), expression=exp.Literal.string("true")),
                                    true=exp.Literal.string("t")),
                             exp.If(this=exp.EQ(this=text.copy(), expression=exp.Literal.string("false")),
                                    true=exp.Literal.string("f"))])
     kind = exp.Anonymous(this="typeof", expressions=[arg.copy()])
     return exp.Case(ifs=[exp.If(this=exp.EQ(this=kind, expression=exp.Literal.string("BOOLEAN")), true=boolean),
-                         exp.If(this=exp.In(this=kind.copy(), expressions=[exp.Literal.string("DOUBLE"),
-                                                                            exp.Literal.string("FLOAT")]), true=whole)],
+                         *[exp.If(this=exp.EQ(this=kind.copy(), expression=exp.Literal.string(t)),
+                                  true=float_text_of(arg, t)) for t in UDFS]],
                     default=text)
 
 

@@ -6,7 +6,9 @@ Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operato
 the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`), ``format()``
 (`frontend.catalog.format_function`), ``to_char`` (`frontend.catalog.to_char`), the edges of ``substring``, ``sqrt``, ``ln``, ``power``
 (`frontend.catalog.strict_functions`), casts to ``varchar(n)`` and of literals to booleans and
-integers (`frontend.catalog.literal_casts`), integer literals in arithmetic as ``integer``,
+integers (`frontend.catalog.literal_casts`), ``round`` of a double (`frontend.catalog.float_round`),
+a real with an integer or numeric operand (`frontend.catalog.real_operands`), a double made text
+(`frontend.catalog.float_text`), integer literals in arithmetic as ``integer``,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -30,15 +32,19 @@ from sqlglot import exp
 
 from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
 from frontend.catalog.extract import extract_fractions
+from frontend.catalog.float_round import float_round
+from frontend.catalog.float_text import float_text
 from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.literal_casts import literal_casts
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
+from frontend.catalog.real_operands import real_operands
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.strict_functions import strict_functions
 from frontend.catalog.table import SystemContext
 from frontend.catalog.to_char import to_char
 from frontend.dialect import PG_NAME
+from risingspark.catalog import RelationCatalog
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
 
 
@@ -74,6 +80,11 @@ class RewriteContext:
         out = {(t.schema, t.name): t.oid for t in SYSTEM_TABLES.values()}
         out.update({(self.sys.schema_name(r), r.name): r.id for r in self.sys.relations()})
         return out
+
+    @cached_property
+    def relations_by_id(self) -> dict[int, RelationCatalog]:
+        """The database's relations by id."""
+        return {r.id: r for r in self.sys.relations()}
 
     def namespace_oid(self, name: str) -> int | None:
         return self._schemas.get(_unquote(name))
@@ -555,7 +566,8 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           keyword_calls, similar_to, extract_fractions, pg_format, to_char, strict_functions, literal_casts, integer_literals,
+                           keyword_calls, similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions, literal_casts,
+                           float_round, real_operands, integer_literals,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 

@@ -1,0 +1,137 @@
+"""The numeric class of an operand, where the query's text alone tells it, for rewrites whose
+PostgreSQL meaning depends on an operand's type (`frontend.catalog.float_round`,
+`frontend.catalog.real_operands`, `frontend.catalog.float_text`).
+
+A rewrite runs before DuckDB binds the query, so it has no types; but some operands have one in
+plain sight: a number literal (an integer or a numeric, as PostgreSQL reads it), a cast, a column of
+a table, materialized view or view of the catalog named in the same SELECT's FROM, arithmetic of
+those, and ``sum``, ``min``, ``max``, ``avg`` and ``count`` over them. `OperandTypes.kind` says
+``real``, ``double``, ``exact`` (an integer type or numeric), ``text`` (a cast to text, a varchar
+column) or ``other`` (a date column...) for them, and None for anything else (another call, a
+column of a subquery, a CTE or VALUES, a column not found or ambiguous): rewrites then ask DuckDB
+at run time (``typeof``) or leave the operand alone. One `OperandTypes` serves one query's rewrite
+(it keeps what it found of each SELECT's FROM).
+
+>>> import sqlglot
+>>> q = sqlglot.parse_one("SELECT x::real * 2, 1.5 + 2, x::float8 - 1::real, avg(x::real), x::text, x::date, f(x)",
+...                      read="risingwave")
+>>> [OperandTypes(q, None).kind(e) for e in q.expressions]
+['double', 'exact', 'double', 'double', 'text', 'other', None]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from sqlglot import exp
+
+from risingspark.types import TypeName
+
+if TYPE_CHECKING:
+    from frontend.catalog.rewrite import RewriteContext
+    from risingspark.catalog import RelationCatalog
+
+Kind = Literal["real", "double", "exact", "text", "other"]
+FLOATS = ("real", "double")
+
+_CAST_KINDS: dict[exp.DType, Kind] = {
+    exp.DataType.Type.FLOAT: "real", exp.DataType.Type.DOUBLE: "double",
+    **dict.fromkeys((exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT,
+                     exp.DataType.Type.DECIMAL), "exact"),
+    **dict.fromkeys((exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR,
+                     exp.DataType.Type.BPCHAR), "text")}
+_COLUMN_KINDS: dict[TypeName, Kind] = {TypeName.REAL: "real", TypeName.DOUBLE: "double", TypeName.SMALLINT: "exact",
+                                       TypeName.INT: "exact", TypeName.BIGINT: "exact", TypeName.NUMERIC: "exact",
+                                       TypeName.VARCHAR: "text"}
+ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)
+_SAME_KIND = (exp.Paren, exp.Neg, exp.Sum, exp.Min, exp.Max)  # (PostgreSQL's sum of a real is a real)
+
+
+def is_number(e: exp.Expression) -> bool:
+    """A number literal, negated or not (``2``, ``-0.5``, ``1e3``)."""
+    while isinstance(e, exp.Paren | exp.Neg):
+        e = e.this
+    return isinstance(e, exp.Literal) and not e.is_string
+
+
+class OperandTypes:
+    """The classes of one query's operands (see the module doc)."""
+
+    def __init__(self, query: exp.Expression, ctx: RewriteContext | None) -> None:
+        self.ctx = ctx
+        self._ctes = {c.alias_or_name for c in query.find_all(exp.CTE)}
+        self._sources: dict[int, tuple[exp.Select, dict[str, RelationCatalog | None]]] = {}
+
+    def kind(self, e: exp.Expression) -> Kind | None:
+        """``real``, ``double``, ``exact``, ``text`` or ``other`` when the text shows the operand's
+        class, else None. Arithmetic follows PostgreSQL: a real with an exact operand is a double."""
+        while isinstance(e, _SAME_KIND):
+            e = e.this
+        if isinstance(e, exp.Literal):
+            return None if e.is_string else "exact"
+        if isinstance(e, exp.Cast) and isinstance(e.to, exp.DataType):
+            if e.to.this == exp.DataType.Type.DOUBLE and e.to.expressions:  # float(p): a real up to 24 bits
+                return None
+            return _CAST_KINDS.get(e.to.this, "other")
+        if isinstance(e, exp.Column):
+            rel = self.column_relation(e)
+            field = next((f for f in rel.fields if f.name == e.name), None) if rel is not None else None
+            return _COLUMN_KINDS.get(field.type.name, "other") if field is not None else None
+        if isinstance(e, exp.Boolean):
+            return "other"
+        if isinstance(e, exp.Count):
+            return "exact"
+        if isinstance(e, exp.Avg):  # a numeric of exact operands, else a double
+            of = self.kind(e.this)
+            return of if of in ("exact", None) else "double" if of in FLOATS else None
+        if isinstance(e, ARITHMETIC):
+            kinds = {self.kind(e.this), self.kind(e.expression)}
+            if not kinds <= {"real", "double", "exact"}:
+                return None
+            return "exact" if kinds == {"exact"} else "real" if kinds == {"real"} else "double"
+        return None
+
+    def column_relation(self, col: exp.Column) -> RelationCatalog | None:
+        """The catalog relation a column reads, when it is one named in the FROM of the column's own
+        SELECT: by the column's qualifier, or as the only such relation with a column of that name
+        while every FROM item is one."""
+        scope = col.parent
+        while scope is not None and not isinstance(scope, exp.Select):
+            if isinstance(scope, exp.Union | exp.Intersect | exp.Except):
+                return None  # (an ORDER BY of a set operation names its output)
+            scope = scope.parent
+        if scope is None or self.ctx is None:
+            return None
+        sources = self._from(scope)
+        if col.table:
+            return sources.get(col.table)
+        if None in sources.values():
+            return None
+        having = [r for r in sources.values() if r is not None and any(f.name == col.name for f in r.fields)]
+        return having[0] if len(having) == 1 else None
+
+    def _from(self, select: exp.Select) -> dict[str, RelationCatalog | None]:
+        """The SELECT's FROM items by name or alias, each with the catalog relation it reads."""
+        known = self._sources.get(id(select))
+        if known is not None and known[0] is select:
+            return known[1]
+        from_ = select.args.get("from_")
+        items = ([from_.this] if isinstance(from_, exp.From) else []) + \
+            [j.this for j in select.args.get("joins") or [] if isinstance(j, exp.Join)]
+        sources = {item.alias_or_name: self._relation(item) for item in items}
+        self._sources[id(select)] = (select, sources)
+        return sources
+
+    def _relation(self, item: exp.Expression) -> RelationCatalog | None:
+        """The catalog relation a FROM item reads, unless it renames its columns or names a CTE."""
+        if self.ctx is None or not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier):
+            return None
+        alias = item.args.get("alias")
+        if isinstance(alias, exp.TableAlias) and alias.columns:
+            return None
+        name, schema = item.name, item.db
+        if not schema and name in self._ctes:
+            return None
+        oid = self.ctx.relation_oid(f'"{schema}"."{name}"' if schema else f'"{name}"')
+        rel = self.ctx.relations_by_id.get(oid) if oid is not None else None
+        return rel if rel is not None and rel.name == name else None
