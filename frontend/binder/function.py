@@ -28,8 +28,10 @@ from frontend.expr import (
     BoundExpr,
     Cast,
     FuncCall,
+    InputRef,
     Literal,
     SparkCall,
+    walk,
 )
 from risingspark.errors import (
     AmbiguousFunction,
@@ -105,7 +107,10 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
             (FLOAT8 if args[0].type.name is TypeName.REAL else NUMERIC)
         if len(args) == 1:  # (a double rounds half to even, as PostgreSQL's rint; a numeric away from zero)
             return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
-        return FuncCall("round", (coerce(args[0], NUMERIC), coerce(args[1], INT4)), NUMERIC, "round")
+        scale = coerce(args[1], INT4)
+        if not _is_constant(scale):  # (Spark's scale must be foldable: its analysis fails each epoch)
+            raise FeatureNotSupported("round(x, n) in a materialized view needs a constant n")
+        return FuncCall("round", (coerce(args[0], NUMERIC), scale), NUMERIC, "round")
     if name == "trunc":
         if node.meta.get(PG_NAME, "trunc").lower() != "trunc":  # (sqlglot reads `truncate` as trunc too)
             raise UndefinedFunction(f"function {node.meta[PG_NAME].lower()}({_arg_types(args)}) does not exist",
@@ -114,6 +119,11 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
     if name == "sqrt":
         return bind_sqrt(args)
     raise UndefinedFunction(f"function {name} does not exist")
+
+
+def _is_constant(e: BoundExpr) -> bool:
+    """No column in it (Spark folds it to a constant)."""
+    return not any(isinstance(x, InputRef) for x in walk(e))
 
 
 def _arg_types(args: list[BoundExpr]) -> str:

@@ -134,3 +134,12 @@ def test_a_views_stored_query_binds_the_same(expr: str) -> None:
     """A view's query is stored as sqlglot's PostgreSQL text and read back with that dialect."""
     stored = sqlglot.parse_one(f"SELECT {expr} FROM t", read=DIALECT).expressions[0].sql(dialect="postgres")
     assert bind(stored, "postgres") == bind(expr)
+
+
+def test_round_to_a_column_of_places_fails_at_create() -> None:
+    # Spark's scale must be a constant: with a column, every epoch round failed its analysis (and the
+    # cluster recovered over and over); a constant, cast or not, binds
+    with pytest.raises(FeatureNotSupported, match="constant n"):
+        bind("round(n, k)")
+    assert bind("round(n, 2)").to_spark() == "round(`n`, CAST(2 AS INT))"
+    assert bind("round(d, 2::bigint)").type.display() == bind("round(n, 1 + 1)").type.display() == "numeric"
