@@ -46,6 +46,7 @@ from frontend.catalog.to_char import to_char
 from frontend.dialect import PG_NAME
 from risingspark.catalog import RelationCatalog
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
+from risingspark.types import UNCONSTRAINED_NUMERIC_PRECISION, UNCONSTRAINED_NUMERIC_SCALE
 
 
 @dataclass
@@ -518,14 +519,39 @@ def _reg_cast(kind: str, arg: exp.Expression, as_oid: bool, ctx: RewriteContext)
 
 def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     """Casts to Postgres-only types: reg* types (an OID where compared, a name where shown),
-    ``oid`` (a bigint) and ``name``/``"char"``/``text`` (a varchar)."""
+    ``oid`` (a bigint) and ``name``/``"char"``/``text`` (a varchar); and to an unconstrained
+    ``numeric``, which DuckDB reads as ``DECIMAL(18,3)`` (``3.14159::numeric`` was 3.142): the scale
+    an unconstrained numeric is stored at (`risingspark.types`, ``DECIMAL(38,10)``), and as text
+    without the trailing zeros that scale adds (``1.5::numeric::text`` is ``1.5``, as PostgreSQL's for
+    a value written so)."""
     for node in reversed(list(query.find_all(exp.Cast, exp.TryCast))):
         name = _target_name(node.to)
         if name in _REG and ctx is not None:
             node.replace(_reg_cast(name, node.this, _oid_context(node), ctx))
         elif name in _TEXTUAL:
             node.set("to", exp.DataType.build(_TEXTUAL[name]))
+        elif _unconstrained_numeric(node.to):
+            node.set("to", exp.DataType.build(f"DECIMAL({UNCONSTRAINED_NUMERIC_PRECISION}, {UNCONSTRAINED_NUMERIC_SCALE})"))
+            parent = node.parent
+            if isinstance(parent, exp.Cast | exp.TryCast) and parent.this is node and \
+                    isinstance(parent.to, exp.DataType) and parent.to.this in _TEXT_TYPES:
+                parent.replace(_without_trailing_zeros(parent.copy()))
     return query
+
+
+_TEXT_TYPES = (exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT)
+
+
+def _unconstrained_numeric(to: exp.Expression) -> bool:
+    return isinstance(to, exp.DataType) and to.this == exp.DataType.Type.DECIMAL and not to.expressions
+
+
+def _without_trailing_zeros(text: exp.Expression) -> exp.Expression:
+    """A numeric's text at the unconstrained scale, without its trailing fractional zeros."""
+    stripped = exp.Anonymous(this="regexp_replace", expressions=[text, exp.Literal.string(r"(\.[0-9]*?)0+$"),
+                                                                 exp.Literal.string(r"\1")])
+    return exp.Anonymous(this="regexp_replace", expressions=[stripped, exp.Literal.string(r"\.$"),
+                                                             exp.Literal.string("")])
 
 
 _NAMED = {exp.CurrentSchema: "current_schema", exp.CurrentSchemas: "current_schemas",

@@ -1,5 +1,5 @@
-"""Casts to ``varchar(n)``/``char(n)``, and of string literals to booleans and integers, in batch
-queries (`frontend.catalog.literal_casts`) against PostgreSQL (the oracle)."""
+"""Casts to ``varchar(n)``/``char(n)``, to an unconstrained ``numeric``, and of string literals to
+booleans and integers, in batch queries (`frontend.catalog.literal_casts`) against PostgreSQL (the oracle)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from risingspark.errors import RisingSparkError
 
 VALUES = ["'abc'::varchar(2)", "'a'::char(3)", "'abcdef'::character varying(4)", "12345::varchar(3)",
           "'on'::boolean", "'OFF'::boolean", "' yes '::boolean", "'n'::boolean", "'tr'::boolean", "'0'::boolean",
-          "' 12 '::int", "'-7'::smallint", "'+9000000000'::bigint", "'abc'::varchar"]
+          "' 12 '::int", "'-7'::smallint", "'+9000000000'::bigint", "'abc'::varchar",
+          # an unconstrained numeric keeps its digits (DuckDB's default DECIMAL(18,3) rounded them)
+          "3.14159::numeric", "2.718281828::decimal", "-0.0001234::numeric * 2", "1.5::numeric::text",
+          "100::numeric::varchar", "12.340::numeric(10,3)::text"]
 ERRORS = ["'1.5'::int", "'1e3'::int", "'0x1F'::int", "'o'::boolean", "'maybe'::boolean", "'40000'::smallint",
           "'9999999999'::int", "''::int"]
 
