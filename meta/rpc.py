@@ -21,7 +21,7 @@ from meta.compaction.picker import CompactionTask
 from meta.service import MetaService
 from meta.users import GrantTarget
 from risingspark.catalog import DEFAULT_RESOURCE_GROUP, JobStatus, RelationCatalog
-from risingspark.errors import QueryCanceled, ServiceUnavailable
+from risingspark.errors import ServiceUnavailable
 from risingspark.storage.desc import HummockVersion, SstableInfo, StateTableDesc, VersionDelta
 
 RECENT_VERSIONS = 64  # versions kept as the bases of deltas (about a minute of barriers)
@@ -109,7 +109,7 @@ class MetaRpc:
             snap = self.meta.catalog_snapshot()
             rel = snap.relations.get(rel_id)
             if rel is None:
-                raise QueryCanceled("the streaming job was cancelled")
+                raise self.meta.why_dropped(rel_id)
             if rel.status is JobStatus.CREATED:
                 return True
             remaining = deadline - time.monotonic()

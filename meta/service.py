@@ -76,10 +76,12 @@ from risingspark.errors import (
     DuplicateSchema,
     DuplicateTable,
     FeatureNotSupported,
+    InternalError,
     InvalidCatalogName,
     InvalidParameterValue,
     ObjectInUse,
     QueryCanceled,
+    RisingSparkError,
     ServiceUnavailable,
     UndefinedFunction,
     UndefinedTable,
@@ -163,6 +165,8 @@ class MetaService:
         self.barriers.jobs_elsewhere = lambda: (jobs_on_backfillers(self.catalog.snapshot)
                                                 | jobs_of_other_groups(self.catalog.snapshot))
         self.barriers.rate_limit_of = self._rate_limit_of
+        self.barriers.on_job_plan_failed = self._plan_failed
+        self._plan_errors: dict[int, str] = {}  # creating jobs cancelled for their plan: the error
 
     def _round_interval_ms(self) -> int:
         """Time between epoch rounds. RisingWave injects a barrier every `barrier_interval_ms` and
@@ -489,14 +493,36 @@ class MetaService:
             g.request_recovery()
         logger.info("job %d (%s): parallelism set to %s", rel_id, rel.name, parallelism or "adaptive")
 
+    def _plan_failed(self, job_id: int, message: str) -> None:
+        """A job's plan failed round after round (`BarrierManager.on_job_plan_failed`). One still
+        being created is cancelled, as a failed CREATE leaves nothing: its CREATE (waiting in
+        `wait_created`) fails with the error; a background one's is logged. A created job stays (its
+        data is the user's): the rounds keep failing and recovering, and the log says why."""
+        rel = self.catalog.snapshot.relations.get(job_id)
+        if rel is None or not rel.is_creating:
+            logger.error("job %d: its plan fails every round: %s", job_id, message)
+            return
+        logger.error("job %d (%s): cancelled: its plan fails every round: %s", job_id, rel.name, message)
+        with self._lock:
+            self._plan_errors[job_id] = message
+        self.drop_relation(job_id, cascade=True)
+
+    def why_dropped(self, rel_id: int) -> RisingSparkError:
+        """The error of a CREATE whose job went while it waited: its plan's (`_plan_failed`, told
+        once) or a cancel."""
+        with self._lock:
+            error = self._plan_errors.pop(rel_id, None)
+        return InternalError(error) if error is not None else QueryCanceled("the streaming job was cancelled")
+
     def wait_created(self, rel_id: int, cancelled: threading.Event | None = None) -> RelationCatalog:
-        """Block until the job has finished its backfill. Raises if it was dropped meanwhile."""
+        """Block until the job has finished its backfill. Raises if it was dropped meanwhile (with
+        the error of its plan, if meta cancelled it for that: `_plan_failed`)."""
         seen = -1
         while True:
             snap = self.catalog.snapshot
             rel = snap.relations.get(rel_id)
             if rel is None:
-                raise QueryCanceled("the streaming job was cancelled")
+                raise self.why_dropped(rel_id)
             if rel.status is JobStatus.CREATED:
                 return rel
             if error := (serverless_state(rel) or {}).get("error"):

@@ -16,26 +16,34 @@ class RisingSparkError(Exception):
     severity = "ERROR"
 
     def __init__(self, message: str, *, detail: str | None = None, hint: str | None = None,
-                 position: int | None = None) -> None:
+                 position: int | None = None, job_id: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.detail = detail
         self.hint = hint
         self.position = position  # 1-based character offset into the statement, as Postgres
+        self.job_id = job_id  # the streaming job whose own plan failed (`job_plan_failed`), across RPC too
 
     def to_json(self) -> dict:
         return {"sqlstate": self.sqlstate, "message": self.message, "detail": self.detail,
-                "hint": self.hint}
+                "hint": self.hint, "job_id": self.job_id}
 
     @staticmethod
     def from_json(d: dict) -> RisingSparkError:
         cls = _BY_SQLSTATE.get(d.get("sqlstate", ""), InternalError)
-        err = cls(d.get("message", "unknown error"), detail=d.get("detail"), hint=d.get("hint"))
+        err = cls(d.get("message", "unknown error"), detail=d.get("detail"), hint=d.get("hint"),
+                  job_id=d.get("job_id"))
         return err
 
 
 class InternalError(RisingSparkError):
     sqlstate = "XX000"
+
+
+def job_plan_failed(job_id: int, name: str, reason: str) -> InternalError:
+    """A streaming job whose plan Spark rejects (its analysis: the same every round, so recovery
+    cannot mend it); `job_id` lets meta tell it from a failure of the round."""
+    return InternalError(f'the plan of materialized view "{name}" cannot run: {reason}', job_id=job_id)
 
 
 class SyntaxError_(RisingSparkError):

@@ -55,6 +55,7 @@ from risingspark.barrier import (
     VnodeProgress,
 )
 from risingspark.chunk import OP, SEQ, VNODE
+from risingspark.errors import job_plan_failed
 from risingspark.keys import decode_key
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import ObjectStore
@@ -203,6 +204,18 @@ class EpochRound:
 
     # ---- one job ------------------------------------------------------------------------------
     def _run_job(self, rt: JobRuntime) -> None:
+        """Run one job's epoch. A plan Spark's analysis rejects fails the round as the job's own
+        failure (`risingspark.errors.job_plan_failed`: meta cancels a creating job that keeps failing
+        so, rather than recovering the cluster for ever)."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            self._run_job_epoch(rt)
+        except AnalysisException as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise job_plan_failed(rt.job.job_id, rt.job.name, f"Spark rejected it: {reason}") from e
+
+    def _run_job_epoch(self, rt: JobRuntime) -> None:
         started = time.monotonic()
         if rt.snapshot is not None:
             from compute.stream.snapshot import run_snapshot_backfill

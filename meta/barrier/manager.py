@@ -50,6 +50,10 @@ from risingspark.stream_plan import node_from_json, scans
 logger = logging.getLogger(__name__)
 
 RECOVERY_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+# Rounds in a row a job's own plan may fail (`risingspark.errors.job_plan_failed`) before meta gives
+# up on it (`BarrierManager.on_job_plan_failed`): once is proof enough of a deterministic failure,
+# the rest are for a failure that was the cluster's after all.
+JOB_PLAN_FAILURES = 3
 # DML rows one barrier delivers at most (a larger backlog waits for the next barriers), so an epoch
 # round's memory is bounded whatever the size of an INSERT.
 MAX_DML_ROWS_PER_BARRIER = 1_000_000
@@ -95,6 +99,10 @@ class BarrierManager:
         # stored one, or meta's current adaptive limit (`meta.backfill_rate`).
         self.rate_limit_of: Callable[[RelationCatalog], int | None] = lambda rel: rel.extra.get("backfill_rate_limit")
         self.jobs_elsewhere: Callable[[], set[int]] = set
+        # A job whose plan failed `JOB_PLAN_FAILURES` rounds in a row, and the failure's message:
+        # meta's service cancels it if it is still being created (`MetaService._plan_failed`).
+        self.on_job_plan_failed: Callable[[int, str], None] = lambda job_id, message: None
+        self._plan_failures: dict[int, int] = {}  # job -> rounds in a row its plan failed
         self._external: list[tuple[EpochResult, list[DmlBatch], Future[int]]] = []
         self._outstanding: set[int] = set()  # epochs of rounds run elsewhere, not committed yet
         self._reads: dict[int, tuple[int, HummockVersion]] = {}  # job -> a snapshot read off the path (`_track_reads`)
@@ -255,9 +263,11 @@ class BarrierManager:
                 self._round(seq, mutations, recovery)
                 self._failures = 0
                 self._last_error = None
+                self._plan_failures.clear()
             except Exception as e:  # noqa: BLE001 - any failure of a round means recovery
                 self._failures += 1
                 self._last_error = f"{type(e).__name__}: {e}"
+                self._note_plan_failure(e)
                 backoff = RECOVERY_BACKOFF_S[min(self._failures, len(RECOVERY_BACKOFF_S)) - 1]
                 if isinstance(e, ServiceUnavailable):  # a compute node missing or lost: no traceback to show
                     logger.warning("epoch round %d failed: %s; recovering in %.1fs", seq, e.message, backoff)
@@ -267,6 +277,21 @@ class BarrierManager:
                 with self._cond:
                     self._needs_recovery = True
                     self._cond.wait(backoff)
+
+    def _note_plan_failure(self, e: Exception) -> None:
+        """Count a round failed by one job's plan; at `JOB_PLAN_FAILURES` in a row, hand the job to
+        `on_job_plan_failed` (the recovery that follows re-adds what the catalog still holds)."""
+        job_id = getattr(e, "job_id", None)
+        if job_id is None:
+            return
+        failures = self._plan_failures[job_id] = self._plan_failures.get(job_id, 0) + 1
+        if failures < JOB_PLAN_FAILURES:
+            return
+        del self._plan_failures[job_id]
+        try:
+            self.on_job_plan_failed(job_id, getattr(e, "message", str(e)))
+        except Exception:  # noqa: BLE001 - the round's own recovery goes on
+            logger.exception("job %d: giving up on its plan failed", job_id)
 
     def _round(self, seq: int, mutations: list[Mutation], recovery: bool) -> None:
         prev = self._hummock.version.committed_epoch
