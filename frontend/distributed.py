@@ -148,10 +148,16 @@ def _rounding_casts(query: exp.Expression) -> None:
     of a decimal), a double or real half to even (``rint``); Spark's cast truncates. The operand's type
     is asked of Spark (``typeof``, folded to a constant when Spark plans the query) rather than of
     sqlglot, which types a decimal literal (``amount + 0.5``) or ``avg`` of a numeric as a double. Each
-    branch casts on its own, so a numeric past 2**53 does not go through a double."""
-    for cast in list(query.find_all(exp.Cast)):
+    branch casts on its own, so a numeric past 2**53 does not go through a double. Spark's ``avg`` of
+    integers is a double where PostgreSQL's is a numeric: it rounds as a numeric. Inner casts are
+    rewritten first (an outer one copies its operand)."""
+    for cast in reversed(list(query.find_all(exp.Cast))):
         to, operand = cast.to, cast.this
         if to.this not in _INTEGERS or (operand.type is not None and operand.type.this in _INTEGERS):
+            continue
+        inner = operand.unnest()
+        if isinstance(inner, exp.Avg) and inner.this.type is not None and inner.this.type.this in _INTEGERS:
+            cast.replace(exp.Cast(this=exp.Anonymous(this="round", expressions=[operand.copy()]), to=to.copy()))
             continue
         kind = exp.Anonymous(this="typeof", expressions=[operand.copy()])
         decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("decimal%"))

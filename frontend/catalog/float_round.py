@@ -4,18 +4,14 @@ PostgreSQL's ``round(double precision)`` is the C library's ``rint``: half to ev
 is 2, ``round(-0.5::float8)`` is -0), where DuckDB's ``round`` of a double goes half away from zero
 (3 and -1). ``round(numeric)`` goes half away from zero in both and is left. So a one-argument
 ``round`` whose operand is a double becomes DuckDB's ``round_even(x, 0)``; a real's is computed
-as a double (PostgreSQL has no ``round(real)``: it widens the real). Where the operand's type is
-not plain in the text (`frontend.catalog.operand_types`), DuckDB is asked at run time::
+as a double (PostgreSQL has no ``round(real)``: it widens the real). ``round(x, n)`` exists in
+PostgreSQL for numerics only: with a double or real ``x`` it is 42883 (``function round(double
+precision, integer) does not exist``), where DuckDB rounded.
 
-    CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN round_even(x, 0) ELSE round(x) END
-
-(both branches have ``round(x)``'s type, whatever x's is; DuckDB folds the ``typeof`` when it binds
-the query). There the round of a real stays a real.
-
-``round(x, n)`` exists in PostgreSQL for numerics only: with a double or real ``x`` it is 42883
-(``function round(double precision, integer) does not exist``), where DuckDB rounded. That is raised
-here when x's type is plain, and otherwise by the same ``typeof`` test, as the query's rows are
-computed (a query that computes none does not fail).
+Both only where the operand's type is plain in the text (`frontend.catalog.operand_types`). DuckDB's
+own type of an operand cannot tell: it computes as doubles what PostgreSQL computes as numerics
+(``avg``, a numeric division, ``100.0 * x / y``), whose ``round`` goes half away from zero and takes
+digits — the commonest ``round`` of all. So an operand of another type keeps DuckDB's ``round``.
 
 >>> import sqlglot
 >>> float_round(sqlglot.parse_one("SELECT round(x::float8), round(2.5)", read="risingwave")).sql("duckdb")
@@ -28,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from frontend.catalog.composite import udf_failure
 from frontend.catalog.oids import format_type, type_oid
 from frontend.catalog.operand_types import FLOATS, OperandTypes
 from risingspark.errors import UndefinedFunction
@@ -56,22 +51,13 @@ def _round(node: exp.Round, types: OperandTypes) -> exp.Expression | None:
     kind = types.kind(x)
     if (kind is not None and kind not in FLOATS) or isinstance(x, exp.Null):
         return None
+    if kind is None:
+        return None
     if digits is not None:
-        if kind is not None:
-            raise UndefinedFunction(_undefined(_PG_NAMES["DOUBLE" if kind == "double" else "FLOAT"], digits),
-                                    hint=_HINT)
-        kinds = exp.Anonymous(this="typeof", expressions=[x.copy()])
-        return exp.Case(ifs=[exp.If(this=exp.EQ(this=kinds.copy(), expression=exp.Literal.string(t)),
-                                    true=_error(UndefinedFunction(_undefined(name, digits))))
-                             for t, name in _PG_NAMES.items()], default=node.copy())
+        raise UndefinedFunction(_undefined(_PG_NAMES["DOUBLE" if kind == "double" else "FLOAT"], digits), hint=_HINT)
     if kind == "real":
         x = exp.cast(x.copy(), exp.DataType.Type.DOUBLE)
-    even = exp.Anonymous(this="round_even", expressions=[x.copy(), exp.Literal.number(0)])
-    if kind is not None:
-        return even
-    floating = exp.In(this=exp.Anonymous(this="typeof", expressions=[x.copy()]),
-                      expressions=[exp.Literal.string(t) for t in _PG_NAMES])
-    return exp.Case(ifs=[exp.If(this=floating, true=even)], default=node.copy())
+    return exp.Anonymous(this="round_even", expressions=[x.copy(), exp.Literal.number(0)])
 
 
 def _undefined(operand: str, digits: exp.Expression) -> str:
@@ -86,7 +72,3 @@ def _undefined(operand: str, digits: exp.Expression) -> str:
         oid = type_oid(digits.to.sql("postgres").lower())
         name = (format_type(oid, -1) if oid is not None else None) or name
     return f"function round({operand}, {name}) does not exist"
-
-
-def _error(e: UndefinedFunction) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(e)))])

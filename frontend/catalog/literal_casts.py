@@ -12,7 +12,8 @@
 * an arithmetic expression with a division or an ``avg`` cast to an integer: DuckDB computes a
   numeric quotient or average as a double, whose cast rounds half to even, where PostgreSQL's numeric
   rounds half away from zero (``(-1 / 2.0)::int`` is -1, DuckDB said 0). When no operand of the
-  expression is a double or real (asked of DuckDB: ``typeof``), the value is ``round``-ed first
+  expression is a double or real (read from the text where it shows, `frontend.catalog.
+  operand_types`, else asked of DuckDB: ``typeof``), the value is ``round``-ed first
   (DuckDB's ``round`` of a double goes half away from zero); with one, PostgreSQL computes a double
   too and DuckDB's cast is left.
 
@@ -22,10 +23,15 @@ Literals are read here, when the query is rewritten; a column's text cast at run
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from frontend.catalog.operand_types import FLOATS, OperandTypes
 from risingspark.errors import InvalidTextRepresentation, NumericValueOutOfRange
+
+if TYPE_CHECKING:
+    from frontend.catalog.rewrite import RewriteContext
 
 _INTEGERS = {exp.DataType.Type.SMALLINT: ("smallint", 16), exp.DataType.Type.INT: ("integer", 32),
              exp.DataType.Type.BIGINT: ("bigint", 64)}
@@ -34,9 +40,10 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
-def literal_casts(query: exp.Expression, ctx: object = None) -> exp.Expression:
+def literal_casts(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
+    types = OperandTypes(query, ctx)
     for node in list(query.find_all(exp.Cast)):
-        out = _cast(node)
+        out = _cast(node, types)
         if out is not None:
             node.replace(out)
     return query
@@ -51,34 +58,39 @@ def _operands(e: exp.Expression, aggregated: bool = False) -> list[tuple[exp.Exp
     if not isinstance(e, _ARITHMETIC):
         return [(e, aggregated)]
     aggregated = aggregated or isinstance(e, exp.Avg)
-    return [leaf for part in (e.this, e.args.get("expression")) if isinstance(part, exp.Expression)
-            for leaf in _operands(part, aggregated)]
+    parts = [e.this, e.args.get("expression")]
+    if isinstance(e, exp.Avg) and isinstance(e.this, exp.Distinct):  # avg(DISTINCT x)
+        parts = list(e.this.expressions)
+    return [leaf for part in parts if isinstance(part, exp.Expression) for leaf in _operands(part, aggregated)]
 
 
-def _rounded_quotient(node: exp.Cast) -> exp.Expression | None:
+def _rounded_quotient(node: exp.Cast, types: OperandTypes) -> exp.Expression | None:
     x = node.this
     if not (isinstance(x, _ARITHMETIC) and any(isinstance(n, exp.Div | exp.Avg) for n in x.walk())):
         return None
     floating = []
     for leaf, aggregated in _operands(x):
-        if isinstance(leaf, exp.Literal):
+        kind = types.kind(leaf)  # (known from the text: no test at run time, no aggregate of it)
+        if isinstance(leaf, exp.Literal) or (kind is not None and kind not in FLOATS):
             continue
-        kind: exp.Expression = exp.Anonymous(this="typeof", expressions=[leaf.copy()])
+        if kind is not None:
+            return None  # a double or real operand: PostgreSQL computes a double too
+        asked: exp.Expression = exp.Anonymous(this="typeof", expressions=[leaf.copy()])
         if aggregated:  # (an aggregate's argument is asked in the aggregate: ``min(typeof(n))``)
-            kind = exp.Min(this=kind)
-        floating.append(exp.In(this=kind, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")]))
+            asked = exp.Min(this=asked)
+        floating.append(exp.In(this=asked, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")]))
     rounded = exp.Cast(this=exp.Anonymous(this="round", expressions=[x.copy()]), to=node.to.copy())
     if not floating:
         return rounded
     return exp.Case(ifs=[exp.If(this=exp.or_(*floating), true=node.copy())], default=rounded)
 
 
-def _cast(node: exp.Cast) -> exp.Expression | None:
+def _cast(node: exp.Cast, types: OperandTypes) -> exp.Expression | None:
     to = node.to
     if not isinstance(to, exp.DataType):
         return None
     if to.this in _INTEGERS:
-        rounded = _rounded_quotient(node)
+        rounded = _rounded_quotient(node, types)
         if rounded is not None:
             return rounded
     if to.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR) and to.expressions:

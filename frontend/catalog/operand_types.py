@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
+from frontend.catalog.system import SYSTEM_TABLES
 from risingspark.types import TypeName
 
 if TYPE_CHECKING:
@@ -132,6 +133,12 @@ class OperandTypes:
         name, schema = item.name, item.db
         if not schema and name in self._ctes:
             return None
-        oid = self.ctx.relation_oid(f'"{schema}"."{name}"' if schema else f'"{name}"')
-        rel = self.ctx.relations_by_id.get(oid) if oid is not None else None
-        return rel if rel is not None and rel.name == name else None
+        sys = self.ctx.sys
+        if not schema and ("pg_catalog", name) in SYSTEM_TABLES:  # (pg_catalog comes first on the path)
+            return None
+        for schema_name in [schema] if schema else sys.search_path:
+            found = sys.snapshot.schema(sys.database_id, schema_name)
+            rel = sys.snapshot.relation(found.id, name) if found is not None else None
+            if rel is not None:  # (by the snapshot's index: nothing here grows with the catalog)
+                return rel
+        return None

@@ -38,13 +38,13 @@ from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.literal_casts import literal_casts
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
+from frontend.catalog.operand_types import FLOATS, OperandTypes, is_number
 from frontend.catalog.real_operands import real_operands
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.strict_functions import strict_functions
 from frontend.catalog.table import SystemContext
 from frontend.catalog.to_char import to_char
 from frontend.dialect import PG_NAME
-from risingspark.catalog import RelationCatalog
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
 from risingspark.types import UNCONSTRAINED_NUMERIC_PRECISION, UNCONSTRAINED_NUMERIC_SCALE
 
@@ -81,11 +81,6 @@ class RewriteContext:
         out = {(t.schema, t.name): t.oid for t in SYSTEM_TABLES.values()}
         out.update({(self.sys.schema_name(r), r.name): r.id for r in self.sys.relations()})
         return out
-
-    @cached_property
-    def relations_by_id(self) -> dict[int, RelationCatalog]:
-        """The database's relations by id."""
-        return {r.id: r for r in self.sys.relations()}
 
     def namespace_oid(self, name: str) -> int | None:
         return self._schemas.get(_unquote(name))
@@ -524,6 +519,7 @@ def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     an unconstrained numeric is stored at (`risingspark.types`, ``DECIMAL(38,10)``), and as text
     without the trailing zeros that scale adds (``1.5::numeric::text`` is ``1.5``, as PostgreSQL's for
     a value written so)."""
+    types = OperandTypes(query, ctx)
     for node in reversed(list(query.find_all(exp.Cast, exp.TryCast))):
         name = _target_name(node.to)
         if name in _REG and ctx is not None:
@@ -532,11 +528,42 @@ def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
             node.set("to", exp.DataType.build(_TEXTUAL[name]))
         elif _unconstrained_numeric(node.to):
             node.set("to", exp.DataType.build(f"DECIMAL({UNCONSTRAINED_NUMERIC_PRECISION}, {UNCONSTRAINED_NUMERIC_SCALE})"))
-            parent = node.parent
-            if isinstance(parent, exp.Cast | exp.TryCast) and parent.this is node and \
+            parent, child = node.parent, node
+            while isinstance(parent, exp.Paren):
+                parent, child = parent.parent, parent  # type: ignore[assignment]
+            if isinstance(parent, exp.Cast | exp.TryCast) and parent.this is child and \
                     isinstance(parent.to, exp.DataType) and parent.to.this in _TEXT_TYPES:
                 parent.replace(_without_trailing_zeros(parent.copy()))
+            node.replace(_numeric_of(node, types.kind(node.this)))
     return query
+
+
+def _number_text(e: exp.Expression) -> str:
+    """A number literal's text, its signs applied (``-(-1e2)`` is ``1e2``)."""
+    negative = False
+    while isinstance(e, exp.Paren | exp.Neg):
+        negative ^= isinstance(e, exp.Neg)
+        e = e.this
+    return ("-" if negative else "") + e.name
+
+
+def _numeric_of(cast: exp.Cast | exp.TryCast, kind: str | None) -> exp.Expression:
+    """A cast to an unconstrained numeric; a double or real goes through its shortest text (DuckDB's
+    cast of a double to a decimal is not exact: ``1e13`` was ``9999999999999.9991611392``, PostgreSQL
+    ``10000000000000``)."""
+    if is_number(cast.this):  # (PostgreSQL reads 1e13 as a numeric, DuckDB as a double: its text, exactly)
+        literal = cast.copy()
+        literal.set("this", exp.Literal.string(_number_text(cast.this)))
+        return literal
+    if kind is not None and kind not in FLOATS:
+        return cast
+    via_text = cast.copy()
+    via_text.set("this", exp.cast(cast.this.copy(), "VARCHAR"))
+    if kind is not None:
+        return via_text
+    floating = exp.In(this=exp.Anonymous(this="typeof", expressions=[cast.this.copy()]),
+                      expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+    return exp.Case(ifs=[exp.If(this=floating, true=via_text)], default=cast.copy())
 
 
 _TEXT_TYPES = (exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT)

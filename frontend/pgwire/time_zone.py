@@ -27,7 +27,6 @@ _OFFSET = re.compile(r"(?:UTC|GMT)?\s*([+-]?)(\d{1,2})", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
-@functools.lru_cache(maxsize=256)  # (asked for every statement's rows)
 def display_zone(setting: str) -> str | None:
     """The IANA zone a ``TimeZone`` setting names, or None for UTC (see the module doc): a zone name
     in any case (``america/new_york``, as PostgreSQL), or a whole-hour POSIX offset (``UTC+5``,

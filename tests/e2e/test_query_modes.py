@@ -28,6 +28,8 @@ QUERIES = [
     # casts to integers round (a numeric half away from zero, a double half to even)
     "SELECT id, (amount + 0.5)::int AS up, (-amount / 2.0)::int AS half, (amount * 0.5::float8)::bigint AS even, "
     "CAST(cid * 1.5 AS smallint) AS s FROM {o} WHERE id < 80",
+    "SELECT id, ((amount * 1.5)::int * 1.5)::int AS nested FROM {o} WHERE id < 60",
+    "SELECT cid, avg(amount)::int AS a, avg(DISTINCT id % 4)::int AS b FROM {o} GROUP BY cid",
 ]
 
 

@@ -68,10 +68,8 @@ def _same_as_postgresql(pg: psycopg.Connection, query: str) -> None:
 ROUNDS = [
     "SELECT round(2.5::float8) AS a, round(-0.5::float8) AS b, round(3.5::float8) AS c, round(-2.5::float8) AS e, "
     "round(2.5) AS f, round(-2.5) AS g, round(0.5::real) AS h, round('2.5') AS i",
-    f"SELECT round(d) AS d, round(n) AS n, round(n, 1) AS n1 FROM {VALUES} ORDER BY 1, 2",
-    "SELECT round(d) AS k, count(*) AS c FROM (VALUES (2.5::float8), (1.5), (3.5), (2.4)) AS v(d) GROUP BY round(d) "
-    "ORDER BY 1",
     "SELECT round(r) AS r, round(d) AS d, round(n) AS n FROM readings ORDER BY 1",
+    "SELECT round(d) AS k, count(*) AS c FROM readings GROUP BY round(d) ORDER BY 1",
 ]
 
 
@@ -80,8 +78,25 @@ def test_round_of_a_double_is_half_to_even(pg: psycopg.Connection, query: str):
     _same_as_postgresql(pg, query)
 
 
-@pytest.mark.parametrize("call", ["round(2.5::float8, 1)", "round(2.5::real, 0)", "round(d, 1) FROM " + VALUES,
-                                  "round(r, 2) FROM " + VALUES, "round(d, 1) FROM readings"])
+NUMERIC_ROUNDS = [
+    # what DuckDB computes as a double and PostgreSQL as a numeric rounds as a numeric (half away from
+    # zero, with digits): the rule leaves an operand whose type is not plain in the text alone (the
+    # values are compared: the result types of these are DuckDB's, a gap of their own)
+    "SELECT round(avg(x)) AS a, round(avg(x), 2) AS b FROM (VALUES (2), (3)) AS v(x)",
+    "SELECT round(100.0 * x / y, 1) AS a, round(x * 100.0 / sum(x) OVER (), 1) AS b, round(x / 2.0) AS c "
+    "FROM (VALUES (1, 3), (2, 3), (5, 8)) AS v(x, y) ORDER BY 1",
+]
+
+
+@pytest.mark.parametrize("query", NUMERIC_ROUNDS)
+def test_round_of_what_postgresql_computes_as_a_numeric(pg: psycopg.Connection, query: str):
+    session = make_session([READINGS])
+    got = [tuple(float(v) for v in row.values()) for row in session.run_batch(session.parse_sql(query)).to_pylist()]
+    assert got == [tuple(float(v) for v in row) for row in pg.execute(query).fetchall()], query
+
+
+@pytest.mark.parametrize("call", ["round(2.5::float8, 1)", "round(2.5::real, 0)", "round(d, 1) FROM readings",
+                                  "round(r, 2) FROM readings"])
 def test_round_of_a_double_to_digits_does_not_exist(pg: psycopg.Connection, call: str):
     with pytest.raises(psycopg.Error) as want:
         pg.execute(f"SELECT {call}")

@@ -14,7 +14,8 @@ VALUES = ["'abc'::varchar(2)", "'a'::char(3)", "'abcdef'::character varying(4)",
           "' 12 '::int", "'-7'::smallint", "'+9000000000'::bigint", "'abc'::varchar",
           # an unconstrained numeric keeps its digits (DuckDB's default DECIMAL(18,3) rounded them)
           "3.14159::numeric", "2.718281828::decimal", "-0.0001234::numeric * 2", "1.5::numeric::text",
-          "100::numeric::varchar", "12.340::numeric(10,3)::text"]
+          "100::numeric::varchar", "12.340::numeric(10,3)::text", "1e13::numeric", "-2.5e-3::numeric",
+          "12345678912.3::float8::numeric", "1e15::float8::numeric", "(0.1::float8 + 0.2::float8)::numeric"]
 ERRORS = ["'1.5'::int", "'1e3'::int", "'0x1F'::int", "'o'::boolean", "'maybe'::boolean", "'40000'::smallint",
           "'9999999999'::int", "''::int"]
 
@@ -42,8 +43,8 @@ QUOTIENTS = [
     "SELECT (n / 2.0)::int AS a, (-n / 2)::int AS b, (n / 4 + 0.25)::bigint AS c, (d / 2)::int AS e, "
     "(n * d / 2)::int AS f, (i / 2)::int AS g FROM (VALUES (1::numeric, 1::float8, 1), (-3, 5, -3), (5, -7, 5)) "
     "AS v(n, d, i) ORDER BY n",
-    "SELECT avg(n)::int AS a, avg(d)::int AS b, avg(i)::smallint AS c, (avg(n) / 2)::int AS e "
-    "FROM (VALUES (2::numeric, 2::float8, 2), (3, 3, 3)) AS v(n, d, i)",
+    "SELECT avg(n)::int AS a, avg(d)::int AS b, avg(i)::smallint AS c, (avg(n) / 2)::int AS e, "
+    "avg(DISTINCT i)::int AS f FROM (VALUES (2::numeric, 2::float8, 2), (3, 3, 3), (3, 3, 3)) AS v(n, d, i)",
 ]
 
 
