@@ -63,8 +63,27 @@ class CatalogSnapshot:
         name costs the same in a catalog of ten relations or of ten thousand."""
         return {(r.schema_id, r.name): r for r in self.relations.values()}
 
+    @cached_property
+    def _by_bare_name(self) -> dict[str, list[RelationCatalog]]:
+        out: dict[str, list[RelationCatalog]] = {}
+        for r in self.relations.values():
+            out.setdefault(r.name, []).append(r)
+        return out
+
+    @cached_property
+    def _dependents(self) -> dict[int, list[RelationCatalog]]:
+        out: dict[int, list[RelationCatalog]] = {}
+        for r in self.relations.values():
+            for dep in r.depends_on:
+                out.setdefault(dep, []).append(r)
+        return out
+
     def dependents(self, relation_id: int) -> list[RelationCatalog]:
-        return [r for r in self.relations.values() if relation_id in r.depends_on]
+        return list(self._dependents.get(relation_id, ()))
+
+    def relations_named(self, name: str) -> list[RelationCatalog]:
+        """The relations called `name`, in every database and schema."""
+        return list(self._by_bare_name.get(name, ()))
 
     def function(self, schema_id: int, name: str) -> FunctionCatalog | None:
         return next((f for f in self.functions.values() if f.schema_id == schema_id and f.name == name), None)

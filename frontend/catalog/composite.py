@@ -159,13 +159,11 @@ def _composite_columns(query: exp.Expression, ctx: RewriteContext | None) -> dic
     """Names of the jsonb and struct columns of the user relations the query names."""
     if ctx is None:
         return {}
-    names = {t.name for t in query.find_all(exp.Table)}
     out: dict[str, TypeName] = {}
-    for rel in ctx.sys.relations():
-        if rel.name in names:
-            for f in rel.fields:
-                if f.type.name in (TypeName.JSONB, TypeName.STRUCT):
-                    out[f.name] = f.type.name
+    for rel in ctx.sys.relations_named({t.name for t in query.find_all(exp.Table)}):
+        for f in rel.fields:
+            if f.type.name in (TypeName.JSONB, TypeName.STRUCT):
+                out[f.name] = f.type.name
     return out
 
 
@@ -269,9 +267,8 @@ def _struct_null_tests(query: exp.Expression, ctx: RewriteContext | None) -> Non
     semantics (see `frontend.binder.composite.struct_is_null`); DuckDB tests only the struct."""
     if ctx is None:
         return
-    names = {t.name for t in query.find_all(exp.Table)}
-    structs = {f.name: f.type for rel in ctx.sys.relations() if rel.name in names for f in rel.fields
-               if f.type.name is TypeName.STRUCT}
+    structs = {f.name: f.type for rel in ctx.sys.relations_named({t.name for t in query.find_all(exp.Table)})
+               for f in rel.fields if f.type.name is TypeName.STRUCT}
     if not structs:
         return
     for node in list(query.find_all(exp.Is)):

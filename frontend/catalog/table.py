@@ -87,6 +87,12 @@ class SystemContext:
         return sorted((r for r in self.snapshot.relations.values() if r.database_id == self.database_id),
                       key=lambda r: r.id)
 
+    def relations_named(self, names: set[str]) -> list[RelationCatalog]:
+        """The database's relations called one of `names`, by id (by the snapshot's name index: the
+        cost is the names', not the catalog's)."""
+        found = (r for n in names for r in self.snapshot.relations_named(n) if r.database_id == self.database_id)
+        return sorted(found, key=lambda r: r.id)
+
     def schemas(self) -> list[Any]:
         """The database's schemas (`risingspark.catalog.SchemaCatalog`), by id."""
         return sorted((s for s in self.snapshot.schemas.values() if s.database_id == self.database_id),
