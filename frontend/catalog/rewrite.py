@@ -520,6 +520,7 @@ def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     without the trailing zeros that scale adds (``1.5::numeric::text`` is ``1.5``, as PostgreSQL's for
     a value written so)."""
     types = OperandTypes(query, ctx)
+    texts = []  # casts to text of a numeric cast: their trailing zeros go once every cast is rewritten
     for node in reversed(list(query.find_all(exp.Cast, exp.TryCast))):
         name = _target_name(node.to)
         if name in _REG and ctx is not None:
@@ -528,13 +529,17 @@ def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
             node.set("to", exp.DataType.build(_TEXTUAL[name]))
         elif _unconstrained_numeric(node.to):
             node.set("to", exp.DataType.build(f"DECIMAL({UNCONSTRAINED_NUMERIC_PRECISION}, {UNCONSTRAINED_NUMERIC_SCALE})"))
-            parent, child = node.parent, node
+            numeric = _numeric_of(node, types.kind(node.this))
+            if numeric is not node:
+                node.replace(numeric)
+            parent, child = numeric.parent, numeric
             while isinstance(parent, exp.Paren):
                 parent, child = parent.parent, parent  # type: ignore[assignment]
-            if isinstance(parent, exp.Cast | exp.TryCast) and parent.this is child and \
-                    isinstance(parent.to, exp.DataType) and parent.to.this in _TEXT_TYPES:
-                parent.replace(_without_trailing_zeros(parent.copy()))
-            node.replace(_numeric_of(node, types.kind(node.this)))
+            if isinstance(parent, exp.Cast | exp.TryCast) and parent.this is child:
+                texts.append(parent)
+    for text in texts:
+        if isinstance(text.to, exp.DataType) and text.to.this in _TEXT_TYPES:
+            text.replace(_without_trailing_zeros(text.copy()))
     return query
 
 

@@ -15,7 +15,8 @@ VALUES = ["'abc'::varchar(2)", "'a'::char(3)", "'abcdef'::character varying(4)",
           # an unconstrained numeric keeps its digits (DuckDB's default DECIMAL(18,3) rounded them)
           "3.14159::numeric", "2.718281828::decimal", "-0.0001234::numeric * 2", "1.5::numeric::text",
           "100::numeric::varchar", "12.340::numeric(10,3)::text", "1e13::numeric", "-2.5e-3::numeric",
-          "12345678912.3::float8::numeric", "1e15::float8::numeric", "(0.1::float8 + 0.2::float8)::numeric"]
+          "12345678912.3::float8::numeric", "1e15::float8::numeric", "(0.1::float8 + 0.2::float8)::numeric",
+          "1e13::numeric::text", "(0.1::float8 + 0.2::float8)::numeric::text"]
 ERRORS = ["'1.5'::int", "'1e3'::int", "'0x1F'::int", "'o'::boolean", "'maybe'::boolean", "'40000'::smallint",
           "'9999999999'::int", "''::int"]
 
