@@ -36,7 +36,7 @@ _HINT = "No function matches the given name and argument types. You might need t
 
 
 def float_round(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
-    types = OperandTypes(query, ctx)
+    types = OperandTypes.of(query, ctx)
     for node in reversed(list(query.find_all(exp.Round))):
         out = _round(node, types)
         if out is not None:

@@ -87,7 +87,7 @@ def register_float_text(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def float_text(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
-    types = OperandTypes(query, ctx)
+    types = OperandTypes.of(query, ctx)
     for node in reversed(list(query.find_all(exp.Cast, exp.DPipe))):
         if isinstance(node, exp.DPipe):
             for side, other in (("this", node.expression), ("expression", node.this)):

@@ -41,7 +41,7 @@ _FALSE = ("false", "no", "off", "0")
 
 
 def literal_casts(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
-    types = OperandTypes(query, ctx)
+    types = OperandTypes.of(query, ctx)
     for node in list(query.find_all(exp.Cast)):
         out = _cast(node, types)
         if out is not None:

@@ -59,9 +59,22 @@ class OperandTypes:
     """The classes of one query's operands (see the module doc)."""
 
     def __init__(self, query: exp.Expression, ctx: RewriteContext | None) -> None:
+        self.query = query
         self.ctx = ctx
         self._ctes = {c.alias_or_name for c in query.find_all(exp.CTE)}
         self._sources: dict[int, tuple[exp.Select, dict[str, RelationCatalog | None]]] = {}
+
+    @classmethod
+    def of(cls, query: exp.Expression, ctx: RewriteContext | None) -> OperandTypes:
+        """The query's `OperandTypes`, one for every rule of its rewrite (kept on the rewrite's
+        context: a SELECT a rule replaced is looked at again, `_from` checks its identity)."""
+        known = getattr(ctx, "operand_types", None)
+        if isinstance(known, OperandTypes) and known.query is query:
+            return known
+        types = cls(query, ctx)
+        if ctx is not None:
+            ctx.operand_types = types
+        return types
 
     def kind(self, e: exp.Expression) -> Kind | None:
         """``real``, ``double``, ``exact``, ``text`` or ``other`` when the text shows the operand's

@@ -44,7 +44,7 @@ COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ
 
 
 def real_operands(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
-    types = OperandTypes(query, ctx)
+    types = OperandTypes.of(query, ctx)
     for node in reversed(list(query.find_all(*ARITHMETIC, *COMPARISONS, exp.Between))):
         if isinstance(node, exp.Between):
             out = _between(node, types)

@@ -58,6 +58,7 @@ class RewriteContext:
     database: str
     pid: int = 0
     settings: dict[str, str] = field(default_factory=dict)  # lower-case name -> value
+    operand_types: OperandTypes | None = field(default=None, repr=False, compare=False)  # (`OperandTypes.of`)
 
     def setting(self, name: str) -> str | None:
         return self.settings.get(name.lower())
@@ -519,7 +520,7 @@ def casts(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
     an unconstrained numeric is stored at (`risingspark.types`, ``DECIMAL(38,10)``), and as text
     without the trailing zeros that scale adds (``1.5::numeric::text`` is ``1.5``, as PostgreSQL's for
     a value written so)."""
-    types = OperandTypes(query, ctx)
+    types = OperandTypes.of(query, ctx)
     texts = []  # casts to text of a numeric cast: their trailing zeros go once every cast is rewritten
     for node in reversed(list(query.find_all(exp.Cast, exp.TryCast))):
         name = _target_name(node.to)
