@@ -103,10 +103,10 @@ class KeyQuery:
         """The query's rows at the pinned `version`'s committed epoch."""
         desc = self.desc
         names = desc.pk_names[:len(values)]
-        dist = [desc.fields[i] for i in desc.dist_key]
-        if all(f.name in names for f in dist):
-            by_name = dict(zip(names, values, strict=True))
-            vnodes = [vnode_of([by_name[f.name] for f in dist], [f.type.to_spark() for f in dist]) if dist else 0]
+        dist = self._distribution
+        if dist is not None and len(values) == len(self.keys):
+            positions, spark_types = dist
+            vnodes = [vnode_of([values[i] for i in positions], spark_types) if positions else 0]
         else:
             vnodes = list(range(VNODE_COUNT))
         epoch = version.committed_epoch
@@ -114,7 +114,7 @@ class KeyQuery:
         if point and self._value_columns is not None and self.limit != 0:
             try:  # (one row at most: as Python values, encoded value by value, no Arrow table made)
                 found = reader.get_values(desc, version.levels(desc.table_id), epoch, vnodes[0], values,
-                                          [c for _, c in self.outputs])
+                                          self._output_columns)
             except (OverflowError, ValueError):  # a date Python cannot hold ('infinity'): the Arrow path
                 pass
             else:
@@ -139,6 +139,21 @@ class KeyQuery:
             table = normalize(table)
             columns = columns_of(table)
         return StatementResult(f"SELECT {table.num_rows}", list(columns), table)
+
+    @cached_property
+    def _distribution(self) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+        """Where the distribution key's values are among the looked-up key's (positions) and their
+        Spark types, computed once per plan; None when the key does not hold every distribution
+        column (the lookup then asks every vnode)."""
+        names = self.desc.pk_names[:len(self.keys)]
+        dist = [self.desc.fields[i] for i in self.desc.dist_key]
+        if not all(f.name in names for f in dist):
+            return None
+        return tuple(names.index(f.name) for f in dist), tuple(f.type.to_spark() for f in dist)
+
+    @cached_property
+    def _output_columns(self) -> list[str]:
+        return [c for _, c in self.outputs]
 
     @cached_property
     def _value_columns(self) -> list[ColumnDesc] | None:

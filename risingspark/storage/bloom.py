@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import numpy as np
@@ -214,6 +215,8 @@ def hash_keys(keys: Keys) -> np.ndarray:
 
 
 _M64 = (1 << 64) - 1
+_SEED_INT, _C1_INT, _C2_INT, _C3_INT = int(_SEED), int(_C1), int(_C2), int(_C3)
+_FMIX1_INT, _FMIX2_INT = int(_FMIX1), int(_FMIX2)
 
 
 def hash_key(key: bytes) -> int:
@@ -224,18 +227,18 @@ def hash_key(key: bytes) -> int:
     >>> [hash_key(k) for k in keys] == hash_keys(pa.array(keys, pa.binary())).tolist()
     True
     """
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (64 - r))) & _M64
-
-    h = int(_SEED)
+    h = _SEED_INT
     for j in range(0, len(key), 8):
         w = int.from_bytes(key[j:j + 8], "little")  # (bytes past the end count as zero)
-        w = rotl((w * int(_C1)) & _M64, 31) * int(_C2) & _M64
-        h = (rotl(h ^ w, 27) * 5 + int(_C3)) & _M64
+        w = (w * _C1_INT) & _M64
+        w = (((w << 31) | (w >> 33)) & _M64) * _C2_INT & _M64
+        h ^= w
+        h = ((((h << 27) | (h >> 37)) & _M64) * 5 + _C3_INT) & _M64
     h ^= len(key)
-    for mult in (int(_FMIX1), int(_FMIX2)):
-        h ^= h >> 33
-        h = (h * mult) & _M64
+    h ^= h >> 33
+    h = (h * _FMIX1_INT) & _M64
+    h ^= h >> 33
+    h = (h * _FMIX2_INT) & _M64
     return h ^ (h >> 33)
 
 
@@ -264,6 +267,13 @@ def _advance(p: np.ndarray, step: np.ndarray, num_bits: int, scratch: np.ndarray
     np.minimum(p, scratch, out=p)
 
 
+def _word_bytes(words: np.ndarray) -> memoryview:
+    """The words as little-endian bytes (a view on a little-endian machine)."""
+    if sys.byteorder != "little":
+        words = words.astype("<u8")
+    return memoryview(np.ascontiguousarray(words).data).cast("B")
+
+
 @dataclass(frozen=True, eq=False)
 class BloomFilter:
     """A bloom filter of byte-string keys; see the module docstring for the probes and the format.
@@ -277,6 +287,7 @@ class BloomFilter:
     num_bits: int
     num_hashes: int
     bits: np.ndarray
+    _bytes: memoryview = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.num_bits < 64 or self.num_bits % 64:
@@ -290,6 +301,18 @@ class BloomFilter:
         view = bits.view()
         view.flags.writeable = False
         object.__setattr__(self, "bits", view)
+        # The words as little-endian bytes, for `may_contain_hash`: bit p is bit ``p & 7`` of byte
+        # ``p >> 3``, and indexing a memoryview costs a fraction of indexing a numpy array (no copy on
+        # a little-endian machine; a word's bytes reversed on another).
+        object.__setattr__(self, "_bytes", _word_bytes(view))
+
+    def __getstate__(self) -> dict:
+        return {"num_bits": self.num_bits, "num_hashes": self.num_hashes, "bits": self.bits}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_bytes", _word_bytes(self.bits))
 
     @classmethod
     def build(cls, keys: Keys, *, bits_per_key: int = 10) -> BloomFilter:
@@ -342,10 +365,10 @@ class BloomFilter:
         """`may_contain` of one key hashed by `hash_keys`, probed in Python integers (a point
         lookup's one key: numpy's per-call cost made the vectorized probes of a few keys the most
         of a lookup's time)."""
-        m, bits = self.num_bits, self.bits
+        m, data = self.num_bits, self._bytes
         p, step = (h & 0xFFFFFFFF) % m, ((h >> 32) | 1) % m
         for _ in range(self.num_hashes):
-            if not (int(bits[p >> 6]) >> (p & 63)) & 1:
+            if not (data[p >> 3] >> (p & 7)) & 1:
                 return False
             p = (p + step) % m
         return True

@@ -59,12 +59,15 @@ class BlockCache:
     def capacity_bytes(self) -> int:
         return self._capacity
 
-    def get(self, path: str) -> Any:
+    def get(self, path: str, *, count_hit: bool = False) -> Any:
+        """The cached value of `path`, or None; counted as a hit when found and `count_hit` (the
+        caller counts the rest with `count`)."""
         with self._lock:
             entry = self._entries.get(path)
             if entry is None:
                 return None
             self._entries.move_to_end(path)
+            self._hits += count_hit
             return entry[0]
 
     def get_or_load(self, path: str, loader: Callable[[], Any]) -> Any:

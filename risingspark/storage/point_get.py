@@ -184,6 +184,19 @@ class BlockReader:
                     self.block_cache.put(self._cache_key(path, i), block)
         return out
 
+    def block(self, desc: StateTableDesc, path: str, meta: SstMeta, i: int) -> Block:
+        """`blocks` of one block: a cached one found with one lookup of the cache."""
+        if self.block_cache is not None:
+            block = self.block_cache.get(self._cache_key(path, i), count_hit=True)
+            if block is not None:
+                return block
+            self._may_read()
+            self.block_cache.count(hits=0, misses=1)
+            block = self._read(desc, path, meta, [i])[i]
+            self.block_cache.put(self._cache_key(path, i), block)
+            return block
+        return self.blocks(desc, path, meta, [i])[i]
+
     def _cache_key(self, path: str, block: int) -> str:
         return f"{self.store.url}::{path}#{block}"
 
@@ -363,12 +376,15 @@ def _range_hits(reader: BlockReader, desc: StateTableDesc, sst: SstableInfo, met
             return []
         if probe is not None and not probe():
             return []
-        first = max(sorted_position(meta.first_keys, lo, "left") - 1, 0)
-        last = max(sorted_position(meta.first_keys, hi, "left") - 1, 0)
-    ids = list(range(first, last + 1))
-    blocks = reader.blocks(desc, sst.path, meta, ids)
+        if meta.num_blocks > 1:
+            first = max(sorted_position(meta.first_keys, lo, "left") - 1, 0)
+            last = max(sorted_position(meta.first_keys, hi, "left") - 1, 0)
+    if first == last:  # (a point lookup's usual case: one block, without the dict of `blocks`)
+        blocks = {first: reader.block(desc, sst.path, meta, first)}
+    else:
+        blocks = reader.blocks(desc, sst.path, meta, list(range(first, last + 1)))
     hits = []
-    for b in ids:
+    for b in range(first, last + 1):
         block = blocks[b]
         start = sorted_position(block.keys, lo, "left")
         end = sorted_position(block.keys, hi, "left")

@@ -303,3 +303,22 @@ def test_one_key_hashed_in_python_as_the_vectorized_hash() -> None:
     rng = np.random.default_rng(5)
     keys = random_keys(rng, 300, min_len=0, max_len=70).to_pylist() + [b"\x00", b"a\x00\x00", b"\x00" * 9]
     assert [hash_key(k) for k in keys] == [int(x) for x in hash_keys(binary(keys))]
+
+
+def test_one_key_probed_in_python_answers_as_the_vectorized_probes_also_after_pickling() -> None:
+    """`may_contain_hash` reads the words as little-endian bytes (a view kept beside them): every
+    bit of every word answers as the vectorized probe, and a filter sent to another process (pickled:
+    the view is not) answers the same."""
+    import pickle
+
+    rng = np.random.default_rng(9)
+    present = random_keys(rng, 2000, nonzero_end=True)
+    absent = random_keys(rng, 4000, min_len=3, prefix=b"\x02")
+    for bits_per_key in (1, 4, 10):
+        bloom = BloomFilter.build(present, bits_per_key=bits_per_key)
+        h = hash_keys(pa.concat_arrays([present, absent]))
+        vectorized = bloom.may_contain_hashes(h).tolist()
+        assert not all(vectorized) and all(vectorized[:2000])
+        copy = pickle.loads(pickle.dumps(bloom))
+        for f in (bloom, copy):
+            assert [f.may_contain_hash(int(x)) for x in h] == vectorized
