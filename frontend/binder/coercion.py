@@ -4,6 +4,8 @@ type, and what PostgreSQL has no operator for fails with its SQLSTATE."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 
 from frontend.expr import (
@@ -152,7 +154,9 @@ def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, Bound
         return a, b, a.type
     if {a.type.name, b.type.name} <= {TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ, TypeName.DATE}:
         return a, b, b.type if a.type.name is TypeName.DATE else a.type
-    raise UndefinedFunction(f"operator does not exist: {a.type.display()} {what} {b.type.display()}",
+    # (PostgreSQL names the equality operator that IS [NOT] DISTINCT FROM and IN compare with)
+    op = "=" if what in ("IS DISTINCT FROM", "IS NOT DISTINCT FROM", "IN") else what
+    raise UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}",
                             hint="No operator matches the given name and argument types. You might need to "
                                  "add explicit type casts.")
 
@@ -172,3 +176,37 @@ def common_of(values: list[BoundExpr]) -> DataType:
         else:
             raise DatatypeMismatch(f"types {t.display()} and {v.type.display()} cannot be matched")
     return t
+
+
+def arg_types(args: Sequence[BoundExpr]) -> str:
+    """The argument types as PostgreSQL names them in an error (a quoted literal or a bare NULL: unknown)."""
+    return ", ".join("unknown" if is_untyped(a) else a.type.display() for a in args)
+
+
+def no_function(name: str, args: Sequence[BoundExpr]) -> UndefinedFunction:
+    """PostgreSQL's 42883 for a call of `name` that no signature of it takes."""
+    return UndefinedFunction(f"function {name}({arg_types(args)}) does not exist",
+                             hint="No function matches the given name and argument types. You might need to add "
+                                  "explicit type casts.")
+
+
+# a parameter letter of `function_args`: the types that reach it implicitly, and its type
+_PARAMETERS = {"t": ((TypeName.VARCHAR,), VARCHAR), "i": ((TypeName.SMALLINT, TypeName.INT), INT4)}
+
+
+def function_args(name: str, args: Sequence[BoundExpr], *signatures: str) -> tuple[BoundExpr, ...]:
+    """`args` coerced to the parameters of the signature of PostgreSQL's function `name` that takes
+    them, each signature spelled by letters (``t`` text, ``i`` integer); `no_function` when none does.
+
+    Only a string reaches text (PostgreSQL has no implicit cast to text from another type: ``lower(5)``
+    does not exist), only a smallint or an integer reaches integer (not a bigint or a numeric), and a
+    quoted literal or a bare NULL reaches either.
+
+    >>> function_args("left", [Literal("abc", VARCHAR), Literal(None, VARCHAR)], "ti")[1].type.display()
+    'integer'
+    """
+    for signature in signatures:
+        if len(signature) == len(args) and all(
+                is_untyped(a) or a.type.name in _PARAMETERS[p][0] for a, p in zip(args, signature, strict=True)):
+            return tuple(coerce(a, _PARAMETERS[p][1]) for a, p in zip(args, signature, strict=True))
+    raise no_function(name, args)

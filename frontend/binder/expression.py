@@ -11,7 +11,7 @@ from sqlglot import exp
 from frontend.binder import composite, datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
-from frontend.binder.coercion import coerce, common_of, common_type, literal
+from frontend.binder.coercion import coerce, common_of, common_type, is_null_literal, literal
 from frontend.binder.extract import bind_extract, bind_to_char
 from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
@@ -162,7 +162,9 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             return composite.cast_value(inner, target)
         if TypeName.INTERVAL in (target.name, inner.type.name):
             return datetime.cast_interval(inner, target)
-        return Cast(inner, target) if inner.type != target else inner
+        # (a bare NULL is bound as a varchar NULL that takes its type from context: cast to text, it
+        # stays a cast, typed text as PostgreSQL's, so `k = NULL::text` has no operator)
+        return Cast(inner, target) if inner.type != target or is_null_literal(inner) else inner
     if isinstance(node, exp.Interval):
         return datetime.interval_literal(node)
     if type(node) in _COMPARE:

@@ -9,6 +9,8 @@ Where Spark's function differs from PostgreSQL's the rendering gives PostgreSQL'
   (Spark's ``floor`` / ``ceil`` of a double are bigints) and a numeric for a numeric one;
   ``trunc(numeric, n)`` with a constant `n` (Spark's scale must be one), a negative `n` truncating
   left of the point;
+* ``round(numeric, n)`` and ``trunc(numeric, n)`` take the same constant `n` (`constant_places`):
+  a constant integer expression, folded to its value;
 * ``sqrt(x)`` is a double precision for an integer, real or double argument and a numeric for a
   numeric one (computed in double precision: Spark has no decimal square root); a negative `x`,
   where PostgreSQL fails (2201F), gives NULL, as every error on a row of a streaming expression
@@ -20,23 +22,35 @@ and `frontend.binder.extract`.
 
 from __future__ import annotations
 
+import math
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
 from sqlglot import exp
 
-from frontend.binder.coercion import coerce, common_of, is_null_literal, is_untyped
+from frontend.binder.coercion import (
+    coerce,
+    common_of,
+    function_args,
+    is_untyped,
+    no_function,
+)
 from frontend.dialect import PG_NAME
 from frontend.expr import (
+    BinaryOp,
     BoundExpr,
     Cast,
     FuncCall,
-    InputRef,
     Literal,
     SparkCall,
-    walk,
+    UnaryOp,
 )
 from risingspark.errors import (
     AmbiguousFunction,
+    DivisionByZero,
     FeatureNotSupported,
     InvalidTextRepresentation,
+    NumericValueOutOfRange,
     UndefinedFunction,
 )
 from risingspark.types import (
@@ -45,6 +59,7 @@ from risingspark.types import (
     NUMERIC,
     TIMESTAMP,
     VARCHAR,
+    DataType,
     TypeName,
 )
 
@@ -52,7 +67,6 @@ _FUNCS = {"lower": "lower", "upper": "upper", "length": "char_length", "char_len
           "abs": "abs", "round": "round", "coalesce": "coalesce", "concat": "concat", "nullif": "nullif",
           "trim": "trim", "substr": "substring", "substring": "substring", "greatest": "greatest",
           "least": "least", "ceil": "ceil", "floor": "floor", "trunc": "trunc", "sqrt": "sqrt"}
-_NO_MATCH = "No function matches the given name and argument types. You might need to add explicit type casts."
 
 
 
@@ -89,11 +103,11 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
         types = ", ".join(a.type.display() for a in args)
         raise UndefinedFunction(f"function {name}({types}) does not exist",
                                 hint="No function matches the given name and argument types.")
-    if name in ("lower", "upper", "trim", "concat", "substring", "substr"):
-        args = [coerce(a, VARCHAR) if i == 0 or name == "concat" else coerce(a, INT4) for i, a in enumerate(args)]
-        return FuncCall(name, tuple(args), VARCHAR, _FUNCS[name])
+    if name in ("lower", "upper"):  # (trim, concat and substring are `frontend.binder.strings`')
+        return FuncCall(name, function_args(name, args, "t"), VARCHAR, _FUNCS[name])
     if name in ("length", "char_length"):
-        return FuncCall("length", (coerce(args[0], VARCHAR),), INT4, "char_length")
+        written = str(node.meta.get(PG_NAME) or name).lower()  # (length, char_length or character_length)
+        return FuncCall("length", function_args(written, args, "t"), INT4, "char_length")
     if name in ("coalesce", "greatest", "least", "nullif"):
         t = common_of(args)
         if name != "coalesce" and t.name in (TypeName.STRUCT, TypeName.JSONB):
@@ -107,28 +121,105 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
             (FLOAT8 if args[0].type.name is TypeName.REAL else NUMERIC)
         if len(args) == 1:  # (a double rounds half to even, as PostgreSQL's rint; a numeric away from zero)
             return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
-        scale = coerce(args[1], INT4)
-        if not _is_constant(scale):  # (Spark's scale must be foldable: its analysis fails each epoch)
-            raise FeatureNotSupported("round(x, n) in a materialized view needs a constant n")
-        return FuncCall("round", (coerce(args[0], NUMERIC), scale), NUMERIC, "round")
+        places = constant_places("round", args)
+        if places is None:
+            return Literal(None, NUMERIC)
+        return FuncCall("round", (coerce(args[0], NUMERIC), Literal(places, INT4)), NUMERIC, "round")
     if name == "trunc":
         if node.meta.get(PG_NAME, "trunc").lower() != "trunc":  # (sqlglot reads `truncate` as trunc too)
-            raise UndefinedFunction(f"function {node.meta[PG_NAME].lower()}({_arg_types(args)}) does not exist",
-                                    hint=_NO_MATCH)
+            raise no_function(node.meta[PG_NAME].lower(), args)
         return bind_trunc(args)
     if name == "sqrt":
         return bind_sqrt(args)
     raise UndefinedFunction(f"function {name} does not exist")
 
 
-def _is_constant(e: BoundExpr) -> bool:
-    """No column in it (Spark folds it to a constant)."""
-    return not any(isinstance(x, InputRef) for x in walk(e))
+def constant_places(name: str, args: list[BoundExpr]) -> int | None:
+    """The `n` of ``round(x, n)`` or ``trunc(x, n)``: PostgreSQL's integer parameter (a smallint, an
+    integer or an untyped literal; 42883 otherwise), a constant folded to its value (None for NULL).
+
+    Spark's scale must be a constant (with a column its analysis fails at every epoch) and trunc
+    writes the value into its rendering, so an `n` that `fold_integer` cannot fold is 0A000.
+
+    >>> constant_places("trunc", [Literal("2.5", NUMERIC), BinaryOp("+", Literal(1, INT4), Literal(1, INT4), INT4)])
+    2
+    """
+    if len(args) != 2:
+        raise no_function(name, args)
+    n = args[1]
+    if not (n.type.name in (TypeName.SMALLINT, TypeName.INT) or is_untyped(n)):
+        raise no_function(name, args)
+    try:
+        return fold_integer(coerce(n, INT4))
+    except _NotConstant:
+        raise FeatureNotSupported(f"{name}(x, n) in a materialized view needs a constant n") from None
 
 
-def _arg_types(args: list[BoundExpr]) -> str:
-    """The argument types as PostgreSQL names them in an error (a quoted literal or NULL: unknown)."""
-    return ", ".join("unknown" if is_untyped(a) else a.type.display() for a in args)
+class _NotConstant(Exception):
+    """An expression `fold_integer` does not fold."""
+
+
+_INT_RANGES = {TypeName.SMALLINT: 2**15, TypeName.INT: 2**31, TypeName.BIGINT: 2**63}
+
+
+def fold_integer(e: BoundExpr) -> int | None:
+    """The value of a constant integer expression as PostgreSQL computes it (None for NULL): integer
+    literals, untyped literals and numeric or double constants cast to an integer type, unary minus,
+    ``+ - * / %``; with PostgreSQL's errors (22P02, 22003, 22012). Raises `_NotConstant` for anything
+    else (a column, a function call).
+
+    >>> fold_integer(BinaryOp("/", Literal(-7, INT4), Literal(2, INT4), INT4))
+    -3
+    """
+    if not e.type.is_integer:
+        raise _NotConstant
+    if isinstance(e, Literal):
+        return None if e.value is None else _in_range(int(e.value), e.type)
+    if isinstance(e, Cast):
+        return _cast_to_integer(e.operand, e.type)
+    if isinstance(e, UnaryOp) and e.op == "NEG":
+        x = fold_integer(e.operand)
+        return None if x is None else _in_range(-x, e.type)
+    if isinstance(e, BinaryOp) and e.op in ("+", "-", "*", "/", "%"):
+        a, b = fold_integer(e.left), fold_integer(e.right)
+        if a is None or b is None:
+            return None
+        if e.op in ("+", "-", "*"):
+            return _in_range(a + b if e.op == "+" else a - b if e.op == "-" else a * b, e.type)
+        if b == 0:
+            raise DivisionByZero("division by zero")
+        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # (toward zero)
+        return _in_range(quotient if e.op == "/" else a - b * quotient, e.type)
+    raise _NotConstant
+
+
+def _cast_to_integer(x: BoundExpr, t: DataType) -> int | None:
+    """A constant cast to the integer type `t`: a numeric rounds half away from zero, a double half
+    to even, a string is read as PostgreSQL's integer input."""
+    if x.type.is_integer:
+        v = fold_integer(x)
+    elif isinstance(x, Literal) and x.value is None:
+        return None
+    elif isinstance(x, Literal) and x.type.name is TypeName.NUMERIC:
+        v = int(Decimal(str(x.value)).to_integral_value(ROUND_HALF_UP))
+    elif isinstance(x, Literal) and x.type.name is TypeName.DOUBLE:
+        if not math.isfinite(x.value):  # (an infinity or NaN)
+            raise NumericValueOutOfRange(f"{t.display()} out of range")
+        v = round(x.value)
+    elif isinstance(x, Literal) and x.type.name is TypeName.VARCHAR:
+        text = str(x.value)
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+            raise InvalidTextRepresentation(f'invalid input syntax for type {t.display()}: "{text}"')
+        v = int(text)
+    else:
+        raise _NotConstant
+    return None if v is None else _in_range(v, t)
+
+
+def _in_range(v: int, t: DataType) -> int:
+    if not -_INT_RANGES[t.name] <= v < _INT_RANGES[t.name]:
+        raise NumericValueOutOfRange(f"{t.display()} out of range")
+    return v
 
 
 # A double truncated toward zero: below 2**52 in magnitude, x less its fractional part (fmod is
@@ -154,33 +245,25 @@ def bind_trunc(args: list[BoundExpr]) -> BoundExpr:
                                     hint="Could not choose a best candidate function. You might need to add "
                                          "explicit type casts.")
         if not x.type.is_numeric:
-            raise UndefinedFunction(f"function trunc({_arg_types(args)}) does not exist", hint=_NO_MATCH)
+            raise no_function("trunc", args)
         return SparkCall("trunc", (coerce(x, FLOAT8),), FLOAT8, _TRUNC_DOUBLE)
-    n = args[1] if len(args) == 2 else None
-    if n is None or not (x.type.name is TypeName.NUMERIC or x.type.is_integer or is_untyped(x)) or \
-            not (n.type.name in (TypeName.SMALLINT, TypeName.INT) or is_untyped(n)):
-        raise UndefinedFunction(f"function trunc({_arg_types(args)}) does not exist", hint=_NO_MATCH)
-    if is_null_literal(n):
+    if not (x.type.name is TypeName.NUMERIC or x.type.is_integer or is_untyped(x)):
+        raise no_function("trunc", args)
+    places = constant_places("trunc", args)
+    if places is None:
         return Literal(None, NUMERIC)
-    places = n.value if isinstance(n, Literal) else None
-    if isinstance(places, str):
-        try:
-            places = int(places)
-        except ValueError:
-            raise InvalidTextRepresentation(f'invalid input syntax for type integer: "{places}"') from None
-    if not isinstance(places, int):
-        raise FeatureNotSupported("trunc(x, n) in a materialized view needs a constant n")
     # (a decimal has at most 38 digits: truncation at a place beyond them is the same as at the 38th)
     places = max(-38, min(places, 38))
     x = x if x.type.name is TypeName.NUMERIC else coerce(x, NUMERIC)
-    return SparkCall("trunc", (x, n), NUMERIC, f"IF({{0}} < 0, ceil({{0}}, {places}), floor({{0}}, {places}))")
+    return SparkCall("trunc", (x, Literal(places, INT4)), NUMERIC,
+                     f"IF({{0}} < 0, ceil({{0}}, {places}), floor({{0}}, {places}))")
 
 
 def bind_sqrt(args: list[BoundExpr]) -> BoundExpr:
     """``sqrt(x)``: ``sqrt(double precision)`` or ``sqrt(numeric)``; NULL for a negative `x`."""
     x = args[0]
     if len(args) != 1 or not (x.type.is_numeric or is_untyped(x)):
-        raise UndefinedFunction(f"function sqrt({_arg_types(args)}) does not exist", hint=_NO_MATCH)
+        raise no_function("sqrt", args)
     if x.type.name is TypeName.NUMERIC:
         return SparkCall("sqrt", (x,), NUMERIC,
                          f"IF({{0}} < 0, NULL, CAST(sqrt(CAST({{0}} AS DOUBLE)) AS {NUMERIC.to_spark()}))")

@@ -23,6 +23,10 @@ Where Spark's function of the same name disagrees with PostgreSQL the rendering 
 ``strpos`` / ``position``, ``replace``, ``lpad`` / ``rpad``, ``repeat``, ``reverse``, ``md5``,
 ``ltrim`` / ``rtrim`` / ``btrim`` / ``trim``, ``starts_with`` and ``octet_length`` (UTF-8 bytes)
 agree as they are.
+
+Each function takes PostgreSQL's signatures (`frontend.binder.coercion.function_args`): text where
+it takes text (``lower(5)`` does not exist: no implicit cast reaches text), integer where it takes
+integer; ``concat`` takes any value.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.risingwave import RisingWave
 
-from frontend.binder.coercion import coerce, is_unknown_literal, is_untyped
+from frontend.binder.coercion import coerce, function_args, no_function
 from frontend.dialect import PG_NAME
 from frontend.expr import BoundExpr, Literal, SparkCall, spark_string
-from risingspark.errors import FeatureNotSupported, UndefinedFunction
+from risingspark.errors import FeatureNotSupported
 from risingspark.types import BOOL, INT4, VARCHAR, DataType, TypeName
 
 TEXT_ARRAY = DataType.array_of(VARCHAR)
@@ -64,57 +68,59 @@ def _output_text(e: BoundExpr) -> BoundExpr:
 
 
 def bind_string(node: exp.Expression, rec) -> BoundExpr:
-    def text(n: Any) -> BoundExpr:
-        return coerce(rec(n), VARCHAR)
-
-    def integer(n: Any) -> BoundExpr:
-        e = rec(n)
-        if not e.type.is_integer and not is_unknown_literal(e):
-            raise UndefinedFunction(f"function {node.key}(..., {e.type.display()}) does not exist")
-        return coerce(e, INT4)
+    def call(name: str, nodes: list[Any], *signatures: str) -> tuple[BoundExpr, ...]:
+        """The arguments (`nodes`, None where one is not written) of PostgreSQL's function `name` (as
+        PostgreSQL names it in an error, unless written otherwise), bound to one of its signatures."""
+        written = str(node.meta.get(PG_NAME) or name).lower()
+        return function_args(written, [rec(n) for n in nodes if n is not None], *signatures)
 
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "octet_length":
-        args = _text_only("octet_length", *(rec(a) for a in node.expressions))
+        args = call("octet_length", node.expressions, "t")
         return SparkCall("octet_length", args, INT4, "octet_length({0})")
     if isinstance(node, exp.Anonymous):
-        return _anonymous(str(node.this).lower(), list(node.expressions), text, integer)
+        name = str(node.this).lower()
+        return _anonymous(name, call(name, node.expressions, *_ANONYMOUS.get(name, ())))
     if isinstance(node, exp.SplitPart):
-        args = (text(node.this), text(node.args["delimiter"]), integer(node.args["part_index"]))
+        args = call("split_part", [node.this, node.args["delimiter"], node.args["part_index"]], "tti")
         return SparkCall("split_part", args, VARCHAR, "IF({2} = 0, NULL, split_part({0}, {1}, {2}))")
     if isinstance(node, exp.StrPosition):
         if node.args.get("position") is not None or node.args.get("occurrence") is not None:
             raise FeatureNotSupported("position with a start or occurrence is not supported")
-        return SparkCall("strpos", (text(node.this), text(node.args["substr"])), INT4, "locate({1}, {0})")
+        args = call("pg_catalog.position", [node.this, node.args["substr"]], "tt")
+        return SparkCall("strpos", args, INT4, "locate({1}, {0})")
     if isinstance(node, exp.Replace):
-        args = (text(node.this), text(node.expression), text(node.args["replacement"]))
+        args = call("replace", [node.this, node.expression, node.args["replacement"]], "ttt")
         return SparkCall("replace", args, VARCHAR, "replace({0}, {1}, {2})")
     if isinstance(node, exp.Left):
-        return SparkCall("left", (text(node.this), integer(node.expression)), VARCHAR, _strict(
+        return SparkCall("left", call("left", [node.this, node.expression], "ti"), VARCHAR, _strict(
             2, "IF({1} >= 0, substring({0}, 1, {1}), substring({0}, 1, greatest(char_length({0}) + {1}, 0)))"))
     if isinstance(node, exp.Right):
-        return SparkCall("right", (text(node.this), integer(node.expression)), VARCHAR, _strict(
+        return SparkCall("right", call("right", [node.this, node.expression], "ti"), VARCHAR, _strict(
             2, "IF({1} >= 0, IF({1} = 0, '', substring({0}, greatest(char_length({0}) - {1} + 1, 1))), "
                "substring({0}, 1 - {1}))"))
     if isinstance(node, exp.Trim):
-        return _trim(node, text)
+        return _trim(node, call)
     if isinstance(node, exp.Pad):
         name = "lpad" if node.args.get("is_left") else "rpad"
-        fill = text(node.args["fill_pattern"]) if node.args.get("fill_pattern") is not None else Literal(" ", VARCHAR)
-        args = (text(node.this), integer(node.expression), fill)
-        return SparkCall(name, args, VARCHAR, name + "({0}, {1}, {2})")
+        args = call(name, [node.this, node.expression, node.args.get("fill_pattern")], "ti", "tit")
+        fill = args[2] if len(args) == 3 else Literal(" ", VARCHAR)
+        return SparkCall(name, (*args[:2], fill), VARCHAR, name + "({0}, {1}, {2})")
     if isinstance(node, exp.Repeat):
-        return SparkCall("repeat", (text(node.this), integer(node.args["times"])), VARCHAR, "repeat({0}, {1})")
+        return SparkCall("repeat", call("repeat", [node.this, node.args["times"]], "ti"), VARCHAR, "repeat({0}, {1})")
     if isinstance(node, exp.Reverse):
-        return SparkCall("reverse", (text(node.this),), VARCHAR, "reverse({0})")
+        return SparkCall("reverse", call("reverse", [node.this], "t"), VARCHAR, "reverse({0})")
     if isinstance(node, exp.MD5):
-        return SparkCall("md5", (text(node.this),), VARCHAR, "md5({0})")
+        return SparkCall("md5", call("md5", [node.this], "t"), VARCHAR, "md5({0})")
     if isinstance(node, exp.Substring):
-        return _substring(text(node.this), node.args.get("start"), node.args.get("length"), integer)
+        if node.args.get("start") is None:
+            raise FeatureNotSupported("substring without a start position is not supported")
+        return _substring(call("substring", [node.this, node.args["start"], node.args.get("length")], "ti", "tii"))
     if isinstance(node, exp.Initcap):
-        return _initcap(node, rec)
+        return _initcap(node, call)
     if isinstance(node, exp.StartsWith):
-        written = str(node.meta.get(PG_NAME, "starts_with")).lower()  # (sqlglot reads `startswith` too)
-        args = _text_only(written, rec(node.this), rec(node.expression), arity=2 if written == "starts_with" else -1)
+        # (sqlglot reads `startswith` as starts_with too: no signature takes that name)
+        written = str(node.meta.get(PG_NAME) or "starts_with").lower()
+        args = call(written, [node.this, node.expression], *(("tt",) if written == "starts_with" else ()))
         return SparkCall("starts_with", args, BOOL, "startswith({0}, {1})")
     if isinstance(node, exp.Concat):  # each argument's text, a boolean's t or f (its output function's)
         parts = tuple(_output_text(rec(a)) for a in node.expressions)
@@ -123,56 +129,50 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
     return _subscript(node, rec)
 
 
-def _text_only(name: str, *args: BoundExpr, arity: int = 1) -> tuple[BoundExpr, ...]:
-    """The arguments of a function PostgreSQL defines on text alone (no implicit cast from another
-    type reaches it), as varchar; 42883 otherwise."""
-    if len(args) != arity or any(a.type.name is not TypeName.VARCHAR for a in args):
-        types = ", ".join("unknown" if is_untyped(a) else a.type.display() for a in args)
-        raise UndefinedFunction(f"function {name}({types}) does not exist",
-                                hint="No function matches the given name and argument types. You might need to "
-                                     "add explicit type casts.")
-    return tuple(coerce(a, VARCHAR) for a in args)
-
-
-def _initcap(node: exp.Initcap, rec) -> BoundExpr:
+def _initcap(node: exp.Initcap, call) -> BoundExpr:
     # (sqlglot's parser gives every initcap its dialect's default delimiters as a second argument)
     delimiters = node.expression
-    args = [rec(node.this)]
-    if not (isinstance(delimiters, exp.Literal) and delimiters.name == RisingWave.INITCAP_DEFAULT_DELIMITER_CHARS):
-        args.append(rec(delimiters))
-    return SparkCall("initcap", _text_only("initcap", *args), VARCHAR, _INITCAP)
+    default = isinstance(delimiters, exp.Literal) and delimiters.name == RisingWave.INITCAP_DEFAULT_DELIMITER_CHARS
+    return SparkCall("initcap", call("initcap", [node.this, None if default else delimiters], "t"), VARCHAR, _INITCAP)
 
 
-def _anonymous(name: str, args: list, text, integer) -> BoundExpr:
+# the signatures of `STRING_FUNCTIONS` where a parser leaves them anonymous (sqlglot's RisingWave and
+# PostgreSQL dialects parse strpos, btrim, ltrim, rtrim and substr to their own nodes)
+_ANONYMOUS = {"regexp_match": ("tt", "ttt"), "strpos": ("tt",), "btrim": ("t", "tt"), "ltrim": ("t", "tt"),
+              "rtrim": ("t", "tt"), "substr": ("ti", "tii")}
+
+
+def _anonymous(name: str, args: tuple[BoundExpr, ...]) -> BoundExpr:
     if name == "regexp_match":
-        return _regexp_match(args, text)
-    if name == "strpos" and len(args) == 2:
-        return SparkCall("strpos", (text(args[0]), text(args[1])), INT4, "locate({1}, {0})")
-    if name in ("btrim", "ltrim", "rtrim") and len(args) in (1, 2):
+        return _regexp_match(args)
+    if name == "strpos":
+        return SparkCall("strpos", args, INT4, "locate({1}, {0})")
+    if name in ("btrim", "ltrim", "rtrim"):
         where = {"btrim": "BOTH", "ltrim": "LEADING", "rtrim": "TRAILING"}[name]
-        chars = text(args[1]) if len(args) == 2 else Literal(" ", VARCHAR)
-        return SparkCall(name, (text(args[0]), chars), VARCHAR, f"trim({where} {{1}} FROM {{0}})")
-    if name == "substr" and len(args) in (2, 3):
-        return _substring(text(args[0]), args[1], args[2] if len(args) == 3 else None, integer)
-    raise UndefinedFunction(f"function {name} does not exist")
+        chars = args[1] if len(args) == 2 else Literal(" ", VARCHAR)
+        return SparkCall(name, (args[0], chars), VARCHAR, f"trim({where} {{1}} FROM {{0}})")
+    if name == "substr":
+        return _substring(args)
+    raise no_function(name, args)
 
 
-def _trim(node: exp.Trim, text) -> BoundExpr:
+def _trim(node: exp.Trim, call) -> BoundExpr:
     position = str(node.args.get("position") or "BOTH").upper()
     if position not in ("BOTH", "LEADING", "TRAILING"):
         raise FeatureNotSupported(f"trim({position} ...) is not supported")
     name = {"BOTH": "btrim", "LEADING": "ltrim", "TRAILING": "rtrim"}[position]
-    chars = text(node.expression) if node.expression is not None else Literal(" ", VARCHAR)
-    return SparkCall(name, (text(node.this), chars), VARCHAR, f"trim({position} {{1}} FROM {{0}})")
+    # (PostgreSQL names the function that trim(...) calls; btrim(...) and the others as written)
+    args = call(f"pg_catalog.{name}", [node.this, node.expression], "t", "tt")
+    chars = args[1] if len(args) == 2 else Literal(" ", VARCHAR)
+    return SparkCall(name, (args[0], chars), VARCHAR, f"trim({position} {{1}} FROM {{0}})")
 
 
-def _substring(s: BoundExpr, start_node: Any, length_node: Any, integer) -> BoundExpr:
-    if start_node is None:
-        raise FeatureNotSupported("substring without a start position is not supported")
-    start = integer(start_node)
-    if length_node is None:
+def _substring(args: tuple[BoundExpr, ...]) -> BoundExpr:
+    """``substring(s, start [, length])`` of arguments bound to text and integers."""
+    s, start = args[:2]
+    if len(args) == 2:
         return SparkCall("substring", (s, start), VARCHAR, _strict(2, "substring({0}, greatest({1}, 1))"))
-    length = integer(length_node)
+    length = args[2]
     # the characters at positions start .. start + length - 1 that exist (counted in bigint)
     end = "(CAST({1} AS BIGINT) + {2})"
     return SparkCall("substring", (s, start, length), VARCHAR, _strict(
@@ -186,10 +186,10 @@ def _strict(n: int, template: str) -> str:
     return f"CASE WHEN {nulls} THEN NULL ELSE {template} END"
 
 
-def _regexp_match(args: list, text) -> BoundExpr:
+def _regexp_match(args: tuple[BoundExpr, ...]) -> BoundExpr:
     if len(args) != 2:
         raise FeatureNotSupported("regexp_match with flags is not supported in a materialized view yet")
-    s, pattern = text(args[0]), text(args[1])
+    s, pattern = args
     if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
         raise FeatureNotSupported("regexp_match in a materialized view needs a constant pattern")
     groups = _mandatory_groups(pattern.value)

@@ -1,8 +1,11 @@
 """Materialized views answer ``IS [NOT] DISTINCT FROM NULL`` (a bare NULL takes the other side's
 type), ``trunc``, ``sqrt``, ``initcap``, ``starts_with`` and ``octet_length`` as PostgreSQL does —
-after a backfill and after changes. A negative ``sqrt`` argument, an error in PostgreSQL, gives NULL
-in a view (as every error on a row of a streaming expression), compared with PostgreSQL's answer for
-the query that says so."""
+after a backfill and after changes; so do a NULL cast to text, ``round`` and ``trunc`` with constant
+places written as expressions, and string functions of an untyped literal or NULL. A negative
+``sqrt`` argument, an error in PostgreSQL, gives NULL in a view (as every error on a row of a
+streaming expression), compared with PostgreSQL's answer for the query that says so. What
+PostgreSQL rejects (a NULL cast to text compared with a number, a string function of a number) fails
+CREATE MATERIALIZED VIEW with PostgreSQL's SQLSTATE and message."""
 
 from __future__ import annotations
 
@@ -43,12 +46,23 @@ NUMBERS = ("trunc(n) AS tn, trunc(n, 1) AS tn1, trunc(n, -1) AS tnm1, trunc(n, 3
            "sqrt(abs(n)) AS sn, sqrt(abs(nc)) AS snc, sqrt(abs(d)) AS sd, sqrt(abs(r)) AS sr, sqrt(abs(k::bigint)) AS sk")
 STRINGS = ("initcap(s) AS ic, starts_with(s, p) AS sw, starts_with(s, 'st') AS swc, octet_length(s) AS ol, "
            "octet_length(p) AS olp")
+# a NULL cast to text is text; constant places written as expressions; untyped literals and NULL
+# as string functions' arguments
+TYPED = ("NULL::text AS nt, COALESCE(s, NULL::text) AS cs, CASE WHEN b THEN p ELSE NULL::varchar END AS cb, "
+         "s IS DISTINCT FROM NULL::text AS sd, trunc(n, 1 + 1) AS tn2, trunc(nc, '1'::int) AS tnc1, "
+         "trunc(n, -(1)::smallint) AS tnm1, round(n, 2::smallint) AS rn2, round(nc, 3 - 4) AS rncm1, "
+         "round(n, NULL) AS rnn, trunc(n, NULL::int) AS tnn, lower(NULL) AS ln, upper('abc') AS ua, "
+         "length('straße') AS la, left(s, NULL) AS lsn, left(s, 2::smallint) AS ls2, lpad(p, 4, NULL) AS lpn")
+# PostgreSQL's errors, which CREATE MATERIALIZED VIEW gives too
+REJECTED = ("k = NULL::text", "k IS DISTINCT FROM NULL::varchar", "lower(k)", "length(123)", "upper(n)", "trim(k)",
+            "left(s, 2::bigint)", "round(n, 2::bigint)", "trunc(n, 1 / 0)")
 
 
 def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: PlaygroundProcess, oracle_dsn: str) -> None:
     t = unique_name("mvf_t")
     views = {
         unique_name("mvf_all"): f"SELECT id, {NULL_TESTS}, {NUMBERS}, {STRINGS} FROM {t}",
+        unique_name("mvf_typed"): f"SELECT id, {TYPED} FROM {t}",
         # in a filter too, and over an expression's result
         unique_name("mvf_where"): f"SELECT id, s FROM {t} WHERE k IS NOT DISTINCT FROM NULL "
                                   f"OR trunc(d) IS DISTINCT FROM NULL AND starts_with(initcap(s), 'S')",
@@ -76,3 +90,22 @@ def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: Playgrou
             assert assert_same(conn, pg, m, query) > 0
         assert assert_same(conn, pg, negative, postgres_of_negative) == 8
         assert conn.execute(f"SELECT sn, sd, sk FROM {negative} WHERE id = 2").fetchone() == (None, None, None)
+
+
+def test_what_postgresql_rejects_fails_create(playground: PlaygroundProcess, oracle_dsn: str) -> None:
+    t = unique_name("mvf_e")
+    with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT, n NUMERIC, s VARCHAR)")
+        copy_table(conn, pg, t)
+        for expr in REJECTED:
+            with pytest.raises(psycopg.Error) as want:
+                pg.execute(f"SELECT {expr} FROM {t}")
+            with pytest.raises(type(want.value)) as got:
+                conn.execute(f"CREATE MATERIALIZED VIEW {unique_name('mvf_e')} AS SELECT {expr} AS x FROM {t}")
+            # (text is character varying here)
+            assert got.value.diag.message_primary == \
+                str(want.value.diag.message_primary).replace(" text", " character varying"), expr
+        # a column as the places: Spark's scale must be a constant
+        for name in ("round", "trunc"):
+            with pytest.raises(psycopg.errors.FeatureNotSupported, match="needs a constant n"):
+                conn.execute(f"CREATE MATERIALIZED VIEW {unique_name('mvf_e')} AS SELECT {name}(n, k) FROM {t}")

@@ -1,6 +1,8 @@
-"""Binding of a bare NULL beside a typed operand, ``trunc``, ``sqrt``, ``initcap``, ``starts_with`` and
-``octet_length`` in materialized views: PostgreSQL's result types and errors, and the Spark SQL they
-render (the values are compared with PostgreSQL's by tests/e2e/test_mv_functions.py)."""
+"""Binding of a bare NULL beside a typed operand (and of a NULL cast to a type, which keeps it),
+``trunc``, ``round``'s and ``trunc``'s constant places, ``sqrt``, ``initcap``, ``starts_with``,
+``octet_length`` and the text signatures of the string functions in materialized views: PostgreSQL's
+result types and errors, and the Spark SQL they render (the values are compared with PostgreSQL's by
+tests/e2e/test_mv_functions.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from meta.catalog import CatalogSnapshot
 from risingspark.catalog import DatabaseCatalog, JobStatus, RelationCatalog, RelationKind, SchemaCatalog
 from risingspark.errors import (
     AmbiguousFunction,
+    DatatypeMismatch,
+    DivisionByZero,
     FeatureNotSupported,
     InvalidTextRepresentation,
+    NumericValueOutOfRange,
     RisingSparkError,
     UndefinedFunction,
 )
@@ -142,4 +147,121 @@ def test_round_to_a_column_of_places_fails_at_create() -> None:
     with pytest.raises(FeatureNotSupported, match="constant n"):
         bind("round(n, k)")
     assert bind("round(n, 2)").to_spark() == "round(`n`, CAST(2 AS INT))"
-    assert bind("round(d, 2::bigint)").type.display() == bind("round(n, 1 + 1)").type.display() == "numeric"
+    assert bind("round(d, 2::smallint)").type.display() == bind("round(n, 1 + 1)").type.display() == "numeric"
+
+
+@pytest.mark.parametrize(("expr", "words"), [
+    ("k = NULL::text", "operator does not exist: integer = character varying"),
+    ("k = CAST(NULL AS text)", "operator does not exist: integer = character varying"),
+    ("k IS DISTINCT FROM NULL::varchar", "operator does not exist: integer = character varying"),
+    ("NULL::text IS NOT DISTINCT FROM n", "operator does not exist: character varying = numeric"),
+    ("k IN (1, NULL::text)", "operator does not exist: integer = character varying"),
+    ("d < NULL::varchar(3)", "operator does not exist: double precision < character varying"),
+    ("ts = NULL::text", "operator does not exist: timestamp without time zone = character varying"),
+])
+def test_a_null_cast_to_text_keeps_its_type(expr: str, words: str) -> None:
+    # (PostgreSQL: 42883, operator does not exist: integer = text; text is varchar here)
+    with pytest.raises(UndefinedFunction) as e:
+        bind(expr)
+    assert e.value.message == words
+
+
+@pytest.mark.parametrize(("expr", "pg_type"), [
+    ("NULL::text", "character varying"), ("CAST(NULL AS varchar)", "character varying"),
+    ("COALESCE(s, NULL::text)", "character varying"), ("COALESCE(NULL::text, 'a')", "character varying"),
+    ("CASE WHEN b THEN s ELSE NULL::text END", "character varying"),
+    ("CASE WHEN b THEN 'a' ELSE NULL::varchar END", "character varying"),
+    ("CASE WHEN b THEN NULL ELSE NULL::text END", "character varying"),
+    ("s = NULL::text", "boolean"), ("s IS DISTINCT FROM NULL::varchar", "boolean"), ("NULL::text IS NULL", "boolean"),
+    ("lower(NULL::text)", "character varying"), ("k = NULL::int", "boolean"), ("k = NULL", "boolean"),
+])
+def test_a_null_cast_to_text_binds_where_postgresql_takes_text(expr: str, pg_type: str) -> None:
+    assert bind(expr).type.display() == pg_type
+
+
+@pytest.mark.parametrize("expr", ["CASE WHEN b THEN k ELSE NULL::text END", "COALESCE(k, NULL::text)"])
+def test_a_null_cast_to_text_does_not_meet_a_number(expr: str) -> None:
+    with pytest.raises(DatatypeMismatch, match="integer and character varying cannot be matched"):
+        bind(expr)
+
+
+@pytest.mark.parametrize("places", ["2", "2::smallint", "1 + 1", "(1 + 1)::smallint", "'2'", "' 2 '", "'2'::int",
+                                    "5 / 2", "-(-2)", "7 % 5", "2.4::int", "1.5::int + 0", "2.5e0::int",
+                                    "(5000000000 / 2500000000)::int"])
+def test_round_and_trunc_take_the_same_constant_places(places: str) -> None:
+    # (a constant folded to its value: trunc writes it into its rendering, Spark's round needs a constant)
+    assert bind(f"trunc(n, {places})").to_spark() == "(IF(`n` < 0, ceil(`n`, 2), floor(`n`, 2)))"
+    assert bind(f"round(n, {places})").to_spark() == "round(`n`, CAST(2 AS INT))"
+
+
+@pytest.mark.parametrize("places", ["NULL", "NULL::int", "1 + NULL"])
+def test_null_places_give_null(places: str) -> None:
+    for name in ("round", "trunc"):
+        e = bind(f"{name}(n, {places})")
+        assert (e.type.display(), e.to_spark()) == ("numeric", "CAST(NULL AS DECIMAL(38,10))")
+
+
+@pytest.mark.parametrize("name", ["round", "trunc"])
+@pytest.mark.parametrize(("places", "error", "words"), [
+    ("k", FeatureNotSupported, "(x, n) in a materialized view needs a constant n"),
+    ("k + 1", FeatureNotSupported, "(x, n) in a materialized view needs a constant n"),
+    ("sk * 2::smallint", FeatureNotSupported, "(x, n) in a materialized view needs a constant n"),
+    ("abs(-2)", FeatureNotSupported, "(x, n) in a materialized view needs a constant n"),
+    ("2::bigint", UndefinedFunction, "(numeric, bigint) does not exist"),
+    ("1.5", UndefinedFunction, "(numeric, numeric) does not exist"),
+    ("2e0", UndefinedFunction, "(numeric, double precision) does not exist"),
+    ("s", UndefinedFunction, "(numeric, character varying) does not exist"),
+    ("'x'", InvalidTextRepresentation, 'invalid input syntax for type integer: "x"'),
+    ("'2.5'::int", InvalidTextRepresentation, 'invalid input syntax for type integer: "2.5"'),
+    ("2147483647 + 1", NumericValueOutOfRange, "integer out of range"),
+    ("32767::smallint + 1::smallint", NumericValueOutOfRange, "smallint out of range"),
+    ("1 / 0", DivisionByZero, "division by zero"),
+    ("1 % 0", DivisionByZero, "division by zero"),
+])
+def test_places_errors_are_postgresqls(name: str, places: str, error: type[RisingSparkError], words: str) -> None:
+    with pytest.raises(error) as e:
+        bind(f"{name}(n, {places})")
+    assert words in e.value.message
+
+
+@pytest.mark.parametrize(("expr", "words"), [
+    ("lower(5)", "lower(integer)"), ("upper(k)", "upper(integer)"), ("lower(n)", "lower(numeric)"),
+    ("upper(b)", "upper(boolean)"), ("lower(ts)", "lower(timestamp without time zone)"),
+    ("lower(NULL::int)", "lower(integer)"), ("length(123)", "length(integer)"),
+    ("char_length(k)", "char_length(integer)"), ("character_length(d)", "character_length(double precision)"),
+    ("length(s, s)", "length(character varying, character varying)"),
+    ("trim(k)", "pg_catalog.btrim(integer)"), ("trim(both 'x' from k)", "pg_catalog.btrim(integer, unknown)"),
+    ("trim(leading k from s)", "pg_catalog.ltrim(character varying, integer)"),
+    ("btrim(s, k)", "btrim(character varying, integer)"), ("ltrim(k)", "ltrim(integer)"),
+    ("substring(k from 2)", "substring(integer, integer)"), ("substr(k, 2)", "substr(integer, integer)"),
+    ("substr(s, 2::bigint)", "substr(character varying, bigint)"),
+    ("substring(s, 1, 1.5)", "substring(character varying, integer, numeric)"),
+    ("replace(k, '5', 'x')", "replace(integer, unknown, unknown)"), ("left(k, 2)", "left(integer, integer)"),
+    ("right(s, bk)", "right(character varying, bigint)"), ("lpad(k, 3)", "lpad(integer, integer)"),
+    ("rpad(s, 3, 0)", "rpad(character varying, integer, integer)"), ("repeat(k, 2)", "repeat(integer, integer)"),
+    ("repeat(s, 2::bigint)", "repeat(character varying, bigint)"), ("reverse(k)", "reverse(integer)"),
+    ("md5(k)", "md5(integer)"), ("strpos(k, '3')", "strpos(integer, unknown)"),
+    ("position('3' in k)", "pg_catalog.position(integer, unknown)"),
+    ("split_part(k, '3', 1)", "split_part(integer, unknown, integer)"),
+    ("split_part(s, ',', bk)", "split_part(character varying, unknown, bigint)"),
+    ("regexp_match(k, '3')", "regexp_match(integer, unknown)"),
+])
+def test_string_functions_take_text_as_postgresql(expr: str, words: str) -> None:
+    with pytest.raises(UndefinedFunction) as e:
+        bind(expr)
+    assert e.value.message == f"function {words} does not exist"
+    assert e.value.hint is not None and e.value.hint.startswith("No function matches the given name and argument")
+
+
+@pytest.mark.parametrize(("expr", "pg_type"), [
+    ("lower('AbC')", "character varying"), ("upper(NULL)", "character varying"), ("length('abc')", "integer"),
+    ("length(NULL)", "integer"), ("char_length(s)", "integer"), ("upper(k::varchar)", "character varying"),
+    ("length(k::text)", "integer"), ("left(s, sk)", "character varying"), ("left(s, NULL)", "character varying"),
+    ("substr(s, '2')", "character varying"), ("substring(s from 2 for k)", "character varying"),
+    ("lpad(s, 3, NULL)", "character varying"), ("trim(both NULL from s)", "character varying"),
+    ("btrim(s, 'x')", "character varying"), ("repeat('ab', 2::smallint)", "character varying"),
+    ("split_part(s, ',', -1)", "character varying"), ("strpos(s, NULL)", "integer"),
+    ("concat(k, b, n)", "character varying"),  # (concat takes any value)
+])
+def test_string_functions_take_what_postgresql_takes(expr: str, pg_type: str) -> None:
+    assert bind(expr).type.display() == pg_type
