@@ -312,10 +312,7 @@ class Session:
         key = self._plan_key(text, param_oids)
         plan = self.frontend.plans.last(key)
         if isinstance(plan, ConstantPlan):
-            self._begin_statement()
-            self.query, self.query_started_at = text, None
-            SELECT_DURATION.observe(0.0)
-            return plan.result()
+            return self._constant(text, plan)
         pool = self.frontend.pool
         if isinstance(plan, KeyPlan):
             result = self._point_query_inline(key, plan, params)
@@ -329,6 +326,24 @@ class Session:
             if inserted is not None:
                 return inserted
         return await self._run(key, offset, params, pool)
+
+    def answer_now(self, text: str, param_oids: list[int], params: list[Any]) -> StatementResult | None:
+        """The result `execute` gives, when it is one answered on the event loop without waiting: a
+        constant, a point query whose blocks are cached (`_point_query_inline`); else None (then
+        `execute`). For the wire server, which answers such an execution as it arrives."""
+        key = self._plan_key(text, param_oids)
+        plan = self.frontend.plans.last(key)
+        if isinstance(plan, ConstantPlan):
+            return self._constant(text, plan)
+        if isinstance(plan, KeyPlan):
+            return self._point_query_inline(key, plan, params)
+        return None
+
+    def _constant(self, text: str, plan: ConstantPlan) -> StatementResult:
+        self._begin_statement()
+        self.query, self.query_started_at = text, None
+        SELECT_DURATION.observe(0.0)
+        return plan.result()
 
     def begin_inline_statement(self, text: str) -> None:
         """A statement run on the event loop begins (`frontend.loop_insert`)."""

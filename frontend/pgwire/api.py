@@ -103,7 +103,12 @@ class PgSession(Protocol):
         ...
 
     async def execute(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult:
-        """Run one statement of the extended protocol with decoded parameter values."""
+        """Run one statement of the extended protocol with decoded parameter values.
+
+        A session may also define ``answer_now(sql, param_oids, params) -> StatementResult | None``
+        (an optional hook): `execute`'s result when the session has it at once, without waiting on
+        anything (None otherwise); the server then answers such an execution as it arrives
+        (`frontend.pgwire.extended.ExtendedQuery.answer_now`)."""
         ...
 
     def cancel(self) -> None:

@@ -26,6 +26,11 @@ class MessageSink:
         self._buffer: list[bytes] = []
         self._size = 0
 
+    @property
+    def pending(self) -> bool:
+        """Messages are buffered, not yet handed to the socket."""
+        return bool(self._buffer)
+
     def send(self, message: bytes) -> None:
         self._buffer.append(message)
         self._size += len(message)

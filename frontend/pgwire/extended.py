@@ -23,6 +23,7 @@ from . import backend as be
 from . import messages as m
 from .api import ColumnDesc, StatementResult
 from .codec import decode_params, result_formats
+from .datarows import encode_rows, row_count
 from .row_stream import RowStream
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ class DuplicateCursor(RisingSparkError):
 # Describe (portal ""), Execute ("", all rows): what psycopg, asyncpg and JDBC pipeline after the Bind
 # of each execution of a prepared statement, before its Sync (`ExtendedQuery.cycle`)
 CYCLE_TAIL = b"D\x00\x00\x00\x06P\x00" + b"E\x00\x00\x00\x09\x00\x00\x00\x00\x00"
+SYNC = b"S\x00\x00\x00\x04"
+ANSWER_NOW_MAX_ROWS = 64  # (a result answered at once is a constant's or a point query's: a few rows)
 
 
 def is_empty_query(sql: str) -> bool:
@@ -97,6 +100,51 @@ class ExtendedQuery:
         portal = self._portals[""]
         await self._describe_portal(portal)
         await self._execute_portal("", portal, 0)
+
+    def answer_now(self, bind: m.Bind) -> bytes | None:
+        """The answer to `bind`, `CYCLE_TAIL` and a Sync, made at once, when the session answers the
+        statement at once (`PgSession.answer_now`: a constant, a point query whose blocks are cached);
+        None leaves them to the message loop, which then answers them as always, errors included.
+
+        The bytes are the ones the loop would send (BindComplete, RowDescription, the DataRows,
+        CommandComplete, ReadyForQuery): only outside a transaction block, with no portal open, a
+        statement whose parameter types are known and a result that is plain rows (no notice, no
+        reported setting), so the Sync would drop the portal the Bind made and nothing else changes.
+        Raises what decoding the parameters or the statement raise (the caller leaves it to the loop,
+        which runs them again and reports the error)."""
+        conn = self._conn
+        answer = getattr(conn.session, "answer_now", None)
+        if answer is None or bind.portal or self._portals or conn.in_transaction:
+            return None
+        stmt = self._statements.get(bind.statement)
+        if stmt is None:
+            return None
+        oids = stmt.param_oids
+        if len(oids) != len(bind.params) or 0 in oids:
+            if stmt.description is None:
+                return None
+            oids = stmt.description[0]
+        if len(oids) != len(bind.params) or is_empty_query(stmt.sql):
+            return None
+        time_zone = conn.session_time_zone()
+        params = decode_params(bind.params, oids, bind.param_formats, time_zone)
+        result = answer(stmt.sql, list(oids), params)
+        if result is None or not result.tag.startswith("SELECT ") or result.notices or result.empty \
+                or result.parameters or result.copy_in is not None or result.in_transaction is not None \
+                or isinstance(result.rows, RowStream) or row_count(result.rows) > ANSWER_NOW_MAX_ROWS:
+            return None
+        out = [be.bind_complete()]
+        columns = result.columns
+        if columns is None:
+            out.append(be.no_data())
+        else:
+            formats = result_formats(bind.result_formats, len(columns))
+            out.append(be.row_description(columns, formats))
+            if result.rows is not None and row_count(result.rows):
+                out.append(encode_rows(columns, formats, result.rows, time_zone))
+        out.append(be.command_complete(result.tag))
+        out.append(be.ready_for_query(b"I"))
+        return b"".join(out)
 
     def sync(self) -> None:
         """End of an extended-protocol cycle."""

@@ -28,12 +28,13 @@ from risingspark.errors import InternalError, ProtocolViolation, RisingSparkErro
 from . import messages as m
 from .api import PgSession
 from .auth import PasswordAuth
-from .connection import Connection, ConnectionSlots, cancel_in
+from .connection import AnsweringProtocol, Connection, ConnectionSlots, cancel_in
 from .event_loops import EVENT_LOOPS, event_loop_factory  # noqa: F401 - (where the wire server's callers find them)
 from .process_group import MAX_REQUEST_BYTES, REQUESTS, ProcessGroup
 
 logger = logging.getLogger(__name__)
 
+STREAM_LIMIT = 2 ** 16  # a connection's stream reader's buffer limit (`asyncio.start_server`'s default)
 FORWARDED_TIMEOUT_S = 5.0  # to read a request of another process of the group (`_handle_forwarded`)
 
 
@@ -110,8 +111,13 @@ class PgServer:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)  # (left by a process of the group that died)
             self._forwarded = await asyncio.start_unix_server(self._handle_forwarded, path)
-        self._server = await asyncio.start_server(self._handle, self._host, self._port,
-                                                  reuse_port=True if group is not None else None)
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> AnsweringProtocol:  # (as `asyncio.start_server` makes a stream reader's)
+            return AnsweringProtocol(asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop), self._handle, loop=loop)
+
+        self._server = await loop.create_server(protocol, self._host, self._port,
+                                                reuse_port=True if group is not None else None)
         logger.info("RisingSpark listening on %s:%d%s", self._host, self.port,
                     "" if group is None else f" (process {group.index + 1} of {group.count})")
 

@@ -419,3 +419,34 @@ def test_a_point_query_answers_with_python_values(stored):
     assert missing.rows == [] and missing.tag == "SELECT 0"
     prefix = asyncio.run(session.execute("SELECT * FROM lines WHERE k = $1", [23], [3]))
     assert isinstance(prefix.rows, pa.Table)  # (a prefix: up to every vnode's rows, as a table)
+
+
+def test_answered_at_once_as_execute_answers(stored):
+    """`Session.answer_now` (what the wire server answers an execution with as it arrives) gives
+    `execute`'s result for a constant and a cached point query, and None for what must wait: a
+    statement not compiled yet, one that takes the full path, a prefix, blocks not cached."""
+    frontend, _ = stored
+    session = new_session(frontend)
+    point = "SELECT name, balance FROM accounts WHERE id = $1"
+    assert session.answer_now(point, [20], [7]) is None  # (not compiled yet)
+    rng = random.Random(4)
+    for sql, oids, params, _ in statements(rng):
+        run(session, sql, oids, params)  # (compiled; blocks cached)
+        now = session.answer_now(sql, oids, params)
+        expected = asyncio.run(session.execute(sql, oids, params))
+        prefixes = ("SELECT lines.* FROM lines WHERE k = $1", "SELECT * FROM tags WHERE name = $1",
+                    "SELECT k, name FROM lines WHERE v = $1")
+        if sql not in prefixes:  # (every key column given: a point query)
+            assert now is not None, sql
+            assert (now.tag, now.columns, now.rows) == (expected.tag, expected.columns, expected.rows), (sql, params)
+        else:
+            assert now is None, sql  # (a prefix: up to every vnode's rows, on a thread)
+    run(session, "SELECT 1", [], [])
+    assert session.answer_now("SELECT 1", [], []).rows.to_pylist() == [{"?column?": 1}]
+    full = "SELECT * FROM accounts WHERE balance = $1"
+    run(session, full, [23], [5])
+    assert session.answer_now(full, [23], [5]) is None
+    blocks = frontend.engine.reader.blocks
+    blocks.block_cache.clear()
+    blocks.meta_cache.clear()
+    assert session.answer_now(point, [20], [7]) is None  # (its blocks would be read from files)

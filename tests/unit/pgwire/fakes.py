@@ -8,7 +8,7 @@ import re
 import socket
 import struct
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -208,9 +208,11 @@ class ServerThread:
     a background thread."""
 
     def __init__(self, auth: PasswordAuth | None = None, max_connections: int = 0, event_loop: str = "uvloop",
-                 group: ProcessGroup | None = None, port: int = 0) -> None:
+                 group: ProcessGroup | None = None, port: int = 0,
+                 session: Callable[[FakeState], FakeSession] | None = None) -> None:
         self.state = FakeState()
-        self.server = PgServer("127.0.0.1", port, lambda: FakeSession(self.state), auth,
+        make = session or FakeSession
+        self.server = PgServer("127.0.0.1", port, lambda: make(self.state), auth,
                                max_connections=max_connections, group=group)
         self.loop = event_loop_factory(event_loop)()
         self._thread = threading.Thread(target=self._serve, name="pgwire-test-server", daemon=True)
