@@ -348,8 +348,8 @@ class Connection:
             return False
         if answer is None:
             return False
+        self.answered_now += 1  # (before the write: a client that reads the answer sees it counted)
         transport.write(answer)
-        self.answered_now += 1
         return True
 
     @property
