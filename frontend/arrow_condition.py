@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from frontend.binder.coercion import as_literal
 from frontend.binder.expression import widens
 from frontend.expr import BinaryOp, BoundExpr, Cast, InputRef, Literal, UnaryOp
 from risingspark.errors import FeatureNotSupported
@@ -33,8 +34,8 @@ def arrow_condition(e: BoundExpr, what: str) -> dict[str, Any]:
     """`e` as an Arrow expression tree (`what` names the condition in an error)."""
     if isinstance(e, InputRef):
         return {"col": e.name}
-    if isinstance(e, Literal):
-        return {"lit": e.value, "type": e.type.to_json()}
+    if isinstance(literal := as_literal(e), Literal):  # ('x'::text: typed, a constant still)
+        return {"lit": literal.value, "type": literal.type.to_json()}
     if isinstance(e, Cast) and widens(e.operand.type, e.type):
         return {"cast": e.type.to_json(), "arg": arrow_condition(e.operand, what)}
     if isinstance(e, BinaryOp):

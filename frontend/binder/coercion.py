@@ -63,6 +63,17 @@ def is_untyped(e: BoundExpr) -> bool:
     return is_unknown_literal(e) or is_null_literal(e)
 
 
+def as_literal(e: BoundExpr) -> BoundExpr:
+    """`e`, or the literal under it when it is a literal cast to the literal's own type: ``'a'::text``
+    is typed text (no operator takes it where it takes an integer), a constant all the same, for
+    what needs one (a pattern, a join condition evaluated while rows match, a constant argument).
+
+    >>> as_literal(Cast(Literal("a", VARCHAR), VARCHAR)).to_spark()
+    "'a'"
+    """
+    return e.operand if isinstance(e, Cast) and isinstance(e.operand, Literal) and e.operand.type == e.type else e
+
+
 def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
     if e.type == target:
         return e
@@ -155,10 +166,14 @@ def common_type(a: BoundExpr, b: BoundExpr, what: str) -> tuple[BoundExpr, Bound
     if {a.type.name, b.type.name} <= {TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ, TypeName.DATE}:
         return a, b, b.type if a.type.name is TypeName.DATE else a.type
     # (PostgreSQL names the equality operator that IS [NOT] DISTINCT FROM and IN compare with)
-    op = "=" if what in ("IS DISTINCT FROM", "IS NOT DISTINCT FROM", "IN") else what
-    raise UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}",
-                            hint="No operator matches the given name and argument types. You might need to "
-                                 "add explicit type casts.")
+    raise no_operator(a, "=" if what in ("IS DISTINCT FROM", "IS NOT DISTINCT FROM", "IN") else what, b)
+
+
+def no_operator(a: BoundExpr, op: str, b: BoundExpr) -> UndefinedFunction:
+    """PostgreSQL's 42883 for ``a op b`` that no operator of that name takes."""
+    return UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}",
+                             hint="No operator matches the given name and argument types. You might need to "
+                                  "add explicit type casts.")
 
 
 

@@ -1,4 +1,4 @@
-"""Structs and jsonb in materialized views.
+"""Structs, jsonb and arrays in materialized views.
 
 Structs are Spark structs: ``(s).a`` is a field access, ``ROW(x, y)`` (or ``(x, y)``) an anonymous
 struct with fields f1, f2... (`named_struct`), ``CAST(ROW(...) AS STRUCT<...>)`` casts field by
@@ -12,6 +12,9 @@ expressions do.
 Comparing, grouping or ordering by a struct or a jsonb value fails with 0A000 (`check_comparable`,
 and the planner's key check): jsonb's text is not its equality (``1.0`` = ``1``), and Spark's
 struct comparison does not treat NULL fields as PostgreSQL's record comparison does.
+
+Arrays (of array_agg, regexp_match, a materialized view's array column) are Spark arrays; ``||``
+concatenates them, appends and prepends an element as PostgreSQL's (`concat_arrays`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from frontend.binder.coercion import coerce, is_unknown_literal
+from frontend.binder.coercion import coerce, is_null_literal, is_unknown_literal, no_operator
 from frontend.expr import BoundExpr, Cast, Literal, SparkCall, spark_string
 from risingspark import jsonb
 from risingspark.errors import DatatypeMismatch, FeatureNotSupported, UndefinedColumn, UndefinedFunction
-from risingspark.types import BOOL, INT4, JSONB, VARCHAR, DataType, TypeName
+from risingspark.types import BOOL, INT4, JSONB, NUMERIC, VARCHAR, DataType, TypeName
 
 COMPOSITE = (TypeName.STRUCT, TypeName.JSONB)
 
@@ -247,3 +250,68 @@ def bind_jsonb(node: exp.Expression, rec) -> BoundExpr:
     if isinstance(node, exp.JSONBContainsTopKey):
         return _udf("jsonb_exists", (value, coerce(rec(node.expression), VARCHAR)), BOOL)
     raise FeatureNotSupported(f"{node.sql('postgres')} is not supported in a materialized view")
+
+
+# ---- arrays -----------------------------------------------------------------------------------------
+
+# PostgreSQL's array_cat, array_append and array_prepend: a NULL array is none (array_cat of two is
+# NULL), a NULL element is appended as any other; Spark's concat is NULL when an argument is
+_ARRAY_CAT = "coalesce(concat({0}, {1}), {0}, {1})"
+_ARRAY_APPEND = "concat(coalesce({0}, array()), array({1}))"
+_ARRAY_PREPEND = "concat(array({0}), coalesce({1}, array()))"
+
+# the numeric types in the order of PostgreSQL's implicit casts (each reaches those after it)
+_NUMERIC_ORDER = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.NUMERIC, TypeName.REAL,
+                  TypeName.DOUBLE)
+
+
+def concat_arrays(a: BoundExpr, b: BoundExpr) -> BoundExpr:
+    """``a || b`` where either side is an array: PostgreSQL's ``anycompatiblearray ||
+    anycompatiblearray`` (array_cat), ``anycompatiblearray || anycompatible`` (array_append) and
+    ``anycompatible || anycompatiblearray`` (array_prepend). Elements meet in their common type
+    (``int[] || bigint`` is a bigint[]); a bare NULL is a NULL array (``arr || NULL`` is `arr`), a
+    quoted literal an array's text (0A000 here: its input is not supported), and an element of
+    another kind has no operator (42883: ``int[] || varchar``).
+
+    >>> from frontend.expr import InputRef
+    >>> concat_arrays(InputRef(0, "xs", DataType.array_of(INT4)), Literal(1, INT4)).to_spark()
+    '(concat(coalesce(`xs`, array()), array(CAST(1 AS INT))))'
+    """
+    for array, other in ((a, b), (b, a)):
+        if array.type.element is not None and is_null_literal(other):
+            return array  # (array_cat skips a NULL array)
+        if array.type.element is not None and is_unknown_literal(other):
+            raise FeatureNotSupported(f"an array written as text ({other.display()}) in a materialized view is not "
+                                      f"supported yet")
+    ea, eb = (e.type.element or e.type for e in (a, b))
+    element = _common_element(ea, eb)
+    if element is None:
+        raise no_operator(a, "||", b)
+    array_type = DataType.array_of(element)
+    if a.type.element is not None and b.type.element is not None:
+        name, template = "array_cat", _ARRAY_CAT
+    elif a.type.element is not None:
+        name, template = "array_append", _ARRAY_APPEND
+    else:
+        name, template = "array_prepend", _ARRAY_PREPEND
+    # (an array of another element type is cast as a whole: Spark casts it element by element)
+    args = tuple((e if e.type == array_type else Cast(e, array_type)) if e.type.element is not None
+                 else coerce(e, element) for e in (a, b))
+    return SparkCall(name, args, array_type, template)
+
+
+def _common_element(a: DataType, b: DataType) -> DataType | None:
+    """The type two elements meet in (PostgreSQL's anycompatible: the type the other casts to
+    implicitly), None when neither casts to the other; 0A000 for dates and timestamps of different
+    kinds (their casts depend on the time zone or are not supported yet)."""
+    if a == b:
+        return a
+    if a.is_numeric and b.is_numeric:
+        later = max(a, b, key=lambda t: _NUMERIC_ORDER.index(t.name))
+        # (a numeric of a precision and scale does not hold every integer or other numeric: numeric)
+        return NUMERIC if later.name is TypeName.NUMERIC else later
+    dates = {TypeName.DATE, TypeName.TIMESTAMP, TypeName.TIMESTAMPTZ}
+    if {a.name, b.name} <= dates:
+        raise FeatureNotSupported(f"|| of {a.display()} and {b.display()} elements in a materialized view is not "
+                                  f"supported yet")
+    return None

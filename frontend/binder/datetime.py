@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from frontend.binder.coercion import common_type, is_unknown_literal
+from frontend.binder.coercion import as_literal, common_type, is_unknown_literal
 from frontend.expr import BinaryOp, BoundExpr, Cast, Literal, SparkCall
 from risingspark import interval
 from risingspark.errors import FeatureNotSupported, UndefinedFunction
@@ -164,6 +164,7 @@ def cast_interval(e: BoundExpr, target: DataType) -> BoundExpr:
     if target.name is TypeName.INTERVAL:
         if e.type.name is TypeName.INTERVAL:
             return e
+        e = as_literal(e)  # ('1 day'::text: a string constant too)
         if is_unknown_literal(e) or (isinstance(e, Literal) and e.value is None):
             return to_interval(e)
         raise FeatureNotSupported(f"casting {e.type.display()} to interval in a materialized view is not supported")

@@ -11,11 +11,11 @@ from sqlglot import exp
 from frontend.binder import composite, datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
-from frontend.binder.coercion import coerce, common_of, common_type, is_null_literal, literal
+from frontend.binder.coercion import coerce, common_of, common_type, is_untyped, literal
 from frontend.binder.extract import bind_extract, bind_to_char
 from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
-from frontend.binder.strings import bind_string, is_string_node
+from frontend.binder.strings import bind_concat_operator, bind_string, is_string_node
 from frontend.binder.udf import bind_udf, resolved_function
 from frontend.dialect import PG_NAME
 from frontend.expr import (
@@ -162,9 +162,9 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             return composite.cast_value(inner, target)
         if TypeName.INTERVAL in (target.name, inner.type.name):
             return datetime.cast_interval(inner, target)
-        # (a bare NULL is bound as a varchar NULL that takes its type from context: cast to text, it
-        # stays a cast, typed text as PostgreSQL's, so `k = NULL::text` has no operator)
-        return Cast(inner, target) if inner.type != target or is_null_literal(inner) else inner
+        # (a quoted literal or a bare NULL is bound as a varchar that takes its type from context: cast
+        # to text, it stays a cast, typed text as PostgreSQL's, so `k = 'a'::text` has no operator)
+        return Cast(inner, target) if inner.type != target or is_untyped(inner) else inner
     if isinstance(node, exp.Interval):
         return datetime.interval_literal(node)
     if type(node) in _COMPARE:
@@ -179,8 +179,7 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             raise UndefinedFunction(f"operator does not exist: {a.type.display()} {op} {b.type.display()}")
         return BinaryOp(op, a, b, t)
     if isinstance(node, exp.DPipe):
-        a, b = rec(node.left), rec(node.right)
-        return BinaryOp("||", coerce(a, VARCHAR), coerce(b, VARCHAR), VARCHAR)
+        return bind_concat_operator(rec(node.left), rec(node.right))
     if isinstance(node, exp.And | exp.Or):
         op = "AND" if isinstance(node, exp.And) else "OR"
         return BinaryOp(op, coerce(rec(node.left), BOOL, op), coerce(rec(node.right), BOOL, op), BOOL)

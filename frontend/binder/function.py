@@ -11,10 +11,19 @@ Where Spark's function differs from PostgreSQL's the rendering gives PostgreSQL'
   left of the point;
 * ``round(numeric, n)`` and ``trunc(numeric, n)`` take the same constant `n` (`constant_places`):
   a constant integer expression, folded to its value;
+* ``ceil(x)`` and ``floor(x)`` are a double precision for an integer, real or double argument and a
+  numeric for a numeric one (Spark's of a double are bigints: 0 for NaN, the epoch failing past 2**63);
+* ``abs(x)`` of the smallest value of an integer type, out of its range in PostgreSQL (22003), gives
+  NULL (Spark's abs fails the epoch);
 * ``sqrt(x)`` is a double precision for an integer, real or double argument and a numeric for a
   numeric one (computed in double precision: Spark has no decimal square root); a negative `x`,
   where PostgreSQL fails (2201F), gives NULL, as every error on a row of a streaming expression
   (`frontend.expr`).
+
+Each takes PostgreSQL's signatures, 42883 (`frontend.binder.coercion.no_function`) for a call none
+takes: no implicit cast reaches a number from text (``abs(s)``) or numeric from a double
+(``round(d, 2)``), and a quoted literal is a double precision where PostgreSQL has one
+(``abs('5')``, ``round('2.5')``).
 
 String functions are in `frontend.binder.strings`, date and time ones in `frontend.binder.datetime`
 and `frontend.binder.extract`.
@@ -29,6 +38,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from sqlglot import exp
 
 from frontend.binder.coercion import (
+    as_literal,
     coerce,
     common_of,
     function_args,
@@ -113,18 +123,12 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
         if name != "coalesce" and t.name in (TypeName.STRUCT, TypeName.JSONB):
             raise FeatureNotSupported(f"{name}() of {t.name.value} values in a materialized view is not supported")
         return FuncCall(name, tuple(coerce(a, t) for a in args), t, _FUNCS[name])
-    if name in ("abs", "ceil", "floor"):
-        t = args[0].type
-        return FuncCall(name, (args[0],), t, _FUNCS[name])
+    if name == "abs":
+        return bind_abs(args)
+    if name in ("ceil", "floor"):
+        return bind_ceil_floor(name, str(node.meta.get(PG_NAME) or name).lower(), args)  # (or ceiling)
     if name == "round":
-        t = args[0].type if args[0].type.name in (TypeName.NUMERIC, TypeName.DOUBLE) else \
-            (FLOAT8 if args[0].type.name is TypeName.REAL else NUMERIC)
-        if len(args) == 1:  # (a double rounds half to even, as PostgreSQL's rint; a numeric away from zero)
-            return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
-        places = constant_places("round", args)
-        if places is None:
-            return Literal(None, NUMERIC)
-        return FuncCall("round", (coerce(args[0], NUMERIC), Literal(places, INT4)), NUMERIC, "round")
+        return bind_round(args)
     if name == "trunc":
         if node.meta.get(PG_NAME, "trunc").lower() != "trunc":  # (sqlglot reads `truncate` as trunc too)
             raise no_function(node.meta[PG_NAME].lower(), args)
@@ -132,6 +136,76 @@ def bind_func(node: exp.Func, rec) -> BoundExpr:
     if name == "sqrt":
         return bind_sqrt(args)
     raise UndefinedFunction(f"function {name} does not exist")
+
+
+def double_or_numeric(name: str, args: list[BoundExpr]) -> DataType:
+    """The parameter type of a function of one number that PostgreSQL defines on double precision
+    and on numeric (``round``, ``ceil``, ``floor``): a numeric argument's own type, else double
+    precision for another number or an untyped literal (PostgreSQL's preferred type: ``round('2.5')``
+    is 2); 42883 for anything else (no implicit cast reaches a number from text: ``ceil(s)``)."""
+    if len(args) != 1 or not (args[0].type.is_numeric or is_untyped(args[0])):
+        raise no_function(name, args)
+    return args[0].type if args[0].type.name is TypeName.NUMERIC else FLOAT8
+
+
+def bind_round(args: list[BoundExpr]) -> BoundExpr:
+    """``round(x)`` and ``round(x, n)``, PostgreSQL's signatures: ``round(double precision)``,
+    ``round(numeric)`` and ``round(numeric, integer)``; a real or a double does not reach numeric
+    implicitly, so ``round(d, 2)`` does not exist (42883).
+
+    >>> from frontend.expr import InputRef
+    >>> bind_round([InputRef(0, "k", INT4)]).to_spark()  # (a double, half to even: PostgreSQL's rint)
+    'rint(TRY_CAST(`k` AS DOUBLE))'
+    """
+    if len(args) == 1:
+        t = double_or_numeric("round", args)
+        return FuncCall("round", (coerce(args[0], t),), t, "rint" if t.name is TypeName.DOUBLE else "round")
+    x = args[0] if args else None
+    if x is None or not (x.type.name is TypeName.NUMERIC or x.type.is_integer or is_untyped(x)):
+        raise no_function("round", args)
+    places = constant_places("round", args)
+    if places is None:
+        return Literal(None, NUMERIC)
+    return FuncCall("round", (coerce(x, NUMERIC), Literal(places, INT4)), NUMERIC, "round")
+
+
+def bind_abs(args: list[BoundExpr]) -> BoundExpr:
+    """``abs(x)``: PostgreSQL's is defined on each numeric type and keeps it; an untyped literal is a
+    double precision (``abs('5')``), text is no number (``abs(s)`` does not exist). The smallest
+    integer of its type, whose absolute value is out of its range (22003 in PostgreSQL; Spark's abs
+    fails the epoch), gives NULL.
+
+    >>> from frontend.expr import InputRef
+    >>> bind_abs([InputRef(0, "k", INT4)]).to_spark()
+    '(IF(`k` = CAST(-2147483648 AS INT), NULL, abs(`k`)))'
+    """
+    if len(args) != 1 or not (args[0].type.is_numeric or is_untyped(args[0])):
+        raise no_function("abs", args)
+    x = args[0] if args[0].type.is_numeric else coerce(args[0], FLOAT8)
+    if x.type.is_integer:
+        smallest = Literal(-_INT_RANGES[x.type.name], x.type).to_spark()
+        return SparkCall("abs", (x,), x.type, f"IF({{0}} = {smallest}, NULL, abs({{0}}))")
+    return FuncCall("abs", (x,), x.type, "abs")
+
+
+# Spark's ceil and floor of a double are bigints: below 2**52 in magnitude that bigint as a double,
+# a signed zero as PostgreSQL's (ceil(-0.5) is -0); a larger magnitude, an infinity or NaN is whole.
+_CEIL_FLOOR_DOUBLE = ("IF(abs({{0}}) < 4503599627370496D, IF({f}({{0}}) = 0, {{0}} * 0D, CAST({f}({{0}}) AS DOUBLE)), "
+                      "{{0}})")
+
+
+def bind_ceil_floor(name: str, written: str, args: list[BoundExpr]) -> BoundExpr:
+    """``ceil(x)`` (or ``ceiling(x)``, as `written`) and ``floor(x)``: a numeric for a numeric, else a
+    double precision, as `double_or_numeric`.
+
+    >>> from frontend.expr import InputRef
+    >>> bind_ceil_floor("floor", "floor", [InputRef(0, "d", FLOAT8)]).to_spark()
+    '(IF(abs(`d`) < 4503599627370496D, IF(floor(`d`) = 0, `d` * 0D, CAST(floor(`d`) AS DOUBLE)), `d`))'
+    """
+    t = double_or_numeric(written, args)
+    if t.name is TypeName.NUMERIC:
+        return FuncCall(name, (args[0],), t, name)
+    return SparkCall(name, (coerce(args[0], FLOAT8),), FLOAT8, _CEIL_FLOOR_DOUBLE.format(f=name))
 
 
 def constant_places(name: str, args: list[BoundExpr]) -> int | None:
@@ -195,7 +269,8 @@ def fold_integer(e: BoundExpr) -> int | None:
 
 def _cast_to_integer(x: BoundExpr, t: DataType) -> int | None:
     """A constant cast to the integer type `t`: a numeric rounds half away from zero, a double half
-    to even, a string is read as PostgreSQL's integer input."""
+    to even, a string (a quoted literal, cast to text or not) is read as PostgreSQL's integer input."""
+    x = as_literal(x)
     if x.type.is_integer:
         v = fold_integer(x)
     elif isinstance(x, Literal) and x.value is None:

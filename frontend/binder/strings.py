@@ -26,7 +26,8 @@ agree as they are.
 
 Each function takes PostgreSQL's signatures (`frontend.binder.coercion.function_args`): text where
 it takes text (``lower(5)`` does not exist: no implicit cast reaches text), integer where it takes
-integer; ``concat`` takes any value.
+integer; ``concat`` takes any value. The ``||`` operator is text's when either operand is a string
+(`bind_concat_operator`), an array's when either is an array.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.risingwave import RisingWave
 
-from frontend.binder.coercion import coerce, function_args, no_function
+from frontend.binder import composite
+from frontend.binder.coercion import as_literal, coerce, function_args, is_untyped, no_function, no_operator
 from frontend.dialect import PG_NAME
-from frontend.expr import BoundExpr, Literal, SparkCall, spark_string
+from frontend.expr import BinaryOp, BoundExpr, Literal, SparkCall, spark_string
 from risingspark.errors import FeatureNotSupported
 from risingspark.types import BOOL, INT4, VARCHAR, DataType, TypeName
 
@@ -65,6 +67,22 @@ def _output_text(e: BoundExpr) -> BoundExpr:
     if e.type.name is TypeName.BOOLEAN:
         return SparkCall("text", (e,), VARCHAR, "CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END")
     return coerce(e, VARCHAR)
+
+
+def bind_concat_operator(a: BoundExpr, b: BoundExpr) -> BoundExpr:
+    """``a || b`` as PostgreSQL resolves its operators of that name: an array on either side
+    concatenates arrays (`composite.concat_arrays`); two jsonb values are jsonb's concatenation
+    (0A000 here); else the operands are text when either is a string or untyped (``text ||
+    anynonarray`` and ``anynonarray || text``: ``'a' || 1`` is ``a1``, the other's cast to text),
+    and two values of other types have no operator (42883: ``k || k``)."""
+    if a.type.element is not None or b.type.element is not None:
+        return composite.concat_arrays(a, b)
+    if TypeName.JSONB in (a.type.name, b.type.name) and all(e.type.name is TypeName.JSONB or is_untyped(e)
+                                                             for e in (a, b)):
+        raise FeatureNotSupported("the jsonb operator || in a materialized view is not supported yet")
+    if not any(e.type.name is TypeName.VARCHAR or is_untyped(e) for e in (a, b)):
+        raise no_operator(a, "||", b)
+    return BinaryOp("||", coerce(a, VARCHAR), coerce(b, VARCHAR), VARCHAR)
 
 
 def bind_string(node: exp.Expression, rec) -> BoundExpr:
@@ -189,7 +207,7 @@ def _strict(n: int, template: str) -> str:
 def _regexp_match(args: tuple[BoundExpr, ...]) -> BoundExpr:
     if len(args) != 2:
         raise FeatureNotSupported("regexp_match with flags is not supported in a materialized view yet")
-    s, pattern = args
+    s, pattern = args[0], as_literal(args[1])  # (a pattern written 'a(b)'::text is a constant too)
     if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
         raise FeatureNotSupported("regexp_match in a materialized view needs a constant pattern")
     groups = _mandatory_groups(pattern.value)

@@ -1,11 +1,14 @@
 """Materialized views answer ``IS [NOT] DISTINCT FROM NULL`` (a bare NULL takes the other side's
 type), ``trunc``, ``sqrt``, ``initcap``, ``starts_with`` and ``octet_length`` as PostgreSQL does —
 after a backfill and after changes; so do a NULL cast to text, ``round`` and ``trunc`` with constant
-places written as expressions, and string functions of an untyped literal or NULL. A negative
-``sqrt`` argument, an error in PostgreSQL, gives NULL in a view (as every error on a row of a
-streaming expression), compared with PostgreSQL's answer for the query that says so. What
-PostgreSQL rejects (a NULL cast to text compared with a number, a string function of a number) fails
-CREATE MATERIALIZED VIEW with PostgreSQL's SQLSTATE and message."""
+places written as expressions, string functions of an untyped literal or NULL, ``abs``, ``ceil``,
+``floor`` and ``round`` of any number or an untyped literal, ``||`` of text and any value, and ``||``
+of arrays (concatenated, an element appended or prepended). A negative ``sqrt`` argument or the
+smallest integer's ``abs``, an error in PostgreSQL, gives NULL in a view (as every error on a row of
+a streaming expression), compared with PostgreSQL's answer for the query that says so. What
+PostgreSQL rejects (a NULL or a literal cast to text compared with a number, a string function of a
+number, ``round`` of a double to places, ``||`` of two numbers) fails CREATE MATERIALIZED VIEW with
+PostgreSQL's SQLSTATE and message."""
 
 from __future__ import annotations
 
@@ -53,9 +56,27 @@ TYPED = ("NULL::text AS nt, COALESCE(s, NULL::text) AS cs, CASE WHEN b THEN p EL
          "trunc(n, -(1)::smallint) AS tnm1, round(n, 2::smallint) AS rn2, round(nc, 3 - 4) AS rncm1, "
          "round(n, NULL) AS rnn, trunc(n, NULL::int) AS tnn, lower(NULL) AS ln, upper('abc') AS ua, "
          "length('straße') AS la, left(s, NULL) AS lsn, left(s, 2::smallint) AS ls2, lpad(p, 4, NULL) AS lpn")
+# numeric functions of any number or an untyped literal (a double precision); ceil and floor of a
+# double's infinities, NaN and magnitudes past a bigint's; || of text and another value; a literal
+# cast to text as a constant
+CALLS = ("abs('5') AS a5, ceil('2.5') AS c25, floor(NULL) AS fnl, round('2.5') AS r25, round(k) AS rk, "
+         "ceil(d) AS cd, floor(d) AS fd, ceiling(r) AS cr, floor(r) AS fr, ceil(k) AS ck, floor(n) AS fn, abs(d) AS ad, "
+         "abs(r) AS ar, 'a' || k AS ak, s || b AS sb, k || NULL AS kn, regexp_match(s, '(.)'::text) AS rm, "
+         "round(n, '1'::text::int) AS rn1")
+# || of arrays: an element appended or prepended (NULL arrays and elements included), two arrays
+# concatenated (either or both NULL), elements of another type made the common one
+ARRAYS = ("regexp_match(s, '(.)(.)') || s AS ms, p || regexp_match(s, '(.)') AS pm, "
+          "regexp_match(s, '^(s)') || regexp_match(s, '(l)') AS mm, regexp_match(s, '(o)') || NULL AS mn, "
+          "regexp_match(s, '(.)') || NULL::text AS mnt")
+ARRAY_AGGS = ("b, array_agg(k ORDER BY id) || array_agg(k::bigint ORDER BY id) AS cat, "
+              "array_agg(k ORDER BY id) || 0 AS app, min(k) || array_agg(k ORDER BY id) AS pre, "
+              "NULL || array_agg(s ORDER BY id) AS nc, array_agg(k ORDER BY id) || NULL::int AS an, "
+              "array_agg(k ORDER BY id) || min(n) AS num, CASE WHEN b THEN array_agg(k ORDER BY id) END || 7 AS nap, "
+              "CASE WHEN b THEN array_agg(s ORDER BY id) END || CASE WHEN NOT b THEN array_agg(p ORDER BY id) END AS cc")
 # PostgreSQL's errors, which CREATE MATERIALIZED VIEW gives too
 REJECTED = ("k = NULL::text", "k IS DISTINCT FROM NULL::varchar", "lower(k)", "length(123)", "upper(n)", "trim(k)",
-            "left(s, 2::bigint)", "round(n, 2::bigint)", "trunc(n, 1 / 0)")
+            "left(s, 2::bigint)", "round(n, 2::bigint)", "trunc(n, 1 / 0)", "round(d, 2)", "round(r, 2)",
+            "round(d, k)", "abs(s)", "ceil(s)", "floor(s)", "k || k", "k = 'abc'::text")
 
 
 def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: PlaygroundProcess, oracle_dsn: str) -> None:
@@ -63,16 +84,21 @@ def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: Playgrou
     views = {
         unique_name("mvf_all"): f"SELECT id, {NULL_TESTS}, {NUMBERS}, {STRINGS} FROM {t}",
         unique_name("mvf_typed"): f"SELECT id, {TYPED} FROM {t}",
+        unique_name("mvf_calls"): f"SELECT id, {CALLS} FROM {t}",
+        unique_name("mvf_arrays"): f"SELECT id, {ARRAYS} FROM {t}",
+        unique_name("mvf_array_aggs"): f"SELECT {ARRAY_AGGS} FROM {t} GROUP BY b",
         # in a filter too, and over an expression's result
         unique_name("mvf_where"): f"SELECT id, s FROM {t} WHERE k IS NOT DISTINCT FROM NULL "
                                   f"OR trunc(d) IS DISTINCT FROM NULL AND starts_with(initcap(s), 'S')",
     }
-    # sqrt of a negative number: NULL in a view, an error (2201F) in PostgreSQL
+    # sqrt of a negative number, abs of the smallest integer: NULL in a view, an error (2201F, 22003)
+    # in PostgreSQL
     negative = unique_name("mvf_sqrt")
-    view_of_negative = f"SELECT id, sqrt(n) AS sn, sqrt(nc) AS snc, sqrt(d) AS sd, sqrt(r) AS sr, sqrt(k) AS sk FROM {t}"
+    view_of_negative = (f"SELECT id, sqrt(n) AS sn, sqrt(nc) AS snc, sqrt(d) AS sd, sqrt(r) AS sr, sqrt(k) AS sk, "
+                        f"abs(k) AS ak FROM {t}")
     postgres_of_negative = ("SELECT id, CASE WHEN n >= 0 THEN sqrt(n) END, CASE WHEN nc >= 0 THEN sqrt(nc) END, "
                             "CASE WHEN d >= 0 THEN sqrt(d) END, CASE WHEN r >= 0 THEN sqrt(r) END, "
-                            f"CASE WHEN k >= 0 THEN sqrt(k) END FROM {t}")
+                            f"CASE WHEN k >= 0 THEN sqrt(k) END, CASE WHEN k > -2147483648 THEN abs(k) END FROM {t}")
     with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
         conn.execute(f"CREATE TABLE {t} ({COLUMNS})")
         conn.execute(f"INSERT INTO {t} VALUES {', '.join(BEFORE)}")
@@ -90,12 +116,13 @@ def test_null_tests_and_functions_in_a_view_are_postgresqls(playground: Playgrou
             assert assert_same(conn, pg, m, query) > 0
         assert assert_same(conn, pg, negative, postgres_of_negative) == 8
         assert conn.execute(f"SELECT sn, sd, sk FROM {negative} WHERE id = 2").fetchone() == (None, None, None)
+        assert conn.execute(f"SELECT ak FROM {negative} WHERE id = 8").fetchone() == (None,)
 
 
 def test_what_postgresql_rejects_fails_create(playground: PlaygroundProcess, oracle_dsn: str) -> None:
     t = unique_name("mvf_e")
     with playground.connect() as conn, psycopg.connect(oracle_dsn, autocommit=True) as pg:
-        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT, n NUMERIC, s VARCHAR)")
+        conn.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT, n NUMERIC, s VARCHAR, d DOUBLE PRECISION, r REAL)")
         copy_table(conn, pg, t)
         for expr in REJECTED:
             with pytest.raises(psycopg.Error) as want:

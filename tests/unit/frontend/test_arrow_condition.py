@@ -1,5 +1,6 @@
 """Join conditions as Arrow expressions: what translates evaluates as PostgreSQL does on the same
-rows; what Arrow would evaluate differently (narrowing casts, float comparisons with NaN) is refused."""
+rows; what Arrow would evaluate differently (narrowing casts, float comparisons with NaN) is refused;
+a literal cast to its own type ('x'::text) is the constant."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from frontend.arrow_condition import arrow_condition
 from frontend.expr import BinaryOp, Cast, InputRef, Literal
 from risingspark import arrow_expr
 from risingspark.errors import FeatureNotSupported
-from risingspark.types import BOOL, FLOAT8, INT4, INT8, DataType
+from risingspark.types import BOOL, FLOAT8, INT4, INT8, VARCHAR, DataType
 
 A, B = InputRef(0, "a", INT4), InputRef(1, "b", INT8)
 
@@ -41,3 +42,11 @@ def test_float_comparisons_are_refused() -> None:
         arrow_condition(BinaryOp("<", x, Literal(1.5, FLOAT8), BOOL), "a condition")
     with pytest.raises(FeatureNotSupported, match="floating-point"):
         arrow_condition(BinaryOp("=", Cast(A, FLOAT8), x, BOOL), "a condition")
+
+
+def test_a_literal_cast_to_its_own_type_is_a_constant() -> None:
+    # ('x'::text is typed text, PostgreSQL's, and the same constant)
+    s = InputRef(2, "s", VARCHAR)
+    table = pa.table({"s": pa.array(["x", "y", None])})
+    assert _rows(BinaryOp("=", s, Cast(Literal("x", VARCHAR), VARCHAR), BOOL), table) == [{"s": "x"}]
+    assert _rows(BinaryOp("=", s, Cast(Literal(None, VARCHAR), VARCHAR), BOOL), table) == []

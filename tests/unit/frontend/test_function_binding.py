@@ -1,8 +1,9 @@
-"""Binding of a bare NULL beside a typed operand (and of a NULL cast to a type, which keeps it),
-``trunc``, ``round``'s and ``trunc``'s constant places, ``sqrt``, ``initcap``, ``starts_with``,
-``octet_length`` and the text signatures of the string functions in materialized views: PostgreSQL's
-result types and errors, and the Spark SQL they render (the values are compared with PostgreSQL's by
-tests/e2e/test_mv_functions.py)."""
+"""Binding of a bare NULL beside a typed operand (and of a NULL or a quoted literal cast to a type,
+which keeps it), ``trunc``, ``round``'s and ``trunc``'s constant places, ``sqrt``, ``initcap``,
+``starts_with``, ``octet_length``, the text signatures of the string functions, the numeric ones of
+``round``, ``abs``, ``ceil`` and ``floor``, and the ``||`` operator of text and of arrays in
+materialized views: PostgreSQL's result types and errors, and the Spark SQL they render (the values
+are compared with PostgreSQL's by tests/e2e/test_mv_functions.py)."""
 
 from __future__ import annotations
 
@@ -147,7 +148,7 @@ def test_round_to_a_column_of_places_fails_at_create() -> None:
     with pytest.raises(FeatureNotSupported, match="constant n"):
         bind("round(n, k)")
     assert bind("round(n, 2)").to_spark() == "round(`n`, CAST(2 AS INT))"
-    assert bind("round(d, 2::smallint)").type.display() == bind("round(n, 1 + 1)").type.display() == "numeric"
+    assert bind("round(k, 2::smallint)").type.display() == bind("round(n, 1 + 1)").type.display() == "numeric"
 
 
 @pytest.mark.parametrize(("expr", "words"), [
@@ -265,3 +266,127 @@ def test_string_functions_take_text_as_postgresql(expr: str, words: str) -> None
 ])
 def test_string_functions_take_what_postgresql_takes(expr: str, pg_type: str) -> None:
     assert bind(expr).type.display() == pg_type
+
+
+@pytest.mark.parametrize(("expr", "pg_type"), [
+    ("arr || arr", "integer[]"), ("arr || 1", "integer[]"), ("1 || arr", "integer[]"), ("sk || arr", "integer[]"),
+    ("arr || bk", "bigint[]"), ("arr || 1.5", "numeric[]"), ("arr || nc", "numeric[]"), ("arr || r", "real[]"),
+    ("arr || d", "double precision[]"), ("arr || NULL::int", "integer[]"), ("arr || NULL", "integer[]"),
+    ("NULL || arr", "integer[]"), ("arr || arr || 3", "integer[]"),
+    ("regexp_match(s, '(a)') || s", "character varying[]"), ("s || regexp_match(s, '(a)')", "character varying[]"),
+    ("regexp_match(s, '(a)') || regexp_match(s, '(b)')", "character varying[]"),
+])
+def test_concat_operator_of_arrays_is_postgresqls(expr: str, pg_type: str) -> None:
+    # (PostgreSQL: array_cat, array_append, array_prepend; elements meet in their common type)
+    assert bind(expr).type.display() == pg_type
+
+
+def test_concat_operator_of_arrays_renders() -> None:
+    # a NULL array is none (array_cat of two NULL arrays is NULL); Spark's concat would be NULL
+    assert bind("arr || arr").to_spark() == "(coalesce(concat(`arr`, `arr`), `arr`, `arr`))"
+    assert bind("arr || 1").to_spark() == "(concat(coalesce(`arr`, array()), array(CAST(1 AS INT))))"
+    assert bind("1 || arr").to_spark() == "(concat(array(CAST(1 AS INT)), coalesce(`arr`, array())))"
+    assert bind("arr || bk").to_spark() == "(concat(coalesce(TRY_CAST(`arr` AS ARRAY<BIGINT>), array()), array(`bk`)))"
+    assert bind("arr || NULL") == bind("NULL || arr") == bind("arr")  # (array_cat skips a NULL array)
+
+
+@pytest.mark.parametrize(("expr", "error", "words"), [
+    ("k || k", UndefinedFunction, "operator does not exist: integer || integer"),
+    ("k || 5", UndefinedFunction, "operator does not exist: integer || integer"),
+    ("b || b", UndefinedFunction, "operator does not exist: boolean || boolean"),
+    ("ts || dt", UndefinedFunction, "operator does not exist: timestamp without time zone || date"),
+    ("j || k", UndefinedFunction, "operator does not exist: jsonb || integer"),
+    ("arr || s", UndefinedFunction, "operator does not exist: integer[] || character varying"),
+    ("s || arr", UndefinedFunction, "operator does not exist: character varying || integer[]"),
+    ("arr || b", UndefinedFunction, "operator does not exist: integer[] || boolean"),
+    ("arr || regexp_match(s, '(a)')", UndefinedFunction,
+     "operator does not exist: integer[] || character varying[]"),
+    ("arr || '{1}'", FeatureNotSupported, "an array written as text ('{1}')"),
+    ("j || j", FeatureNotSupported, "the jsonb operator ||"),
+    ("j || '{}'", FeatureNotSupported, "the jsonb operator ||"),
+])
+def test_concat_operator_errors_are_postgresqls(expr: str, error: type[RisingSparkError], words: str) -> None:
+    with pytest.raises(error) as e:
+        bind(expr)
+    assert e.value.message.startswith(words)
+
+
+@pytest.mark.parametrize(("expr", "spark"), [
+    ("'a' || 1", "concat('a', TRY_CAST(CAST(1 AS INT) AS STRING))"),  # (anynonarray || text: 'a1')
+    ("s || k", "concat(`s`, TRY_CAST(`k` AS STRING))"), ("k || s", "concat(TRY_CAST(`k` AS STRING), `s`)"),
+    ("k || NULL", "concat(TRY_CAST(`k` AS STRING), CAST(NULL AS STRING))"),
+    ("NULL || NULL", "concat(CAST(NULL AS STRING), CAST(NULL AS STRING))"),
+    ("s || b", "concat(`s`, TRY_CAST(`b` AS STRING))"),  # (a boolean's cast to text: 'true')
+    ("'a' || 'b'", "concat('a', 'b')"),
+])
+def test_concat_operator_of_text_takes_any_other_value(expr: str, spark: str) -> None:
+    e = bind(expr)
+    assert (e.type.display(), e.to_spark()) == ("character varying", spark)
+
+
+@pytest.mark.parametrize(("expr", "words"), [
+    ("round(d, 2)", "round(double precision, integer)"), ("round(r, 2)", "round(real, integer)"),
+    ("round(d, k)", "round(double precision, integer)"), ("round(d, NULL)", "round(double precision, unknown)"),
+    ("round(d, 2::smallint)", "round(double precision, smallint)"), ("round(s, 2)", "round(character varying, integer)"),
+    ("round(s)", "round(character varying)"), ("round(b)", "round(boolean)"),
+    ("abs(s)", "abs(character varying)"), ("abs(b)", "abs(boolean)"), ("abs(ts)", "abs(timestamp without time zone)"),
+    ("ceil(s)", "ceil(character varying)"), ("ceiling(s)", "ceiling(character varying)"),
+    ("floor(s)", "floor(character varying)"), ("floor(b)", "floor(boolean)"),
+    ("ceil(d, 1)", "ceil(double precision, integer)"),
+])
+def test_numeric_functions_take_numbers_as_postgresql(expr: str, words: str) -> None:
+    with pytest.raises(UndefinedFunction) as e:
+        bind(expr)
+    assert e.value.message == f"function {words} does not exist"
+
+
+@pytest.mark.parametrize(("expr", "pg_type"), [
+    ("abs('5')", "double precision"), ("abs(NULL)", "double precision"), ("abs(sk)", "smallint"),
+    ("abs(bk)", "bigint"), ("abs(r)", "real"), ("abs(n)", "numeric"),
+    ("ceil('5')", "double precision"), ("floor(NULL)", "double precision"), ("ceil(k)", "double precision"),
+    ("ceiling(r)", "double precision"), ("floor(d)", "double precision"), ("floor(n)", "numeric"),
+    ("round('2.5')", "double precision"), ("round(NULL)", "double precision"), ("round(k)", "double precision"),
+    ("round(r)", "double precision"), ("round(n)", "numeric"), ("round(k, 1)", "numeric"),
+    ("round(bk, 1)", "numeric"), ("round('1.55', 1)", "numeric"), ("round(NULL, 1)", "numeric"),
+])
+def test_numeric_functions_types_are_postgresqls(expr: str, pg_type: str) -> None:
+    assert bind(expr).type.display() == pg_type
+
+
+def test_ceil_floor_and_abs_render_postgresqls_values() -> None:
+    # a double's ceil or floor stays a double (Spark's is a bigint), with PostgreSQL's signed zero
+    assert bind("ceil(d)").to_spark() == \
+        "(IF(abs(`d`) < 4503599627370496D, IF(ceil(`d`) = 0, `d` * 0D, CAST(ceil(`d`) AS DOUBLE)), `d`))"
+    assert bind("floor(k)").to_spark() == ("(IF(abs(TRY_CAST(`k` AS DOUBLE)) < 4503599627370496D, IF(floor(TRY_CAST("
+                                           "`k` AS DOUBLE)) = 0, TRY_CAST(`k` AS DOUBLE) * 0D, CAST(floor(TRY_CAST(`k` "
+                                           "AS DOUBLE)) AS DOUBLE)), TRY_CAST(`k` AS DOUBLE)))")
+    assert bind("floor(n)").to_spark() == "floor(`n`)"
+    # the smallest integer has no absolute value in its type: NULL (an error in PostgreSQL)
+    assert bind("abs(sk)").to_spark() == "(IF(`sk` = CAST(-32768 AS SMALLINT), NULL, abs(`sk`)))"
+    assert bind("abs(d)").to_spark() == "abs(`d`)"
+    assert bind("round(k)").to_spark() == "rint(TRY_CAST(`k` AS DOUBLE))"
+
+
+@pytest.mark.parametrize(("expr", "error", "words"), [
+    ("k = 'abc'::text", UndefinedFunction, "operator does not exist: integer = character varying"),
+    ("k = CAST('1' AS varchar)", UndefinedFunction, "operator does not exist: integer = character varying"),
+    ("'1'::text < n", UndefinedFunction, "operator does not exist: character varying < numeric"),
+    ("k IN (1, '1'::text)", UndefinedFunction, "operator does not exist: integer = character varying"),
+    ("ts > '2024-01-01'::text", UndefinedFunction,
+     "operator does not exist: timestamp without time zone > character varying"),
+    ("COALESCE(k, '1'::text)", DatatypeMismatch, "types integer and character varying cannot be matched"),
+    ("abs('5'::text)", UndefinedFunction, "function abs(character varying) does not exist"),
+])
+def test_a_literal_cast_to_text_is_typed_text(expr: str, error: type[RisingSparkError], words: str) -> None:
+    with pytest.raises(error) as e:
+        bind(expr)
+    assert e.value.message == words
+
+
+def test_a_literal_cast_to_text_is_a_constant_still() -> None:
+    # where text is taken, and where a constant is needed: a pattern, places, an interval's text
+    assert bind("s = 'abc'::text").type.display() == "boolean"
+    assert bind("'abc'::varchar || k").type.display() == "character varying"
+    assert bind("regexp_match(s, '(a)b'::text)").to_spark() == bind("regexp_match(s, '(a)b')").to_spark()
+    assert bind("round(n, '2'::text::int)").to_spark() == "round(`n`, CAST(2 AS INT))"
+    assert bind("ts + '1 day'::text::interval") == bind("ts + '1 day'::interval")
