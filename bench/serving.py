@@ -4,7 +4,8 @@ JSON.
 A fresh playground and PostgreSQL (127.0.0.1:5432, a database of the benchmark's own) each get
 ``t (id INT PRIMARY KEY, v INT)`` with ``--rows`` rows (default 1,000). Then, for ``--seconds`` each
 (default 10), with one connection and with ``--connections`` (default 16) autocommit connections at
-once (one client thread each), as fast as they can:
+once (one client thread each; spread over ``--client-processes`` forked processes, so the client's
+interpreter lock does not bound the many-connection rates of either system), as fast as they can:
 
 * ``SELECT 1``;
 * ``SELECT v FROM t WHERE id = $1`` (a random key, server-side parameters);
@@ -31,7 +32,8 @@ frontend too), the first the baseline; ``--frontend-processes 1,2`` the standalo
 process count (``--processes``), the first the baseline.
 
 Usage: ``python bench/serving.py [--rows 1000] [--seconds 10] [--connections 16] [--load 0]
-[--switch-intervals 5] [--event-loops uvloop] [--standalone [--frontend-processes 1]] [--out result.json]``
+[--switch-intervals 5] [--event-loops uvloop] [--standalone [--frontend-processes 1]]
+[--client-processes 1] [--out result.json]``
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -49,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -60,22 +64,62 @@ PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 
 
 def rate(dsn: str, seconds: float, step: Callable[[psycopg.Connection, random.Random], None],
-         connections: int = 1, setup: str | None = None) -> float:
+         connections: int = 1, setup: str | None = None, processes: int = 1) -> float:
     """Statements per second of `connections` clients running `step` in a loop for `seconds` (each
-    connection runs `setup` first)."""
+    connection runs `setup` first), spread over `processes` client processes (forked; one thread a
+    connection in each): one interpreter's lock would otherwise bound the client side of 16
+    connections to one core, for both systems."""
+    processes = max(1, min(processes, connections, 32))
+    if processes == 1:
+        return _rate_in_threads(dsn, seconds, step, connections, setup, None)
+    ctx = multiprocessing.get_context("fork")
+    ready, results = ctx.Barrier(processes + 1), ctx.SimpleQueue()
+    shares = [connections // processes + (i < connections % processes) for i in range(processes)]
+
+    _RUNS[0] += 1
+    first_slot = _RUNS[0] * 32
+
+    def child(index: int, n: int) -> None:
+        CLIENT_PROCESS[0] = first_slot + index
+        results.put(_rate_in_threads(dsn, seconds, step, n, setup, ready))
+
+    children = [ctx.Process(target=child, args=(i, n)) for i, n in enumerate(shares)]
+    for p in children:
+        p.start()
+    ready.wait(timeout=120)  # (every process's connections warmed up; the measured seconds start)
+    total = sum(results.get() for _ in children)
+    for p in children:
+        p.join()
+        if p.exitcode:
+            raise RuntimeError(f"a client process failed (exit code {p.exitcode})")
+    return total
+
+
+# this client process's slot (`rate`; 0 in the benchmark's own process): new keys written by client
+# processes start at a million times it, so no two processes of any run write the same key (a slot
+# writes fewer than a million rows: 10 s at 100K statements/s)
+CLIENT_PROCESS = [0]
+_RUNS = [0]  # runs with client processes so far: each takes 32 slots
+
+
+def _rate_in_threads(dsn: str, seconds: float, step: Callable[[psycopg.Connection, random.Random], None],
+                     connections: int, setup: str | None, ready: Any) -> float:
+    """`rate` in this process, one thread a connection; `ready` (a barrier of the client processes,
+    or None) starts the measured seconds in every process at once. Statements are counted between
+    two snapshots of the counters, so the warm-up and the wait for the others are not."""
     conns = [psycopg.connect(dsn, autocommit=True) for _ in range(connections)]
     for c in conns:
         if setup:
             c.execute(setup)
     counts = [0] * connections
-    start = threading.Barrier(connections + 1)
+    warm = threading.Barrier(connections + 1)
     stop = threading.Event()
 
     def client(i: int) -> None:
-        rng = random.Random(i)
+        rng = random.Random(i + 1000 * CLIENT_PROCESS[0])
         for _ in range(50):  # warm-up: prepared statements, caches
             step(conns[i], rng)
-        start.wait()
+        warm.wait()
         while not stop.is_set():
             step(conns[i], rng)
             counts[i] += 1
@@ -84,19 +128,23 @@ def rate(dsn: str, seconds: float, step: Callable[[psycopg.Connection, random.Ra
     try:
         for t in threads:
             t.start()
-        start.wait()
-        began = time.perf_counter()
+        warm.wait()
+        if ready is not None:
+            ready.wait(timeout=120)
+        began, first = time.perf_counter(), sum(counts)
         time.sleep(seconds)
+        done, ended = sum(counts), time.perf_counter()
         stop.set()
         for t in threads:
             t.join()
-        return sum(counts) / (time.perf_counter() - began)
+        return (done - first) / (ended - began)
     finally:
         for c in conns:
             c.close()
 
 
-def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bool) -> dict[str, float]:
+def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bool,
+             processes: int = 1) -> dict[str, float]:
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
         c.execute(f"INSERT INTO t SELECT i, i * 7 FROM generate_series(1, {rows}) AS s(i)")
@@ -111,7 +159,7 @@ def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bo
         c.execute("SELECT v FROM t WHERE id = %s", (rng.randint(1, rows),)).fetchone()
 
     def insert(c: psycopg.Connection, _: random.Random) -> None:
-        c.execute("INSERT INTO t VALUES (%s, %s)", (next(fresh), 1))
+        c.execute("INSERT INTO t VALUES (%s, %s)", (next(fresh) + CLIENT_PROCESS[0] * 1_000_000, 1))
 
     def mixed(c: psycopg.Connection, rng: random.Random) -> None:
         (point if rng.random() < 0.8 else insert)(c, rng)
@@ -120,8 +168,9 @@ def workload(dsn: str, rows: int, seconds: float, connections: int, *, flush: bo
     for n in sorted({1, connections}):
         suffix = "" if n == 1 else f"_{n}_connections"
         for name, step in (("select_1", select_1), ("point_select", point), ("insert", insert), ("mixed", mixed)):
-            out[name + suffix] = rate(dsn, seconds, step, n)
-        out["insert_async" + suffix] = rate(dsn, seconds, insert, n, "SET synchronous_commit = off")
+            out[name + suffix] = rate(dsn, seconds, step, n, processes=processes)
+        out["insert_async" + suffix] = rate(dsn, seconds, insert, n, "SET synchronous_commit = off",
+                                            processes=processes)
     return out
 
 
@@ -173,9 +222,11 @@ class LoadWriter:
 
 def measure(dsn: str, args: argparse.Namespace, *, ours: bool) -> dict[str, float]:
     if not args.load:
-        return workload(dsn, args.rows, args.seconds, args.connections, flush=ours)
+        return workload(dsn, args.rows, args.seconds, args.connections, flush=ours,
+                        processes=args.client_processes)
     with LoadWriter(dsn, args.load, mv=ours) as writer:
-        out = workload(dsn, args.rows, args.seconds, args.connections, flush=ours)
+        out = workload(dsn, args.rows, args.seconds, args.connections, flush=ours,
+                        processes=args.client_processes)
         out["load_rows_per_s"] = writer.rows / (time.perf_counter() - writer.started)  # what the writer achieved
     return out
 
@@ -241,6 +292,8 @@ def main() -> None:
     parser.add_argument("--frontend-processes", default="1",
                         help="comma-separated process counts of the standalone frontend (--processes), one run each; "
                              "the first is the baseline")
+    parser.add_argument("--client-processes", type=int, default=1,
+                        help="client processes the --connections are spread over (1: threads of this process)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     intervals = [float(x) for x in args.switch_intervals.split(",")]
@@ -279,7 +332,8 @@ def main() -> None:
             admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
     ours = runs[loops[0], intervals[0]]
     result = {"machine": {"cores": os.cpu_count()}, "rows": args.rows, "seconds": args.seconds,
-              "connections": args.connections, "load_rows_per_s": args.load, "switch_interval_ms": intervals[0],
+              "connections": args.connections, "client_processes": args.client_processes,
+              "load_rows_per_s": args.load, "switch_interval_ms": intervals[0],
               "event_loop": loops[0],
               "statements_per_s": {k: {"risingspark": round(ours[k]), "postgresql": round(pg[k]),
                                        "ratio": round(ours[k] / pg[k], 3)} for k in ours}}
