@@ -4,7 +4,9 @@ Where Spark's function of the same name disagrees with PostgreSQL the rendering 
 
 * ``substring(s FROM start [FOR n])`` / ``substr``: PostgreSQL counts a start below 1 as positions
   before the string (``substring('abc' FROM 0 FOR 2)`` = ``'a'``), Spark counts a negative start
-  from the end; a negative length is an error (NULL here);
+  from the end; a negative length is an error (NULL here). ``substring(s FROM pattern)`` of a text
+  or a quoted literal is the pattern form (``substring('a2b', '2')`` is ``'2'``: `_pattern_form`),
+  the first element of ``regexp_match``; with an escape character (three such arguments) 0A000;
 * ``left(s, -n)`` / ``right(s, -n)``: all but the last / first n characters (Spark: ``''``);
 * ``split_part(s, delimiter, 0)``: an error (NULL here), negative fields count from the end;
 * ``concat(...)`` skips NULL arguments (``||`` does not);
@@ -39,7 +41,15 @@ from sqlglot import exp
 from sqlglot.dialects.risingwave import RisingWave
 
 from frontend.binder import composite
-from frontend.binder.coercion import as_literal, coerce, function_args, is_untyped, no_function, no_operator
+from frontend.binder.coercion import (
+    as_literal,
+    coerce,
+    function_args,
+    is_unknown_literal,
+    is_untyped,
+    no_function,
+    no_operator,
+)
 from frontend.dialect import PG_NAME
 from frontend.expr import BinaryOp, BoundExpr, Literal, SparkCall, spark_string
 from risingspark.errors import FeatureNotSupported
@@ -132,7 +142,14 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
     if isinstance(node, exp.Substring):
         if node.args.get("start") is None:
             raise FeatureNotSupported("substring without a start position is not supported")
-        return _substring(call("substring", [node.this, node.args["start"], node.args.get("length")], "ti", "tii"))
+        written = str(node.meta.get(PG_NAME) or "substring").lower()
+        bound = [rec(n) for n in (node.this, node.args["start"], node.args.get("length")) if n is not None]
+        if written == "substring" and _pattern_form(bound[1:]):
+            if len(bound) == 3:
+                raise FeatureNotSupported("substring with a SQL regular expression and an escape character is not "
+                                          "supported in a materialized view")
+            return _pattern_substring(*function_args(written, bound, "tt"))
+        return _substring(function_args(written, bound, "ti", "tii"))
     if isinstance(node, exp.Initcap):
         return _initcap(node, call)
     if isinstance(node, exp.StartsWith):
@@ -185,6 +202,26 @@ def _trim(node: exp.Trim, call) -> BoundExpr:
     return SparkCall(name, (args[0], chars), VARCHAR, f"trim({position} {{1}} FROM {{0}})")
 
 
+def _pattern_form(args: list[BoundExpr]) -> bool:
+    """Whether ``substring(s, a [, b])`` of the bound `args` (a, b) is PostgreSQL's pattern form
+    (``substring(text, text)``, a POSIX regular expression; ``substring(text, text, text)``, a SQL
+    one with an escape character) rather than positions: where an argument is text, or where every
+    one is an untyped literal (PostgreSQL resolves an unknown argument to the string category when a
+    candidate takes one there: ``substring(s, '2')`` matches the pattern ``2``)."""
+    return any(a.type.name is TypeName.VARCHAR and not is_untyped(a) for a in args) \
+        or all(is_unknown_literal(a) for a in args)
+
+
+def _pattern_substring(s: BoundExpr, pattern: BoundExpr) -> BoundExpr:
+    """``substring(s FROM pattern)``: the part of `s` the POSIX regular expression matches first, or
+    what its first capture group matched; NULL without a match. That is the first element of
+    ``regexp_match(s, pattern)`` (the same restrictions: a constant pattern, groups that take part
+    in every match)."""
+    if not isinstance(as_literal(pattern), Literal):
+        raise FeatureNotSupported("substring of a pattern in a materialized view needs a constant pattern")
+    return SparkCall("substring", (_regexp_match((s, pattern)),), VARCHAR, "element_at({0}, 1)")
+
+
 def _substring(args: tuple[BoundExpr, ...]) -> BoundExpr:
     """``substring(s, start [, length])`` of arguments bound to text and integers."""
     s, start = args[:2]
@@ -210,20 +247,21 @@ def _regexp_match(args: tuple[BoundExpr, ...]) -> BoundExpr:
     s, pattern = args[0], as_literal(args[1])  # (a pattern written 'a(b)'::text is a constant too)
     if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
         raise FeatureNotSupported("regexp_match in a materialized view needs a constant pattern")
-    groups = _mandatory_groups(pattern.value)
+    groups = mandatory_groups(pattern.value, "regexp_match in a materialized view")
     items = ", ".join(f"regexp_extract({{0}}, {{1}}, {g})" for g in (range(1, groups + 1) if groups else [0]))
     return SparkCall("regexp_match", (s, pattern), TEXT_ARRAY, f"IF({{0}} RLIKE {{1}}, array({items}), NULL)")
 
 
-def _mandatory_groups(pattern: str) -> int:
-    """The number of capture groups, each of which takes part in every match; 0A000 otherwise."""
+def mandatory_groups(pattern: str, what: str) -> int:
+    """The number of capture groups of `pattern`, each of which takes part in every match; 0A000
+    otherwise (`what` names the use in the error: Spark's and DuckDB's extraction of a group give
+    ``''`` where PostgreSQL gives NULL for a group that did not take part)."""
     import re._parser as sre_parse  # the structure of the pattern; the syntax shared with Java's
 
     try:
         parsed = sre_parse.parse(pattern)
     except re.error as e:
-        raise FeatureNotSupported(f"regular expression {pattern!r} is not supported in a materialized view: "
-                                  f"{e}") from None
+        raise FeatureNotSupported(f"regular expression {pattern!r} is not supported in {what}: {e}") from None
     optional: set[int] = set()
 
     def walk(items: Any, under_optional: bool) -> None:
@@ -247,8 +285,8 @@ def _mandatory_groups(pattern: str) -> int:
 
     walk(parsed, False)
     if optional:
-        raise FeatureNotSupported(f"regexp_match in a materialized view with a capture group that may not take part "
-                                  f"in a match (group {min(optional)} of {pattern!r}) is not supported yet")
+        raise FeatureNotSupported(f"{what} with a capture group that may not take part in a match (group "
+                                  f"{min(optional)} of {pattern!r}) is not supported yet")
     return parsed.state.groups - 1
 
 

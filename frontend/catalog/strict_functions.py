@@ -3,7 +3,12 @@
 * ``substring(s, start [, count])`` / ``substr``: PostgreSQL takes the characters at positions
   ``start .. start + count - 1`` that exist (``substr('hello', -1, 3)`` is ``h``); DuckDB counts a
   negative start from the end (``o``). A negative count is 22011 in PostgreSQL. A start that is not
-  a positive integer literal is clamped here as PostgreSQL clamps it.
+  a positive integer literal is clamped here as PostgreSQL clamps it. A quoted literal as the start
+  is PostgreSQL's pattern form (it resolves an unknown argument there to text): ``substring(s,
+  'a(.)')`` is what the POSIX regular expression's first group matched (or the whole match without
+  groups), NULL without a match; DuckDB read it as a position. With a count, a quoted start is an
+  integer when the count is not quoted (``substring(s, '2', 3)``), the SQL regular expression form
+  when it is (0A000).
 * ``sqrt`` of a negative number, ``ln``/``log``/``log10`` of zero or a negative number, ``power``
   of zero to a negative power or of a negative number to a fractional one, and an ``exp`` past
   the double range: PostgreSQL fails (2201F, 2201E, 22003) where DuckDB answers NaN or infinity.
@@ -16,8 +21,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from frontend.binder.strings import mandatory_groups
 from frontend.catalog.composite import udf_failure
+from frontend.dialect import PG_NAME
 from risingspark.errors import (
+    FeatureNotSupported,
     InvalidArgumentForLogarithm,
     InvalidArgumentForPowerFunction,
     NumericValueOutOfRange,
@@ -81,6 +89,15 @@ def _log_checks(x: exp.Expression, value: exp.Expression) -> exp.Expression:
 
 def _substring(node: exp.Substring) -> exp.Expression | None:
     start, count = node.args.get("start"), node.args.get("length")
+    if isinstance(start, exp.Literal) and start.is_string and str(node.meta.get(PG_NAME) or "substring").lower() \
+            == "substring":
+        if count is None:
+            return _pattern_substring(node.this, start.name)
+        if isinstance(count, exp.Literal) and count.is_string:
+            raise FeatureNotSupported("substring with a SQL regular expression and an escape character is not "
+                                      "supported")
+        start = exp.Cast(this=start.copy(), to=exp.DataType.build("INT"))
+        node = exp.Substring(this=node.this.copy(), start=start, length=count.copy())
     if start is None or (_positive_int(start) and (count is None or (isinstance(count, exp.Literal) and count.is_int
                                                                       and int(count.name) >= 0))):
         return None
@@ -96,3 +113,13 @@ def _substring(node: exp.Substring) -> exp.Expression | None:
     out = exp.Substring(this=node.this.copy(), start=first, length=exp.Sub(this=end, expression=first.copy()))
     negative = exp.LT(this=count.copy(), expression=exp.Literal.number(0))
     return _case([(negative, SubstringError("negative substring length not allowed"))], out)
+
+
+def _pattern_substring(s: exp.Expression, pattern: str) -> exp.Expression:
+    """``substring(s FROM 'pattern')``: what the first capture group matched, or the whole match
+    without groups; NULL without a match (DuckDB's ``regexp_extract`` gives ``''``)."""
+    group = 1 if mandatory_groups(pattern, "substring of a pattern") else 0
+    literal = exp.Literal.string(pattern)
+    matches = exp.Anonymous(this="regexp_matches", expressions=[s.copy(), literal])
+    extract = exp.Anonymous(this="regexp_extract", expressions=[s.copy(), literal.copy(), exp.Literal.number(group)])
+    return exp.Case(ifs=[exp.If(this=matches, true=extract)])

@@ -390,3 +390,31 @@ def test_a_literal_cast_to_text_is_a_constant_still() -> None:
     assert bind("regexp_match(s, '(a)b'::text)").to_spark() == bind("regexp_match(s, '(a)b')").to_spark()
     assert bind("round(n, '2'::text::int)").to_spark() == "round(`n`, CAST(2 AS INT))"
     assert bind("ts + '1 day'::text::interval") == bind("ts + '1 day'::interval")
+
+
+@pytest.mark.parametrize(("expr", "same_as"), [
+    ("substring(s, 'a(b)')", "regexp_match(s, 'a(b)')"), ("substring(s FROM '[0-9]+')", "regexp_match(s, '[0-9]+')"),
+    ("substring(s, 'x'::text)", "regexp_match(s, 'x')"),
+])
+def test_substring_of_a_pattern_is_the_first_element_of_its_match(expr: str, same_as: str) -> None:
+    # (PostgreSQL resolves a quoted literal there to text: substring(text, text), a POSIX regular
+    # expression; the part matched, or the first group's, NULL without a match)
+    e = bind(expr)
+    assert e.type.display() == "character varying"
+    assert e.to_spark() == f"(element_at({bind(same_as).to_spark()}, 1))"
+
+
+@pytest.mark.parametrize(("expr", "spark_start"), [
+    ("substring(s, 2)", "CAST(2 AS INT)"), ("substring(s, '2', 3)", "TRY_CAST('2' AS INT)"),
+    ("substr(s, '2')", "TRY_CAST('2' AS INT)"), ("substring(s, k)", "`k`"), ("substring(s FROM 2 FOR k)", "CAST(2 AS INT)"),
+])
+def test_substring_of_positions_stays_positions(expr: str, spark_start: str) -> None:
+    # (an integer beside it, or substr, which has no pattern form)
+    assert f"greatest({spark_start}, 1)" in bind(expr).to_spark()
+
+
+@pytest.mark.parametrize("expr", ["substring(s, '2', '3')", "substring(s, 'a', '#')", "substring(s, s)",
+                                  "substring(s, 'a', s)"])
+def test_substring_of_a_sql_pattern_or_a_column_pattern_is_not_supported(expr: str) -> None:
+    with pytest.raises(FeatureNotSupported, match="substring"):
+        bind(expr)
