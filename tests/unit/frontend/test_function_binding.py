@@ -418,3 +418,21 @@ def test_substring_of_positions_stays_positions(expr: str, spark_start: str) -> 
 def test_substring_of_a_sql_pattern_or_a_column_pattern_is_not_supported(expr: str) -> None:
     with pytest.raises(FeatureNotSupported, match="substring"):
         bind(expr)
+
+
+@pytest.mark.parametrize(("expr", "name"), [
+    ("regexp_replace(s, 'a', 'b')", "regexp_replace"), ("to_timestamp(s, 'YYYY')", "to_timestamp"),
+    ("format('%s', s)", "format"), ("sha256(s)", "sha256"), ("array_length(arr, 1)", "array_length"),
+    ("chr(65)", "chr"),
+])
+def test_postgresqls_functions_a_view_does_not_run_are_not_supported(expr: str, name: str) -> None:
+    # (PostgreSQL has them: 0A000 naming the function as written, not 42883 with sqlglot's name)
+    with pytest.raises(FeatureNotSupported) as e:
+        bind(expr)
+    assert e.value.message == f"function {name}() in a materialized view is not supported yet"
+
+
+def test_a_function_postgresql_lacks_does_not_exist() -> None:
+    with pytest.raises(UndefinedFunction) as e:
+        bind("no_such_fn(s, 'a', NULL)")
+    assert e.value.message == "function no_such_fn(character varying, unknown, unknown) does not exist"
