@@ -5,13 +5,12 @@ on DuckDB and compares."""
 
 from __future__ import annotations
 
-import functools
 import re
-from pathlib import Path
 
 import duckdb
 
 from frontend.catalog.composite import udf_error
+from frontend.catalog.pg_function_names import postgresql_functions
 from frontend.values import special_numeric_error
 from risingspark.errors import (
     CardinalityViolation,
@@ -52,13 +51,6 @@ PG_TYPE = {"INT16": "smallint", "INT32": "integer", "INT64": "bigint", "INT128":
            "INTEGER": "integer", "BIGINT": "bigint"}
 _INTEGERS = {"INT16", "INT32", "INT64"}
 _DATETIMES = {"DATE", "TIMESTAMP", "INTERVAL", "TIME"}  # 22007, as PostgreSQL's datetime input errors
-
-
-@functools.cache
-def postgresql_functions() -> frozenset[str]:
-    """The names of PostgreSQL's built-in functions (`frontend/catalog/pg_functions.txt`)."""
-    text = (Path(__file__).parent / "catalog" / "pg_functions.txt").read_text()
-    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 
 def translate_duckdb_error(e: duckdb.Error) -> RisingSparkError:

@@ -37,7 +37,6 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from sqlglot import exp
 
-from frontend.batch_errors import postgresql_functions
 from frontend.binder.coercion import (
     as_literal,
     coerce,
@@ -46,6 +45,7 @@ from frontend.binder.coercion import (
     is_untyped,
     no_function,
 )
+from frontend.catalog.pg_function_names import postgresql_functions
 from frontend.dialect import PG_NAME
 from frontend.expr import (
     BinaryOp,
