@@ -44,6 +44,7 @@ from frontend.catalog.similar_to import similar_to
 from frontend.catalog.strict_functions import strict_functions
 from frontend.catalog.table import SystemContext
 from frontend.catalog.to_char import to_char
+from frontend.catalog.unknown_arguments import unknown_arguments
 from frontend.dialect import PG_NAME
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
 from risingspark.types import UNCONSTRAINED_NUMERIC_PRECISION, UNCONSTRAINED_NUMERIC_SCALE
@@ -625,7 +626,8 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           keyword_calls, similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions, literal_casts,
+                           keyword_calls, similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions,
+                           unknown_arguments, literal_casts,
                            float_round, real_operands, integer_literals,
                            untyped_array_comparisons, array_literals, casts, functions)
 
