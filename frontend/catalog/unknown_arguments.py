@@ -1,4 +1,5 @@
-"""Quoted literals as the arguments of PostgreSQL's numeric functions in batch queries.
+"""Quoted literals as the arguments of PostgreSQL's numeric functions and arithmetic operators in
+batch queries.
 
 PostgreSQL types a quoted literal by the function it is passed to: ``abs('-5')``, ``ceil('2.5')``,
 ``floor('2.5')`` and ``sign('-3')`` take it as a double precision (the preferred type of the
@@ -8,19 +9,51 @@ not choose a best candidate function"). The literal is cast here to the type Pos
 input it does not read as a number then fails as PostgreSQL's does (22P02). (DuckDB's ``sign`` is
 a tinyint of any argument: the sign of such a literal is cast back to a double.)
 
+Beside an arithmetic operator (``+ - * / %``) a quoted literal takes the other operand's type:
+``'5' + 1`` is the integer 6 and ``'2.5' * 2`` fails (22P02), as PostgreSQL resolves ``unknown +
+integer`` to ``integer + integer``; DuckDB found no candidate, or read ``'2.5'`` as a number. Only
+where the other operand's type is plain in the text (`numeric_type`: a number literal, a cast, a
+column of a catalog relation); anything else is left to DuckDB.
+
 >>> import sqlglot
 >>> unknown_arguments(sqlglot.parse_one("SELECT abs('-5'), round('2.5', 1), abs(x)", read="risingwave")).sql()
 "SELECT ABS(CAST('-5' AS DOUBLE)), ROUND(CAST('2.5' AS DECIMAL), 1), ABS(x)"
+>>> unknown_arguments(sqlglot.parse_one("SELECT '5' + 1, 2.5 * '2', '1' - x, 1 + '1'::int", read="risingwave")).sql()
+"SELECT CAST('5' AS INT) + 1, 2.5 * CAST('2' AS DECIMAL), '1' - x, 1 + CAST('1' AS INT)"
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlglot import exp
+
+from frontend.catalog.operand_types import OperandTypes, is_number
+from risingspark.types import TypeName
+
+if TYPE_CHECKING:
+    from frontend.catalog.rewrite import RewriteContext
 
 _DOUBLE_FUNCTIONS = (exp.Abs, exp.Ceil, exp.Floor, exp.Sign)
 
 
-def unknown_arguments(query: exp.Expression, ctx: object = None) -> exp.Expression:
+_OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+_NUMERIC_CASTS = {exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT,
+                  exp.DataType.Type.DECIMAL, exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
+_NUMERIC_COLUMNS = {TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT, TypeName.NUMERIC, TypeName.REAL,
+                    TypeName.DOUBLE}
+
+
+def unknown_arguments(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
+    types = None
+    for op in list(query.find_all(*_OPERATORS)):
+        for literal, other in ((op.this, op.expression), (op.expression, op.this)):
+            if isinstance(literal, exp.Literal) and literal.is_string:
+                types = types or OperandTypes.of(query, ctx)
+                t = numeric_type(other, types)
+                if t is not None:
+                    literal.replace(exp.Cast(this=literal.copy(), to=t))
+                break
     for node in list(query.find_all(*_DOUBLE_FUNCTIONS, exp.Round)):
         x = node.this
         if not (isinstance(x, exp.Literal) and x.is_string):
@@ -34,3 +67,22 @@ def unknown_arguments(query: exp.Expression, ctx: object = None) -> exp.Expressi
             if isinstance(node, exp.Sign):  # (DuckDB's sign is a tinyint, PostgreSQL's of a double a double)
                 node.replace(exp.cast(node.copy(), "DOUBLE"))
     return query
+
+
+def numeric_type(e: exp.Expression, types: OperandTypes) -> exp.DataType | None:
+    """The numeric type of `e` where the text shows it (PostgreSQL's type of a number literal: an
+    integer, a bigint or a numeric by its size and form; a cast's; a catalog column's), else None."""
+    while isinstance(e, exp.Paren | exp.Neg):
+        e = e.this
+    if is_number(e):
+        text = e.name
+        if any(c in text for c in ".eE"):
+            return exp.DataType.build("DECIMAL")
+        return exp.DataType.build("INT" if abs(int(text)) < 2**31 else "BIGINT" if abs(int(text)) < 2**63 else "DECIMAL")
+    if isinstance(e, exp.Cast) and isinstance(e.to, exp.DataType) and e.to.this in _NUMERIC_CASTS:
+        return e.to.copy()
+    if isinstance(e, exp.Column) and (rel := types.column_relation(e)) is not None:
+        field = next((f for f in rel.fields if f.name == e.name), None)
+        if field is not None and field.type.name in _NUMERIC_COLUMNS:
+            return exp.DataType.build(field.type.to_duckdb(), dialect="duckdb")
+    return None

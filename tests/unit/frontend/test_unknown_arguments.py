@@ -1,6 +1,7 @@
-"""Quoted literals as the arguments of numeric functions in batch queries
-(`frontend.catalog.unknown_arguments`): PostgreSQL's values and types (a double precision, a numeric
-for round's two arguments), and its 22P02 for input that is no number."""
+"""Quoted literals as the arguments of numeric functions and beside arithmetic operators in batch
+queries (`frontend.catalog.unknown_arguments`): PostgreSQL's values and types (a double precision, a
+numeric for round's two arguments, the other operand's type), and its 22P02 for input that is no
+number of that type."""
 
 from __future__ import annotations
 
@@ -30,7 +31,31 @@ def test_values_and_types_are_postgresqls(oracle_dsn: str) -> None:
         assert pa.types.is_decimal(field.type) if oid == numeric else pa.types.is_floating(field.type), call
 
 
-@pytest.mark.parametrize("call", ["abs('x')", "round('two', 1)"])
+OPERATIONS = ["'5' + 1", "10 / '4'", "'7' % 3", "'1'::int + '2'", "5000000000 - '1'", "'3' * 2::smallint",
+              "'1.5' + 2.5::float8"]
+
+
+def test_a_literal_beside_an_operator_takes_the_other_operands_type(oracle_dsn: str) -> None:
+    session = make_session()
+    query = "SELECT " + ", ".join(f"{o} AS c{i}" for i, o in enumerate(OPERATIONS))
+    table = session.run_batch(session.parse_sql(query), typed=True)
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        cur = pg.execute(query)
+        want, oids = cur.fetchone(), [d.type_code for d in cur.description]
+    assert list(table.to_pylist()[0].values()) == list(want)
+    arrow = {23: pa.int32(), 20: pa.int64(), 21: pa.int16(), 701: pa.float64()}  # (integer, bigint, smallint, double)
+    # (an integer quotient is a bigint in batch queries, `10 / 4` too: PostgreSQL's is an integer)
+    assert [arrow[o] for i, o in enumerate(oids) if i != 1] == [t for i, t in enumerate(table.schema.types) if i != 1]
+
+
+def test_a_literal_beside_a_catalog_column_takes_its_type() -> None:
+    # (orders.amount is a numeric(12,2): PostgreSQL's numeric * numeric)
+    session = make_session()
+    table = session.run_batch(session.parse_sql("SELECT amount * '2' AS a, customer + '1' AS c FROM orders"), typed=True)
+    assert pa.types.is_decimal(table.schema.field("a").type) and table.schema.field("c").type == pa.int32()
+
+
+@pytest.mark.parametrize("call", ["abs('x')", "round('two', 1)", "'2.5' * 2", "'a' + 1"])
 def test_input_that_is_no_number_fails_as_in_postgresql(oracle_dsn: str, call: str) -> None:
     with psycopg.connect(oracle_dsn, autocommit=True) as pg, pytest.raises(psycopg.Error) as want:
         pg.execute(f"SELECT {call}")
