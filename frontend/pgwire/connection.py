@@ -331,8 +331,9 @@ class Connection:
         each) that the session answers at once (`ExtendedQuery.answer_now`); False leaves it to the
         loop. Only while the loop waits for a message with nothing buffered (so nothing is answered
         out of turn), not skipping after an error, with nothing unsent before it and the socket's send
-        buffer empty (the loop waits on a client that does not read; this would not)."""
-        if not self._reading or self._skipping or not self.messages.idle or self.sink.pending \
+        buffer empty (the loop waits on a client that does not read; this would not), and not once
+        `shutdown` was asked (the cancelled task has yet to run: the client gets only its FATAL)."""
+        if not self._reading or self._skipping or self._shutting_down or not self.messages.idle or self.sink.pending \
                 or _holds_bytes(self.reader):  # (bytes the loop has yet to take come first)
             return False
         end = len(data) - len(CYCLE_TAIL) - len(SYNC)

@@ -24,7 +24,10 @@ class AnsweringSession(FakeSession):
     """A fake session that also answers at once (`PgSession.answer_now`) every statement its `_run`
     answers without waiting, errors included."""
 
+    asked = 0  # (calls of answer_now, every session's)
+
     def answer_now(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult | None:
+        AnsweringSession.asked += 1
         if _norm(sql).startswith(("select pg_sleep", "copy")):
             return None
         run = self._run(sql, param_oids, params)
@@ -116,6 +119,40 @@ def test_not_at_once_in_a_transaction_block(servers) -> None:
     c.sock.sendall(frame(b"B", B("", "s", (b"6",))) + CYCLE_TAIL + frame(b"S"))
     assert c.until(b"Z")[-1] == (b"Z", b"I")
     assert answered_now(answering) == 1  # (the one after COMMIT)
+    c.close()
+
+
+@pytest.mark.parametrize("result_formats", [(0, 0), (2,), (0, 2)])
+def test_result_formats_that_do_not_fit_leave_the_statement_to_the_loop(servers, result_formats: tuple) -> None:
+    """The loop reports them; the session is not asked first (the statement would run twice)."""
+    answering, plain = servers
+    answers = []
+    for server in (answering, plain):
+        c = prepared(server, "select 1")
+        before = AnsweringSession.asked
+        c.sock.sendall(frame(b"B", B("", "s", (), (), result_formats)) + CYCLE_TAIL + frame(b"S"))
+        answers.append(c.until(b"Z"))
+        assert AnsweringSession.asked == before
+        c.close()
+    assert answers[0] == answers[1]
+
+
+def test_not_at_once_once_shutdown_was_asked(servers) -> None:
+    """An execution that arrives after `shutdown` and before the cancelled task ran gets only the
+    FATAL, as from the loop."""
+    answering, _ = servers
+    c = prepared(answering, "select 1")
+    conn = next(iter(answering.server._connections))  # noqa: SLF001
+    data = frame(b"B", B("", "s")) + CYCLE_TAIL + frame(b"S")
+
+    def shutdown_then_deliver() -> None:  # (in the server's loop: nothing runs between the two)
+        conn.shutdown()
+        conn.writer.transport.get_protocol().data_received(data)
+
+    answering.loop.call_soon_threadsafe(shutdown_then_deliver)
+    got = c.until(b"E")
+    assert kinds(got) == [b"E"] and b"57P01" in got[0][1]
+    assert answered_now(answering) == 0
     c.close()
 
 
