@@ -126,9 +126,9 @@ class ExtendedQuery:
             oids = stmt.description[0]
         if len(oids) != len(bind.params) or is_empty_query(stmt.sql):
             return None
-        formats = bind.result_formats  # (the loop reports formats that do not fit: the statement runs once)
-        if any(f not in (0, 1) for f in formats) or (len(formats) > 1 and (
-                stmt.description is None or stmt.description[1] is None or len(formats) != len(stmt.description[1]))):
+        codes = bind.result_formats  # (the loop reports codes that do not fit: the statement runs once)
+        if any(f not in (0, 1) for f in codes) or (len(codes) > 1 and (
+                stmt.description is None or stmt.description[1] is None or len(codes) != len(stmt.description[1]))):
             return None
         time_zone = conn.session_time_zone()
         params = decode_params(bind.params, oids, bind.param_formats, time_zone)
