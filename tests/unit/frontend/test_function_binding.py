@@ -436,3 +436,13 @@ def test_a_function_postgresql_lacks_does_not_exist() -> None:
     with pytest.raises(UndefinedFunction) as e:
         bind("no_such_fn(s, 'a', NULL)")
     assert e.value.message == "function no_such_fn(character varying, unknown, unknown) does not exist"
+
+
+@pytest.mark.parametrize(("expr", "exponent_from"), [("d::text", 15), ("r::varchar", 6), ("s || d", 15),
+                                                     ("concat(s, r)", 6)])
+def test_a_double_or_a_real_as_text_is_laid_out_as_postgresql(expr: str, exponent_from: int) -> None:
+    # (Spark's text of a double is Java's: `2.0`, `1.0E20`; the values: tests/e2e/test_mv_functions.py)
+    from frontend.float_text_spark import float_text
+
+    column = "`r`" if exponent_from == 6 else "`d`"
+    assert float_text(column, exponent_from) in bind(expr).to_spark()
