@@ -4,6 +4,8 @@ type, and what PostgreSQL has no operator for fails with its SQLSTATE."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 
 from sqlglot import exp
@@ -17,6 +19,8 @@ from risingspark import interval, jsonb
 from risingspark.errors import (
     DatatypeMismatch,
     FeatureNotSupported,
+    InvalidTextRepresentation,
+    NumericValueOutOfRange,
     UndefinedFunction,
 )
 from risingspark.types import (
@@ -86,6 +90,8 @@ def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
     if target.name is TypeName.STRUCT and is_unknown_literal(e):
         raise FeatureNotSupported("text input of struct values is not supported; use ROW(...)")
     if is_unknown_literal(e) or (isinstance(e, Literal) and e.value is None):
+        if target.is_numeric and isinstance(e, Literal) and e.value is not None:
+            check_number_input(str(e.value), target)
         return Cast(e, target)
     if e.type.name in (TypeName.STRUCT, TypeName.JSONB) or target.name in (TypeName.STRUCT, TypeName.JSONB):
         raise FeatureNotSupported(f"{e.type.display()} where {target.display()} is expected is not supported in a "
@@ -101,6 +107,51 @@ def coerce(e: BoundExpr, target: DataType, context: str = "") -> BoundExpr:
     if target.name is TypeName.VARCHAR:
         return Cast(e, target)
     raise DatatypeMismatch(f"cannot cast type {e.type.display()} to {target.display()}")
+
+
+_INTEGER_INPUT = re.compile(r"\s*[+-]?\d+\s*")
+_NUMERIC_INPUT = re.compile(r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?infinity|nan)\s*", re.IGNORECASE)
+_FLOAT_WORDS = re.compile(r"\s*([+-]?(inf|infinity)|nan)\s*", re.IGNORECASE)
+_INTEGER_LIMITS = {TypeName.SMALLINT: 2**15, TypeName.INT: 2**31, TypeName.BIGINT: 2**63}
+
+
+def check_number_input(text: str, target: DataType) -> None:
+    """A quoted literal a number type takes (``k + 'x'``, ``abs('x')``): PostgreSQL reads it when it
+    binds the query, so input that is no number of that type fails CREATE (22P02; 22003 out of
+    range) where Spark's cast would make every row's value NULL.
+
+    >>> check_number_input(" 12 ", INT4)
+    >>> check_number_input("1.5", INT4)
+    Traceback (most recent call last):
+    ...
+    risingspark.errors.InvalidTextRepresentation: invalid input syntax for type integer: "1.5"
+    """
+    if target.is_integer:
+        if not _INTEGER_INPUT.fullmatch(text):
+            raise InvalidTextRepresentation(f'invalid input syntax for type {target.display()}: "{text}"')
+        if not -_INTEGER_LIMITS[target.name] <= int(text) < _INTEGER_LIMITS[target.name]:
+            raise NumericValueOutOfRange(f'value "{text}" is out of range for type {target.display()}')
+    elif target.name is TypeName.NUMERIC:
+        if not _NUMERIC_INPUT.fullmatch(text):
+            raise InvalidTextRepresentation(f'invalid input syntax for type numeric: "{text}"')
+    elif target.name in (TypeName.DOUBLE, TypeName.REAL):
+        if not (_NUMERIC_INPUT.fullmatch(text) or _FLOAT_WORDS.fullmatch(text)):
+            raise InvalidTextRepresentation(f'invalid input syntax for type {target.display()}: "{text}"')
+        value = float(text) if target.name is TypeName.DOUBLE else _as_real(float(text))
+        over = math.isinf(value) and not _FLOAT_WORDS.fullmatch(text) and "infinity" not in text.lower()
+        under = value == 0 and re.search(r"[1-9]", text.lower().split("e")[0]) is not None
+        if over or under:
+            raise NumericValueOutOfRange(f'"{text.strip()}" is out of range for type {target.display()}')
+
+
+def _as_real(v: float) -> float:
+    """`v` rounded to a real (an infinity past a real's range)."""
+    import struct
+
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:
+        return math.inf
 
 
 _INT_RANK = {TypeName.SMALLINT: 0, TypeName.INT: 1, TypeName.BIGINT: 2}

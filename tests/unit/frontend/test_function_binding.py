@@ -446,3 +446,28 @@ def test_a_double_or_a_real_as_text_is_laid_out_as_postgresql(expr: str, exponen
 
     column = "`r`" if exponent_from == 6 else "`d`"
     assert float_text(column, exponent_from) in bind(expr).to_spark()
+
+
+@pytest.mark.parametrize(("expr", "error", "words"), [
+    ("k + 'x'", InvalidTextRepresentation, 'invalid input syntax for type integer: "x"'),
+    ("k = ''", InvalidTextRepresentation, 'invalid input syntax for type integer: ""'),
+    ("k IN (1, '2.5')", InvalidTextRepresentation, 'invalid input syntax for type integer: "2.5"'),
+    ("k + '99999999999'", NumericValueOutOfRange, 'value "99999999999" is out of range for type integer'),
+    ("abs('x')", InvalidTextRepresentation, 'invalid input syntax for type double precision: "x"'),
+    ("n + 'x'", InvalidTextRepresentation, 'invalid input syntax for type numeric: "x"'),
+    ("r + 'x'", InvalidTextRepresentation, 'invalid input syntax for type real: "x"'),
+    ("d + '1e400'", NumericValueOutOfRange, '"1e400" is out of range for type double precision'),
+    ("d + '1e-400'", NumericValueOutOfRange, '"1e-400" is out of range for type double precision'),
+    ("r + '1e39'", NumericValueOutOfRange, '"1e39" is out of range for type real'),
+])
+def test_a_quoted_literal_that_is_no_number_fails_create(expr: str, error: type[RisingSparkError], words: str) -> None:
+    # (PostgreSQL reads it while binding the query; Spark's cast would have made every value NULL)
+    with pytest.raises(error) as e:
+        bind(expr)
+    assert e.value.message == words
+
+
+@pytest.mark.parametrize("expr", ["k + ' 3 '", "k = '-7'", "n + '1.5e3'", "n + 'NaN'", "d + ' inf '", "d + '-Infinity'",
+                                  "r + '1e-40'", "bk + '9223372036854775807'", "abs('-5')", "d + '.5'"])
+def test_a_quoted_literal_that_is_a_number_binds(expr: str) -> None:
+    bind(expr)
