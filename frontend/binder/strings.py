@@ -217,9 +217,8 @@ def _pattern_substring(s: BoundExpr, pattern: BoundExpr) -> BoundExpr:
     what its first capture group matched; NULL without a match. That is the first element of
     ``regexp_match(s, pattern)`` (the same restrictions: a constant pattern, groups that take part
     in every match)."""
-    if not isinstance(as_literal(pattern), Literal):
-        raise FeatureNotSupported("substring of a pattern in a materialized view needs a constant pattern")
-    return SparkCall("substring", (_regexp_match((s, pattern)),), VARCHAR, "element_at({0}, 1)")
+    return SparkCall("substring", (_regexp_match((s, pattern), "substring of a pattern"),), VARCHAR,
+                     "element_at({0}, 1)")
 
 
 def _substring(args: tuple[BoundExpr, ...]) -> BoundExpr:
@@ -241,13 +240,13 @@ def _strict(n: int, template: str) -> str:
     return f"CASE WHEN {nulls} THEN NULL ELSE {template} END"
 
 
-def _regexp_match(args: tuple[BoundExpr, ...]) -> BoundExpr:
+def _regexp_match(args: tuple[BoundExpr, ...], name: str = "regexp_match") -> BoundExpr:
     if len(args) != 2:
         raise FeatureNotSupported("regexp_match with flags is not supported in a materialized view yet")
     s, pattern = args[0], as_literal(args[1])  # (a pattern written 'a(b)'::text is a constant too)
     if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
-        raise FeatureNotSupported("regexp_match in a materialized view needs a constant pattern")
-    groups = mandatory_groups(pattern.value, "regexp_match in a materialized view")
+        raise FeatureNotSupported(f"{name} in a materialized view needs a constant pattern")
+    groups = mandatory_groups(pattern.value, f"{name} in a materialized view")
     items = ", ".join(f"regexp_extract({{0}}, {{1}}, {g})" for g in (range(1, groups + 1) if groups else [0]))
     return SparkCall("regexp_match", (s, pattern), TEXT_ARRAY, f"IF({{0}} RLIKE {{1}}, array({items}), NULL)")
 

@@ -87,8 +87,14 @@ def _log_checks(x: exp.Expression, value: exp.Expression) -> exp.Expression:
                    InvalidArgumentForLogarithm("cannot take logarithm of a negative number"))], value)
 
 
+_TEXT_TYPES = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR)
+
+
 def _substring(node: exp.Substring) -> exp.Expression | None:
     start, count = node.args.get("start"), node.args.get("length")
+    if isinstance(start, exp.Cast) and isinstance(start.this, exp.Literal) and start.this.is_string and \
+            start.to.this in _TEXT_TYPES and count is None:
+        start = start.this  # (a pattern written 'a(.)'::text)
     if isinstance(start, exp.Literal) and start.is_string and str(node.meta.get(PG_NAME) or "substring").lower() \
             == "substring":
         if count is None:

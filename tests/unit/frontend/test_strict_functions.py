@@ -18,7 +18,7 @@ VALUES = ["substr('hello', -1, 3)", "substring('hello', -3)", "substr('hello', 0
           # count not quoted a position
           "substring('abc2d', '2')", "substring('abcdef' FROM 'c.')", "substring('abc', '(b.)')",
           "substring('abc', 'x')", "substring(NULL, 'a')", "substring('abc', '(a|x)c?')", "substring('abcdef', '2', 3)",
-          "substring('ab12cd', '[0-9]+')", "substr('abcdef', '2')"]
+          "substring('ab12cd', '[0-9]+')", "substr('abcdef', '2')", "substring('a2b', 'a(.)'::varchar)"]
 ERRORS = ["substr('hello', 2, -1)", "sqrt(-1.0)", "ln(0.0)", "ln(-1.0)", "log(-1.0)", "log(0.0)",
           "power(0.0, -1)", "power(-8.0, 0.5)", "exp(1000::float8)"]
 
