@@ -69,9 +69,11 @@ def create_spark_session(settings: SparkSettings):
     logger.info("starting Spark (master %s)", settings.master)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    from compute.float_text_udf import register_float_text_udfs
     from compute.jsonb_udf import register_jsonb_udfs
 
     register_jsonb_udfs(spark)
+    register_float_text_udfs(spark)
     logger.info("Spark %s ready: %d cores, default parallelism %d", spark.version,
                 spark.sparkContext.defaultParallelism, shuffle_partitions)
     return spark

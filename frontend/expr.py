@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from frontend.float_text_spark import float_text
+from risingspark.float_text import FLOAT4_TEXT_UDF, FLOAT8_TEXT_UDF
 from risingspark.types import BOOL, UNCONSTRAINED_NUMERIC_SCALE, DataType, TypeName
 
 
@@ -161,7 +161,7 @@ class Cast(BoundExpr):
     """A cast, as PostgreSQL's: to an integer a numeric rounds half away from zero and a double or
     real half to even (Spark's casts truncate); an unconstrained numeric's text has no trailing
     fractional zeros (Spark's keeps the stored scale: ``2.2500000000``); a double's or a real's text is
-    laid out as PostgreSQL's (`frontend.float_text_spark`: ``2``, not Spark's ``2.0``)."""
+    PostgreSQL's (a UDF over `risingspark.float_text`: ``2``, not Spark's ``2.0``)."""
 
     operand: BoundExpr
     type: DataType
@@ -179,7 +179,8 @@ class Cast(BoundExpr):
             return (f"CASE WHEN {text} RLIKE '[.][0-9]{{{UNCONSTRAINED_NUMERIC_SCALE}}}$' THEN regexp_replace("
                     f"regexp_replace({text}, '([.][0-9]*?)0+$', '$1'), '[.]$', '') ELSE {text} END")
         elif self.type.name is TypeName.VARCHAR and source.name in (TypeName.DOUBLE, TypeName.REAL):
-            return float_text(x, 15 if source.name is TypeName.DOUBLE else 6)  # (PostgreSQL's layout: `2`, `1e+15`)
+            # (PostgreSQL's text, `2` and `1e+15`, where Spark's is Java's: `2.0`, `1.0E15`)
+            return f"{FLOAT8_TEXT_UDF if source.name is TypeName.DOUBLE else FLOAT4_TEXT_UDF}({x})"
         return f"TRY_CAST({x} AS {self.type.to_spark()})"
 
     def display(self) -> str:

@@ -11,7 +11,15 @@ from sqlglot import exp
 from frontend.binder import composite, datetime
 from frontend.binder.aggregate import AGG_NAMES, AGGS, bind_agg
 from frontend.binder.bound import Scope
-from frontend.binder.coercion import coerce, common_of, common_type, is_untyped, literal
+from frontend.binder.coercion import (
+    check_number_input,
+    coerce,
+    common_of,
+    common_type,
+    is_unknown_literal,
+    is_untyped,
+    literal,
+)
 from frontend.binder.extract import bind_extract, bind_to_char
 from frontend.binder.function import bind_date_trunc, bind_func
 from frontend.binder.relation import ident
@@ -162,6 +170,8 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
             return composite.cast_value(inner, target)
         if TypeName.INTERVAL in (target.name, inner.type.name):
             return datetime.cast_interval(inner, target)
+        if target.is_numeric and isinstance(inner, Literal) and is_unknown_literal(inner):  # ('x'::int: 22P02)
+            check_number_input(str(inner.value), target)
         # (a quoted literal or a bare NULL is bound as a varchar that takes its type from context: cast
         # to text, it stays a cast, typed text as PostgreSQL's, so `k = 'a'::text` has no operator)
         return Cast(inner, target) if inner.type != target or is_untyped(inner) else inner
@@ -206,8 +216,13 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
     if isinstance(node, exp.In):
         if node.args.get("field"):
             raise FeatureNotSupported("IN (subquery) in a materialized view is not supported yet")
-        x = rec(node.this)
-        items = tuple(common_type(x, rec(i), "IN")[1] for i in node.expressions)
+        x, bound = rec(node.this), [rec(i) for i in node.expressions]
+        typed = [v for v in (x, *bound) if not is_untyped(v)]
+        if typed and all(v.type.is_numeric for v in typed):  # (PostgreSQL: one type over x and every item)
+            t = common_of([x, *bound])
+            x, items = coerce(x, t), tuple(coerce(i, t) for i in bound)
+        else:  # (else PostgreSQL compares item by item: `k IN (1, '1'::text)` has no operator)
+            items = tuple(common_type(x, i, "IN")[1] for i in bound)
         if datetime.is_interval(x):
             raise FeatureNotSupported("IN over intervals in a materialized view is not supported yet; use = ... OR")
         return InList(x, items, False)

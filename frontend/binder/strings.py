@@ -9,7 +9,8 @@ Where Spark's function of the same name disagrees with PostgreSQL the rendering 
   the first element of ``regexp_match``; with an escape character (three such arguments) 0A000;
 * ``left(s, -n)`` / ``right(s, -n)``: all but the last / first n characters (Spark: ``''``);
 * ``split_part(s, delimiter, 0)``: an error (NULL here), negative fields count from the end;
-* ``concat(...)`` skips NULL arguments (``||`` does not);
+* ``concat(...)`` skips NULL arguments (``||`` does not); ``concat_ws(sep, ...)`` too, and is NULL for
+  a NULL separator;
 * ``regexp_match(s, pattern)``: the array of the first match's capture groups (the whole match
   without groups), NULL without a match. Spark's ``regexp_extract`` gives ``''`` for a group that
   did not take part in the match where PostgreSQL gives NULL, so a pattern whose groups may not take
@@ -157,6 +158,12 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
         written = str(node.meta.get(PG_NAME) or "starts_with").lower()
         args = call(written, [node.this, node.expression], *(("tt",) if written == "starts_with" else ()))
         return SparkCall("starts_with", args, BOOL, "startswith({0}, {1})")
+    if isinstance(node, exp.ConcatWs):  # (a Concat to sqlglot): the separator is text, NULL makes NULL
+        given = [rec(a) for a in node.expressions]
+        if len(given) < 2 or not (is_untyped(given[0]) or given[0].type.name is TypeName.VARCHAR):
+            raise no_function("concat_ws", given)
+        parts = (coerce(given[0], VARCHAR), *(_output_text(v) for v in given[1:]))
+        return SparkCall("concat_ws", parts, VARCHAR, "concat_ws(" + ", ".join(f"{{{i}}}" for i in range(len(parts))) + ")")
     if isinstance(node, exp.Concat):  # each argument's text, a boolean's t or f (its output function's)
         parts = tuple(_output_text(rec(a)) for a in node.expressions)
         return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")

@@ -80,9 +80,14 @@ def numeric_type(e: exp.Expression, types: OperandTypes) -> exp.DataType | None:
             return exp.DataType.build("DECIMAL")
         return exp.DataType.build("INT" if abs(int(text)) < 2**31 else "BIGINT" if abs(int(text)) < 2**63 else "DECIMAL")
     if isinstance(e, exp.Cast) and isinstance(e.to, exp.DataType) and e.to.this in _NUMERIC_CASTS:
-        return e.to.copy()
-    if isinstance(e, exp.Column) and (rel := types.column_relation(e)) is not None:
+        t = e.to.copy()
+    elif isinstance(e, exp.Column) and (rel := types.column_relation(e)) is not None:
         field = next((f for f in rel.fields if f.name == e.name), None)
-        if field is not None and field.type.name in _NUMERIC_COLUMNS:
-            return exp.DataType.build(field.type.to_duckdb(), dialect="duckdb")
-    return None
+        if field is None or field.type.name not in _NUMERIC_COLUMNS:
+            return None
+        t = exp.DataType.build(field.type.to_duckdb(), dialect="duckdb")
+    else:
+        return None
+    # (an unknown literal becomes a plain numeric, not the other side's numeric(p, s): `'1.005' +
+    # 1::numeric(12,2)` is 2.005)
+    return exp.DataType.build("DECIMAL") if t.this == exp.DataType.Type.DECIMAL else t

@@ -13,13 +13,11 @@ which uses the scalar functions here only for the few values it cannot vectorize
 from __future__ import annotations
 
 import datetime as dt
-import math
 import struct
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from risingspark.errors import (
@@ -29,6 +27,7 @@ from risingspark.errors import (
     NumericValueOutOfRange,
     ProtocolViolation,
 )
+from risingspark.float_text import format_float4, format_float8  # noqa: F401 - (the wire's text of floats)
 from risingspark.interval import Interval
 
 # pg_type OIDs the codec knows
@@ -77,56 +76,6 @@ class CharacterNotInRepertoire(DataException):
 
 
 # ---- text output ------------------------------------------------------------------------------
-def _shortest_text(digits: str, exp10: int, negative: bool, fixed_below: int) -> str:
-    """Lay out shortest round-trip digits as Postgres' Ryu output does.
-
-    Args:
-        digits: significant digits without trailing zeros, e.g. ``"15"``.
-        exp10: the decimal exponent of the first digit.
-        negative: prepend a minus sign.
-        fixed_below: exponents in ``[-4, fixed_below)`` print without an exponent (15 for float8,
-            6 for float4).
-    """
-    if -4 <= exp10 < fixed_below:
-        if exp10 >= 0:
-            whole, frac = digits[:exp10 + 1].ljust(exp10 + 1, "0"), digits[exp10 + 1:]
-            text = f"{whole}.{frac}" if frac else whole
-        else:
-            text = "0." + "0" * (-exp10 - 1) + digits
-    else:
-        mantissa = f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits
-        text = f"{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
-    return "-" + text if negative else text
-
-
-def _special_float(x: float) -> str | None:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0" if math.copysign(1.0, x) < 0 else "0"
-    return None
-
-
-def _format_shortest(shortest: str, fixed_below: int) -> str:
-    sign, digits, exp = Decimal(shortest).as_tuple()
-    text = "".join(map(str, digits)).rstrip("0")
-    exp10 = int(exp) + len(digits) - 1
-    return _shortest_text(text, exp10, bool(sign), fixed_below)
-
-
-def format_float8(x: float) -> str:
-    """A float8 as Postgres 12+ prints it: shortest round-trip digits, ``1e+16``, ``Infinity``."""
-    return _special_float(x) or _format_shortest(repr(float(x)), 15)
-
-
-def format_float4(x: float) -> str:
-    """A float4 as Postgres 12+ prints it (shortest digits of the 32-bit value)."""
-    f = np.float32(x)
-    return _special_float(float(f)) or _format_shortest(np.format_float_scientific(f, unique=True), 6)
-
-
 def numeric_scale(typmod: int) -> int | None:
     """The declared scale of ``numeric(p, s)`` from its typmod; None when unconstrained."""
     return None if typmod < 4 else (typmod - 4) & 0xFFFF

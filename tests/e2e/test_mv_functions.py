@@ -5,7 +5,7 @@ places written as expressions, string functions of an untyped literal or NULL, `
 ``floor`` and ``round`` of any number or an untyped literal, ``||`` of text and any value, and ``||``
 of arrays (concatenated, an element appended or prepended), ``substring(s FROM pattern)`` (a
 quoted literal or text there is a regular expression, as PostgreSQL resolves it), a double's or a
-real's text (PostgreSQL's layout: ``2``, ``1e+300``). A negative
+real's text (PostgreSQL's layout: ``2``, ``1e+300``), ``concat_ws``. A negative
 ``sqrt`` argument or the smallest integer's ``abs``, an error in PostgreSQL, gives NULL in a view
 (as every error on a row of a streaming expression), compared with PostgreSQL's answer for the
 query that says so. What
@@ -67,7 +67,8 @@ CALLS = ("abs('5') AS a5, ceil('2.5') AS c25, floor(NULL) AS fnl, round('2.5') A
          "abs(r) AS ar, 'a' || k AS ak, s || b AS sb, k || NULL AS kn, regexp_match(s, '(.)'::text) AS rm, "
          "round(n, '1'::text::int) AS rn1, substring(s, 'a') AS sa, substring(s FROM '[0-9]+') AS sdig, "
          "substring(s, '(.)a') AS sga, substring(s, 'l'::text) AS sl, substring(s, '2', 3) AS s23, "
-         "d::text AS d_text, p || d AS p_d, r::varchar AS r_text, concat(p, r, d / 3) AS c_prd, (d / 7)::text AS d_7, (r * 1000000)::text AS r_big")
+         "d::text AS d_text, p || d AS p_d, r::varchar AS r_text, concat(p, r, d / 3) AS c_prd, (d / 7)::text AS d_7, (r * 1000000)::text AS r_big, "
+         "concat_ws(',', s, b, k, NULL) AS cws, concat_ws(NULL, s) AS cwn, concat_ws(p, s, d) AS cwp")
 # || of arrays: an element appended or prepended (NULL arrays and elements included), two arrays
 # concatenated (either or both NULL), elements of another type made the common one
 ARRAYS = ("regexp_match(s, '(.)(.)') || s AS ms, p || regexp_match(s, '(.)') AS pm, "

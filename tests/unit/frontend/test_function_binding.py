@@ -438,14 +438,11 @@ def test_a_function_postgresql_lacks_does_not_exist() -> None:
     assert e.value.message == "function no_such_fn(character varying, unknown, unknown) does not exist"
 
 
-@pytest.mark.parametrize(("expr", "exponent_from"), [("d::text", 15), ("r::varchar", 6), ("s || d", 15),
-                                                     ("concat(s, r)", 6)])
-def test_a_double_or_a_real_as_text_is_laid_out_as_postgresql(expr: str, exponent_from: int) -> None:
+@pytest.mark.parametrize(("expr", "udf"), [("d::text", "rs_float8_text(`d`)"), ("r::varchar", "rs_float4_text(`r`)"),
+                                           ("s || d", "rs_float8_text(`d`)"), ("concat(s, r)", "rs_float4_text(`r`)")])
+def test_a_double_or_a_real_as_text_is_laid_out_as_postgresql(expr: str, udf: str) -> None:
     # (Spark's text of a double is Java's: `2.0`, `1.0E20`; the values: tests/e2e/test_mv_functions.py)
-    from frontend.float_text_spark import float_text
-
-    column = "`r`" if exponent_from == 6 else "`d`"
-    assert float_text(column, exponent_from) in bind(expr).to_spark()
+    assert udf in bind(expr).to_spark()
 
 
 @pytest.mark.parametrize(("expr", "error", "words"), [
@@ -467,7 +464,36 @@ def test_a_quoted_literal_that_is_no_number_fails_create(expr: str, error: type[
     assert e.value.message == words
 
 
-@pytest.mark.parametrize("expr", ["k + ' 3 '", "k = '-7'", "n + '1.5e3'", "n + 'NaN'", "d + ' inf '", "d + '-Infinity'",
-                                  "r + '1e-40'", "bk + '9223372036854775807'", "abs('-5')", "d + '.5'"])
+@pytest.mark.parametrize("expr", ["k + ' 3 '", "k = '-7'", "n + '1.5e3'", "d + ' inf '", "d + '-Infinity'", "d + '-NaN'",
+                                  "r + '1e-40'", "bk + '9223372036854775807'", "abs('-5')", "d + '.5'",
+                                  "sk IN (1, '40000')", "k IN (1.5, '2.5')", "k IN ('1.5', 1.5)", "'12'::int"])
 def test_a_quoted_literal_that_is_a_number_binds(expr: str) -> None:
+    # (an IN list has one type over its operand and every item, as PostgreSQL's: `sk IN (1, '40000')`
+    # compares integers)
     bind(expr)
+
+
+@pytest.mark.parametrize(("expr", "error", "words"), [
+    ("'x'::int", InvalidTextRepresentation, 'invalid input syntax for type integer: "x"'),
+    ("'1.5'::int", InvalidTextRepresentation, 'invalid input syntax for type integer: "1.5"'),
+    ("'40000'::smallint", NumericValueOutOfRange, 'value "40000" is out of range for type smallint'),
+    ("k + '١٢'", InvalidTextRepresentation, 'invalid input syntax for type integer: "١٢"'),  # (ASCII digits only)
+    ("k IN (1, 'x')", InvalidTextRepresentation, 'invalid input syntax for type integer: "x"'),
+    ("n + 'NaN'", FeatureNotSupported, "numeric 'NaN' in a materialized view is not supported"),
+    ("n + '-inf'", FeatureNotSupported, "numeric '-inf' in a materialized view is not supported"),
+])
+def test_a_literal_cast_or_taken_as_a_number_is_read_as_postgresql_reads_it(expr: str, error: type[RisingSparkError],
+                                                                              words: str) -> None:
+    with pytest.raises(error) as e:
+        bind(expr)
+    assert e.value.message == words
+
+
+def test_concat_ws_joins_with_its_separator() -> None:
+    # (sqlglot's ConcatWs is a Concat: the separator was taken for a first value, joined by '')
+    assert bind("concat_ws(',', s, b)").to_spark() == \
+        "(concat_ws(',', `s`, (CASE WHEN `b` THEN 't' WHEN NOT `b` THEN 'f' END)))"
+    for expr, words in (("concat_ws(5, s)", "concat_ws(integer, character varying)"), ("concat_ws(',')", "concat_ws(unknown)")):
+        with pytest.raises(UndefinedFunction) as e:
+            bind(expr)
+        assert e.value.message == f"function {words} does not exist"
