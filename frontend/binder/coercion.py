@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from collections.abc import Sequence
 
 from sqlglot import exp
@@ -150,8 +151,6 @@ def check_number_input(text: str, target: DataType) -> None:
 
 def _as_real(v: float) -> float:
     """`v` rounded to a real (an infinity past a real's range)."""
-    import struct
-
     try:
         return struct.unpack("f", struct.pack("f", v))[0]
     except OverflowError:
