@@ -14,6 +14,7 @@ workers an epoch round's tasks already use; NULL stays NULL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -21,12 +22,16 @@ import pyarrow as pa
 from risingspark.float_text import FLOAT4_TEXT_UDF, FLOAT8_TEXT_UDF, format_float4, format_float8
 
 
+def _texts(values: pa.Array, fmt: Callable[[float], str]) -> pa.Array:
+    return pa.array([None if v is None else fmt(v) for v in values.to_pylist()], pa.string())
+
+
 def float8_text(values: pa.Array) -> pa.Array:
-    return pa.array([None if v is None else format_float8(v) for v in values.to_pylist()], pa.string())
+    return _texts(values, format_float8)
 
 
 def float4_text(values: pa.Array) -> pa.Array:
-    return pa.array([None if v is None else format_float4(v) for v in values.to_pylist()], pa.string())
+    return _texts(values, format_float4)
 
 
 def register_float_text_udfs(spark: Any) -> None:

@@ -70,5 +70,3 @@ def format_float4(x: float) -> str:
     """A float4 as Postgres 12+ prints it (shortest digits of the 32-bit value)."""
     f = np.float32(x)
     return _special_float(float(f)) or _format_shortest(np.format_float_scientific(f, unique=True), 6)
-
-

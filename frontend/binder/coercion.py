@@ -115,7 +115,8 @@ _SPACE = "[ \t\n\r\v\f]*"
 _INTEGER_INPUT = re.compile(f"{_SPACE}[+-]?[0-9]+{_SPACE}")
 _DECIMAL_INPUT = re.compile(f"{_SPACE}[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?{_SPACE}")
 _FLOAT_WORDS = re.compile(f"{_SPACE}([+-]?(inf|infinity)|[+-]?nan){_SPACE}", re.IGNORECASE)
-_INTEGER_LIMITS = {TypeName.SMALLINT: 2**15, TypeName.INT: 2**31, TypeName.BIGINT: 2**63}
+# an integer type's range: -limit <= v < limit
+INTEGER_LIMITS = {TypeName.SMALLINT: 2**15, TypeName.INT: 2**31, TypeName.BIGINT: 2**63}
 
 
 def check_number_input(text: str, target: DataType) -> None:
@@ -132,7 +133,7 @@ def check_number_input(text: str, target: DataType) -> None:
     if target.is_integer:
         if not _INTEGER_INPUT.fullmatch(text):
             raise InvalidTextRepresentation(f'invalid input syntax for type {target.display()}: "{text}"')
-        if not -_INTEGER_LIMITS[target.name] <= int(text) < _INTEGER_LIMITS[target.name]:
+        if not -INTEGER_LIMITS[target.name] <= int(text) < INTEGER_LIMITS[target.name]:
             raise NumericValueOutOfRange(f'value "{text}" is out of range for type {target.display()}')
     elif target.name is TypeName.NUMERIC:
         if _FLOAT_WORDS.fullmatch(text):  # (a Spark decimal holds neither)

@@ -32,13 +32,14 @@ and `frontend.binder.extract`.
 from __future__ import annotations
 
 import math
-import re
 from decimal import ROUND_HALF_UP, Decimal
 
 from sqlglot import exp
 
 from frontend.binder.coercion import (
+    INTEGER_LIMITS,
     as_literal,
+    check_number_input,
     coerce,
     common_of,
     function_args,
@@ -60,7 +61,6 @@ from risingspark.errors import (
     AmbiguousFunction,
     DivisionByZero,
     FeatureNotSupported,
-    InvalidTextRepresentation,
     NumericValueOutOfRange,
     UndefinedFunction,
 )
@@ -185,7 +185,7 @@ def bind_abs(args: list[BoundExpr]) -> BoundExpr:
         raise no_function("abs", args)
     x = args[0] if args[0].type.is_numeric else coerce(args[0], FLOAT8)
     if x.type.is_integer:
-        smallest = Literal(-_INT_RANGES[x.type.name], x.type).to_spark()
+        smallest = Literal(-INTEGER_LIMITS[x.type.name], x.type).to_spark()
         return SparkCall("abs", (x,), x.type, f"IF({{0}} = {smallest}, NULL, abs({{0}}))")
     return FuncCall("abs", (x,), x.type, "abs")
 
@@ -235,9 +235,6 @@ class _NotConstant(Exception):
     """An expression `fold_integer` does not fold."""
 
 
-_INT_RANGES = {TypeName.SMALLINT: 2**15, TypeName.INT: 2**31, TypeName.BIGINT: 2**63}
-
-
 def fold_integer(e: BoundExpr) -> int | None:
     """The value of a constant integer expression as PostgreSQL computes it (None for NULL): integer
     literals, untyped literals and numeric or double constants cast to an integer type, unary minus,
@@ -284,17 +281,15 @@ def _cast_to_integer(x: BoundExpr, t: DataType) -> int | None:
             raise NumericValueOutOfRange(f"{t.display()} out of range")
         v = round(x.value)
     elif isinstance(x, Literal) and x.type.name is TypeName.VARCHAR:
-        text = str(x.value)
-        if not re.fullmatch(r"\s*[+-]?\d+\s*", text):
-            raise InvalidTextRepresentation(f'invalid input syntax for type {t.display()}: "{text}"')
-        v = int(text)
+        check_number_input(str(x.value), t)
+        v = int(str(x.value))
     else:
         raise _NotConstant
     return None if v is None else _in_range(v, t)
 
 
 def _in_range(v: int, t: DataType) -> int:
-    if not -_INT_RANGES[t.name] <= v < _INT_RANGES[t.name]:
+    if not -INTEGER_LIMITS[t.name] <= v < INTEGER_LIMITS[t.name]:
         raise NumericValueOutOfRange(f"{t.display()} out of range")
     return v
 

@@ -163,10 +163,10 @@ def bind_string(node: exp.Expression, rec) -> BoundExpr:
         if len(given) < 2 or not (is_untyped(given[0]) or given[0].type.name is TypeName.VARCHAR):
             raise no_function("concat_ws", given)
         parts = (coerce(given[0], VARCHAR), *(_output_text(v) for v in given[1:]))
-        return SparkCall("concat_ws", parts, VARCHAR, "concat_ws(" + ", ".join(f"{{{i}}}" for i in range(len(parts))) + ")")
+        return SparkCall("concat_ws", parts, VARCHAR, _concat_ws("", len(parts)))
     if isinstance(node, exp.Concat):  # each argument's text, a boolean's t or f (its output function's)
         parts = tuple(_output_text(rec(a)) for a in node.expressions)
-        return SparkCall("concat", parts, VARCHAR, "concat_ws(''" + "".join(f", {{{i}}}" for i in range(len(parts))) + ")")
+        return SparkCall("concat", parts, VARCHAR, _concat_ws("'', ", len(parts)))
     assert isinstance(node, exp.Bracket)
     return _subscript(node, rec)
 
@@ -209,6 +209,11 @@ def _trim(node: exp.Trim, call) -> BoundExpr:
     return SparkCall(name, (args[0], chars), VARCHAR, f"trim({position} {{1}} FROM {{0}})")
 
 
+def _concat_ws(first: str, n: int) -> str:
+    """Spark's ``concat_ws`` of `first` (SQL text) and `n` operands; it skips NULL operands."""
+    return "concat_ws(" + first + ", ".join(f"{{{i}}}" for i in range(n)) + ")"
+
+
 def _pattern_form(args: list[BoundExpr]) -> bool:
     """Whether ``substring(s, a [, b])`` of the bound `args` (a, b) is PostgreSQL's pattern form
     (``substring(text, text)``, a POSIX regular expression; ``substring(text, text, text)``, a SQL
@@ -222,10 +227,11 @@ def _pattern_form(args: list[BoundExpr]) -> bool:
 def _pattern_substring(s: BoundExpr, pattern: BoundExpr) -> BoundExpr:
     """``substring(s FROM pattern)``: the part of `s` the POSIX regular expression matches first, or
     what its first capture group matched; NULL without a match. That is the first element of
-    ``regexp_match(s, pattern)`` (the same restrictions: a constant pattern, groups that take part
-    in every match)."""
-    return SparkCall("substring", (_regexp_match((s, pattern), "substring of a pattern"),), VARCHAR,
-                     "element_at({0}, 1)")
+    ``regexp_match(s, pattern)``, with its restrictions (a constant pattern, groups that take part in
+    every match), the one group extracted."""
+    literal, groups = _constant_pattern(pattern, "substring of a pattern")
+    return SparkCall("substring", (s, literal), VARCHAR, f"IF({{0}} RLIKE {{1}}, regexp_extract({{0}}, {{1}}, "
+                                                         f"{1 if groups else 0}), NULL)")
 
 
 def _substring(args: tuple[BoundExpr, ...]) -> BoundExpr:
@@ -247,15 +253,21 @@ def _strict(n: int, template: str) -> str:
     return f"CASE WHEN {nulls} THEN NULL ELSE {template} END"
 
 
-def _regexp_match(args: tuple[BoundExpr, ...], name: str = "regexp_match") -> BoundExpr:
+def _regexp_match(args: tuple[BoundExpr, ...]) -> BoundExpr:
     if len(args) != 2:
         raise FeatureNotSupported("regexp_match with flags is not supported in a materialized view yet")
-    s, pattern = args[0], as_literal(args[1])  # (a pattern written 'a(b)'::text is a constant too)
-    if not isinstance(pattern, Literal) or not isinstance(pattern.value, str):
-        raise FeatureNotSupported(f"{name} in a materialized view needs a constant pattern")
-    groups = mandatory_groups(pattern.value, f"{name} in a materialized view")
+    pattern, groups = _constant_pattern(args[1], "regexp_match")
     items = ", ".join(f"regexp_extract({{0}}, {{1}}, {g})" for g in (range(1, groups + 1) if groups else [0]))
-    return SparkCall("regexp_match", (s, pattern), TEXT_ARRAY, f"IF({{0}} RLIKE {{1}}, array({items}), NULL)")
+    return SparkCall("regexp_match", (args[0], pattern), TEXT_ARRAY, f"IF({{0}} RLIKE {{1}}, array({items}), NULL)")
+
+
+def _constant_pattern(pattern: BoundExpr, name: str) -> tuple[Literal, int]:
+    """A regular expression argument of `name` as its literal (one written ``'a(b)'::text`` too) and
+    its number of capture groups (`mandatory_groups`); 0A000 for one that is not a constant."""
+    literal = as_literal(pattern)
+    if not isinstance(literal, Literal) or not isinstance(literal.value, str):
+        raise FeatureNotSupported(f"{name} in a materialized view needs a constant pattern")
+    return literal, mandatory_groups(literal.value, f"{name} in a materialized view")
 
 
 def mandatory_groups(pattern: str, what: str) -> int:

@@ -1,7 +1,7 @@
 """The text of a double or a real as PostgreSQL writes it, in batch queries.
 
 A result column of doubles reaches the client in PostgreSQL's text (the wire encodes the values,
-`frontend.pgwire.codec.format_float8`); a double made text inside the query is DuckDB's text:
+`risingspark.float_text.format_float8`); a double made text inside the query is DuckDB's text:
 ``2::float8::text`` was ``2.0``, ``'NaN'::float8::text`` ``nan``, ``1e15::float8::text``
 ``1000000000000000.0``. PostgreSQL's ``float8out`` writes the shortest digits that read back as the
 value, as DuckDB does, but lays them out otherwise: no ``.0`` on a whole number, ``NaN``,
@@ -10,7 +10,7 @@ from 10^16), as below 10^-4. The macro ``rs_float8_text(text)`` (`MACRO`) turns 
 double into PostgreSQL's with string functions. A real's needs its shortest digits, which DuckDB's
 text does not always have (``145185.875`` for ``145185.88``): ``rs_float4_text(text)`` reads the
 real back from DuckDB's text and writes it as the wire does (Arrow's shortest digits, and
-`frontend.pgwire.codec.format_float4` outside [10^-4, 10^6)).
+`risingspark.float_text.format_float4` outside [10^-4, 10^6)).
 `register_float_text` creates both on the batch engine's database.
 
 The rule `float_text` uses it for an explicit cast to ``text``, ``varchar`` or ``char``: where the
@@ -42,7 +42,7 @@ from duckdb import func
 from sqlglot import exp
 
 from frontend.catalog.operand_types import FLOATS, OperandTypes
-from frontend.pgwire.codec import format_float4
+from risingspark.float_text import format_float4
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext

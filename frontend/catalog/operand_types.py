@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from sqlglot import exp
 
 from frontend.catalog.system import SYSTEM_TABLES
-from risingspark.types import TypeName
+from risingspark.types import DataType, TypeName
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
@@ -88,9 +88,8 @@ class OperandTypes:
                 return None
             return _CAST_KINDS.get(e.to.this, "other")
         if isinstance(e, exp.Column):
-            rel = self.column_relation(e)
-            field = next((f for f in rel.fields if f.name == e.name), None) if rel is not None else None
-            return _COLUMN_KINDS.get(field.type.name, "other") if field is not None else None
+            t = self.column_type(e)
+            return _COLUMN_KINDS.get(t.name, "other") if t is not None else None
         if isinstance(e, exp.Boolean):
             return "other"
         if isinstance(e, exp.Count):
@@ -104,6 +103,12 @@ class OperandTypes:
                 return None
             return "exact" if kinds == {"exact"} else "real" if kinds == {"real"} else "double"
         return None
+
+    def column_type(self, col: exp.Column) -> DataType | None:
+        """The type of a column of a catalog relation (`column_relation`), else None."""
+        rel = self.column_relation(col)
+        field = next((f for f in rel.fields if f.name == col.name), None) if rel is not None else None
+        return field.type if field is not None else None
 
     def column_relation(self, col: exp.Column) -> RelationCatalog | None:
         """The catalog relation a column reads, when it is one named in the FROM of the column's own

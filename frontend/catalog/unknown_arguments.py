@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
 
 _DOUBLE_FUNCTIONS = (exp.Abs, exp.Ceil, exp.Floor, exp.Sign)
-
-
 _OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 _NUMERIC_CASTS = {exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT,
                   exp.DataType.Type.DECIMAL, exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
@@ -81,11 +79,9 @@ def numeric_type(e: exp.Expression, types: OperandTypes) -> exp.DataType | None:
         return exp.DataType.build("INT" if abs(int(text)) < 2**31 else "BIGINT" if abs(int(text)) < 2**63 else "DECIMAL")
     if isinstance(e, exp.Cast) and isinstance(e.to, exp.DataType) and e.to.this in _NUMERIC_CASTS:
         t = e.to.copy()
-    elif isinstance(e, exp.Column) and (rel := types.column_relation(e)) is not None:
-        field = next((f for f in rel.fields if f.name == e.name), None)
-        if field is None or field.type.name not in _NUMERIC_COLUMNS:
-            return None
-        t = exp.DataType.build(field.type.to_duckdb(), dialect="duckdb")
+    elif isinstance(e, exp.Column) and (column := types.column_type(e)) is not None \
+            and column.name in _NUMERIC_COLUMNS:
+        t = exp.DataType.build(column.to_duckdb(), dialect="duckdb")
     else:
         return None
     # (an unknown literal becomes a plain numeric, not the other side's numeric(p, s): `'1.005' +

@@ -27,7 +27,7 @@ from risingspark.errors import (
     NumericValueOutOfRange,
     ProtocolViolation,
 )
-from risingspark.float_text import format_float4, format_float8  # noqa: F401 - (the wire's text of floats)
+from risingspark.float_text import format_float4, format_float8
 from risingspark.interval import Interval
 
 # pg_type OIDs the codec knows

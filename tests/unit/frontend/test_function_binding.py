@@ -392,16 +392,19 @@ def test_a_literal_cast_to_text_is_a_constant_still() -> None:
     assert bind("ts + '1 day'::text::interval") == bind("ts + '1 day'::interval")
 
 
-@pytest.mark.parametrize(("expr", "same_as"), [
-    ("substring(s, 'a(b)')", "regexp_match(s, 'a(b)')"), ("substring(s FROM '[0-9]+')", "regexp_match(s, '[0-9]+')"),
-    ("substring(s, 'x'::text)", "regexp_match(s, 'x')"),
+@pytest.mark.parametrize(("expr", "same_as", "group"), [
+    ("substring(s, 'a(b)')", "regexp_match(s, 'a(b)')", 1), ("substring(s FROM '[0-9]+')", "regexp_match(s, '[0-9]+')", 0),
+    ("substring(s, 'x'::text)", "regexp_match(s, 'x')", 0),
 ])
-def test_substring_of_a_pattern_is_the_first_element_of_its_match(expr: str, same_as: str) -> None:
+def test_substring_of_a_pattern_is_the_first_element_of_its_match(expr: str, same_as: str, group: int) -> None:
     # (PostgreSQL resolves a quoted literal there to text: substring(text, text), a POSIX regular
-    # expression; the part matched, or the first group's, NULL without a match)
-    e = bind(expr)
+    # expression; the part matched, or the first group's, NULL without a match: regexp_match's first
+    # element, that one group extracted)
+    e, match = bind(expr), bind(same_as)
     assert e.type.display() == "character varying"
-    assert e.to_spark() == f"(element_at({bind(same_as).to_spark()}, 1))"
+    s, pattern = (a.to_spark() for a in match.args)  # type: ignore[attr-defined]
+    assert match.to_spark() == f"(IF({s} RLIKE {pattern}, array(regexp_extract({s}, {pattern}, {group})), NULL))"
+    assert e.to_spark() == f"(IF({s} RLIKE {pattern}, regexp_extract({s}, {pattern}, {group}), NULL))"
 
 
 @pytest.mark.parametrize(("expr", "spark_start"), [

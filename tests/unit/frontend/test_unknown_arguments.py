@@ -16,15 +16,21 @@ CALLS = ["abs('-5')", "ceil('2.5')", "ceiling('-0.5')", "floor('2.5')", "sign('-
          "round('2.55', 1)", "round('2.5')", "abs(' 7 ')", "floor(NULL)"]
 
 
-def test_values_and_types_are_postgresqls(oracle_dsn: str) -> None:
+def _both(oracle_dsn: str, expressions: list[str]) -> tuple[pa.Table, list[int]]:
+    """``SELECT`` of `expressions` here (the result) and in PostgreSQL (its column types); the row of
+    values is the same in both."""
     session = make_session()
-    query = "SELECT " + ", ".join(f"{c} AS c{i}" for i, c in enumerate(CALLS))
+    query = "SELECT " + ", ".join(f"{e} AS c{i}" for i, e in enumerate(expressions))
     table = session.run_batch(session.parse_sql(query), typed=True)
     with psycopg.connect(oracle_dsn, autocommit=True) as pg:
         cur = pg.execute(query)
-        want = cur.fetchone()
-        types = [d.type_code for d in cur.description]
+        want, oids = cur.fetchone(), [d.type_code for d in cur.description]
     assert list(table.to_pylist()[0].values()) == list(want)
+    return table, oids
+
+
+def test_values_and_types_are_postgresqls(oracle_dsn: str) -> None:
+    table, types = _both(oracle_dsn, CALLS)
     numeric, double = 1700, 701
     for field, oid, call in zip(table.schema, types, CALLS, strict=True):
         assert oid in (numeric, double), call
@@ -36,13 +42,7 @@ OPERATIONS = ["'5' + 1", "10 / '4'", "'7' % 3", "'1'::int + '2'", "5000000000 - 
 
 
 def test_a_literal_beside_an_operator_takes_the_other_operands_type(oracle_dsn: str) -> None:
-    session = make_session()
-    query = "SELECT " + ", ".join(f"{o} AS c{i}" for i, o in enumerate(OPERATIONS))
-    table = session.run_batch(session.parse_sql(query), typed=True)
-    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
-        cur = pg.execute(query)
-        want, oids = cur.fetchone(), [d.type_code for d in cur.description]
-    assert list(table.to_pylist()[0].values()) == list(want)
+    table, oids = _both(oracle_dsn, OPERATIONS)
     arrow = {23: pa.int32(), 20: pa.int64(), 21: pa.int16(), 701: pa.float64()}  # (integer, bigint, smallint, double)
     # (an integer quotient is a bigint in batch queries, `10 / 4` too: PostgreSQL's is an integer)
     assert [arrow.get(o) for i, o in enumerate(oids) if i != 1] == \
