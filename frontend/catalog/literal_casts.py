@@ -8,6 +8,10 @@
   blanks around), DuckDB fewer; anything else is 22P02.
 * a string literal cast to ``smallint``/``integer``/``bigint``: PostgreSQL reads blanks, a sign and
   digits only (``'1.5'::int`` is 22P02; DuckDB rounded it to 2), and a value past the type is 22003.
+* a number, or a string literal of one, cast to ``real`` or ``double precision``: a value past the
+  type's range, or so near zero that it would be zero, is 22003 (``'1e400'::float8``: ``"1e400" is
+  out of range for type double precision``); DuckDB made it infinity or zero. A number literal is a
+  numeric in PostgreSQL: the message shows the numeric's text.
 
 * an arithmetic expression with a division or an ``avg`` cast to an integer: DuckDB computes a
   numeric quotient or average as a double, whose cast rounds half to even, where PostgreSQL's numeric
@@ -22,7 +26,10 @@ Literals are read here, when the query is rewritten; a column's text cast at run
 
 from __future__ import annotations
 
+import math
 import re
+import struct
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -36,6 +43,9 @@ if TYPE_CHECKING:
 _INTEGERS = {exp.DataType.Type.SMALLINT: ("smallint", 16), exp.DataType.Type.INT: ("integer", 32),
              exp.DataType.Type.BIGINT: ("bigint", 64)}
 _INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+_FLOATS = (exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE)
+_NUMERIC_DIGITS = 131072  # (PostgreSQL's numeric has up to so many digits before the point)
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -102,6 +112,8 @@ def _cast(node: exp.Cast, types: OperandTypes) -> exp.Expression | None:
             return exp.Anonymous(this="rpad", expressions=[text, n.copy(), exp.Literal.string(" ")])
         return text
     literal = node.this
+    if to.this in _FLOATS:
+        _check_float_range(literal, to)
     if not (isinstance(literal, exp.Literal) and literal.is_string):
         return None
     if to.this == exp.DataType.Type.BOOLEAN:
@@ -114,6 +126,29 @@ def _cast(node: exp.Cast, types: OperandTypes) -> exp.Expression | None:
         if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
             raise NumericValueOutOfRange(f'value "{literal.name}" is out of range for type {name}')
     return None
+
+
+def _check_float_range(x: exp.Expression, to: exp.DataType) -> None:
+    """22003 for a number or a number's text `x` cast to a real or double (`to`) that is past its
+    range or would be zero (PostgreSQL's ``float8in``, ``float4in`` and their ERANGE)."""
+    if isinstance(x, exp.Literal) and x.is_string:
+        text = x.name.strip()
+    elif isinstance(x, exp.Literal) and abs(Decimal(x.name).adjusted()) <= _NUMERIC_DIGITS:
+        text = format(Decimal(x.name), "f")  # (a numeric, written as PostgreSQL's numeric_out writes it)
+    else:
+        return
+    if not _NUMBER_TEXT.fullmatch(text):
+        return
+    params = to.expressions  # float(p): a real up to 24 bits
+    real = to.this == exp.DataType.Type.FLOAT or (bool(params) and int(params[0].name) <= 24)
+    value = float(text)
+    try:
+        value = struct.unpack("f", struct.pack("f", value))[0] if real else value
+    except OverflowError:
+        value = math.inf
+    if math.isinf(value) or (value == 0 and re.search(r"[1-9]", text.lower().split("e")[0])):
+        name = "real" if real else "double precision"
+        raise NumericValueOutOfRange(f'"{text}" is out of range for type {name}')
 
 
 def parse_bool(text: str) -> bool:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Literal
 from sqlglot import exp
 
 from frontend.catalog.system import SYSTEM_TABLES
-from risingspark.types import DataType, TypeName
+from risingspark.errors import RisingSparkError, UndefinedFunction
+from risingspark.types import BOOL, DataType, TypeName
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
@@ -104,6 +105,27 @@ class OperandTypes:
             return "exact" if kinds == {"exact"} else "real" if kinds == {"real"} else "double"
         return None
 
+    def type_of(self, e: exp.Expression) -> DataType | None:
+        """The type of `e` where the text shows it: a number literal's (an integer, a bigint or a
+        numeric by its size and form, as PostgreSQL reads it), a boolean's, a cast's, a catalog
+        column's; else None (a quoted literal or NULL too: PostgreSQL types it by its context)."""
+        while isinstance(e, exp.Paren | exp.Neg):
+            e = e.this
+        if isinstance(e, exp.Literal):
+            return None if e.is_string else _number_type(e.name)
+        if isinstance(e, exp.Boolean):
+            return BOOL
+        if isinstance(e, exp.Cast) and isinstance(e.to, exp.DataType):
+            if e.to.this == exp.DataType.Type.DOUBLE and e.to.expressions:  # float(p): a real up to 24 bits
+                return None
+            try:
+                return DataType.parse(e.to.sql(dialect="postgres"))
+            except RisingSparkError:  # (a type the catalog has not: ``time``, ``bytea``...)
+                return None
+        if isinstance(e, exp.Column):
+            return self.column_type(e)
+        return None
+
     def column_type(self, col: exp.Column) -> DataType | None:
         """The type of a column of a catalog relation (`column_relation`), else None."""
         rel = self.column_relation(col)
@@ -160,3 +182,18 @@ class OperandTypes:
             if rel is not None:  # (by the snapshot's index: nothing here grows with the catalog)
                 return rel
         return None
+
+
+def _number_type(text: str) -> DataType:
+    """PostgreSQL's type of a number literal: an integer or a bigint by its size, else a numeric."""
+    if any(c in text for c in ".eE") or abs(int(text)) >= 2**63:
+        return DataType(TypeName.NUMERIC)
+    return DataType(TypeName.INT if abs(int(text)) < 2**31 else TypeName.BIGINT)
+
+
+def no_operator(left: str, op: str, right: str) -> UndefinedFunction:
+    """PostgreSQL's 42883 for ``left op right`` (type names as it writes them) that no operator of
+    that name takes."""
+    return UndefinedFunction(f"operator does not exist: {left} {op} {right}",
+                             hint="No operator matches the given name and argument types. You might need to add "
+                                  "explicit type casts.")

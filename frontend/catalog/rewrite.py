@@ -6,9 +6,12 @@ Postgres-only syntax to DuckDB: ``OPERATOR(pg_catalog.~)`` and the regex operato
 the fractions of ``extract(second ...)`` and the epoch (`frontend.catalog.extract`), ``format()``
 (`frontend.catalog.format_function`), ``to_char`` (`frontend.catalog.to_char`), the edges of ``substring``, ``sqrt``, ``ln``, ``power``
 (`frontend.catalog.strict_functions`), casts to ``varchar(n)`` and of literals to booleans and
-integers (`frontend.catalog.literal_casts`), ``round`` of a double (`frontend.catalog.float_round`),
+integers and of numbers past a double's range (`frontend.catalog.literal_casts`), ``||`` of arrays
+and of values with no such operator (`frontend.catalog.concat_operator`), ``%`` of a double
+(`frontend.catalog.float_modulo`), ``round`` of a double (`frontend.catalog.float_round`),
 a real with an integer or numeric operand (`frontend.catalog.real_operands`), a double made text
-(`frontend.catalog.float_text`), integer literals in arithmetic as ``integer``,
+(`frontend.catalog.float_text`), integer literals in arithmetic as ``integer`` and their quotients
+of the operands' type,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -31,7 +34,9 @@ from typing import Any, cast
 from sqlglot import exp
 
 from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
+from frontend.catalog.concat_operator import concat_operator
 from frontend.catalog.extract import extract_fractions
+from frontend.catalog.float_modulo import float_modulo
 from frontend.catalog.float_round import float_round
 from frontend.catalog.float_text import float_text
 from frontend.catalog.format_function import pg_format
@@ -338,6 +343,20 @@ def integer_literals(query: exp.Expression, ctx: RewriteContext | None) -> exp.E
     return query
 
 
+def integer_quotients(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expression:
+    """A quotient as DuckDB's ``/``, which the batch engine's ``integer_division`` makes PostgreSQL's
+    for integers: truncated, in the operands' type (``10 / 4`` is the integer 2). sqlglot wrote one of
+    integer literals or casts ``CAST(TRUNC(a / b) AS BIGINT)``, a bigint.
+
+    >>> import sqlglot
+    >>> integer_quotients(sqlglot.parse_one("SELECT 10 / 4", read="risingwave"), None).sql("duckdb")
+    'SELECT 10 / 4'
+    """
+    for node in query.find_all(exp.Div):
+        node.set("typed", None)
+    return query
+
+
 _KEYWORD_CALLS = {exp.CurrentDate: "current_date", exp.Localtimestamp: "current_localtimestamp",
                   exp.Localtime: "current_localtime", exp.CurrentTimestamp: "get_current_timestamp",
                   exp.CurrentTime: "get_current_time"}
@@ -625,10 +644,10 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations, like_escape,
-                           keyword_calls, similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions,
-                           unknown_arguments, literal_casts,
-                           float_round, real_operands, integer_literals,
+RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations,
+                           concat_operator, float_modulo, like_escape, keyword_calls, similar_to, extract_fractions,
+                           float_text, pg_format, to_char, strict_functions, unknown_arguments, literal_casts,
+                           float_round, real_operands, integer_literals, integer_quotients,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 

@@ -16,9 +16,16 @@ VALUES = ["'abc'::varchar(2)", "'a'::char(3)", "'abcdef'::character varying(4)",
           "3.14159::numeric", "2.718281828::decimal", "-0.0001234::numeric * 2", "1.5::numeric::text",
           "100::numeric::varchar", "12.340::numeric(10,3)::text", "1e13::numeric", "-2.5e-3::numeric",
           "12345678912.3::float8::numeric", "1e15::float8::numeric", "(0.1::float8 + 0.2::float8)::numeric",
-          "1e13::numeric::text", "(0.1::float8 + 0.2::float8)::numeric::text"]
+          "1e13::numeric::text", "(0.1::float8 + 0.2::float8)::numeric::text",
+          # a double's or real's range: its edges (a subnormal, zero, the largest real) still read
+          "'1e-320'::float8", "'0e-400'::float8", "'-0.0e-999'::float8", "'3.4e38'::real::float8", "'Infinity'::float8",
+          "1e-320::float8", "1e308::float8"]
 ERRORS = ["'1.5'::int", "'1e3'::int", "'0x1F'::int", "'o'::boolean", "'maybe'::boolean", "'40000'::smallint",
-          "'9999999999'::int", "''::int"]
+          "'9999999999'::int", "''::int",
+          # past a double's or real's range, or so small it would be zero (DuckDB: infinity, zero)
+          "'1e400'::float8", "'-1e400'::float8", "' 1e400 '::float8", "'1e-400'::float8", "float8 '1e400'",
+          "'1e39'::real", "'1e-50'::real", "'1e400'::float(10)", "1e400::float8", "1e-400::float8", "-1e39::real",
+          "'1e400' + 1::float8"]
 
 
 def test_casts_answer_as_postgresql(oracle_dsn: str):
