@@ -36,9 +36,12 @@ The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
     from frontend.session import Session
     from frontend.statements import FastInsert
 
+logger = logging.getLogger(__name__)
+
 INLINE_SYNC_S = 0.001  # syncs averaging longer than this run on a thread
 MAX_TEXT = 4096  # longer statements (bulk loads: reading their values takes milliseconds) run on a thread
 
@@ -69,49 +74,123 @@ class LoopSync:
 
     def __init__(self, log: DmlLog, pool: Executor) -> None:
         self._log, self._pool = log, pool
-        self._pass: asyncio.Future[None] | None = None  # the sync of this pass of the loop, scheduled
+        self._waiting: list[Callable[[BaseException | None], None]] = []  # the next pass's, scheduled
 
     async def wait(self, seq: int) -> None:
         if self._log.synced(seq):
             return
-        if self._log.sync_seconds > INLINE_SYNC_S:
-            await asyncio.get_running_loop().run_in_executor(self._pool, self._log.sync, seq)
-            return
-        if self._pass is None:
-            loop = asyncio.get_running_loop()
-            self._pass = loop.create_future()
-            loop.call_soon(self._sync_pass)
-        await asyncio.shield(self._pass)
+        done = asyncio.get_running_loop().create_future()
+        self.when_synced(seq, functools.partial(_settle, done))
+        await done
+
+    def when_synced(self, seq: int, then: Callable[[BaseException | None], None]) -> None:
+        """Call `then` on the loop once record `seq` is on disk (at once when it is), with None, or
+        the error that failed the sync."""
+        if self._log.synced(seq):
+            then(None)
+        elif self._log.sync_seconds > INLINE_SYNC_S:
+            self._on_thread(seq, [then])
+        else:
+            self._waiting.append(then)
+            if len(self._waiting) == 1:
+                asyncio.get_running_loop().call_soon(self._sync_pass)
 
     def _sync_pass(self) -> None:
-        done, self._pass = self._pass, None
-        assert done is not None
+        waiting, self._waiting = self._waiting, []
         written = self._log.written
         if self._log.syncing:  # (a thread leads a sync: waiting for it would hold the loop)
-            on_thread = asyncio.get_running_loop().run_in_executor(self._pool, self._log.sync, written)
-            on_thread.add_done_callback(lambda f: _settle(done, f.exception()))
+            self._on_thread(written, waiting)
             return
+        error: BaseException | None = None
         try:
             self._log.sync(written)
         except Exception as e:  # noqa: BLE001 - every statement of the pass gets it
-            _settle(done, e)
-        else:
-            _settle(done, None)
+            error = e
+        _call_all(waiting, error)
+
+    def _on_thread(self, seq: int, waiting: list[Callable[[BaseException | None], None]]) -> None:
+        on_thread = asyncio.get_running_loop().run_in_executor(self._pool, self._log.sync, seq)
+        on_thread.add_done_callback(lambda f: _call_all(waiting, f.exception()))
+
+
+def _call_all(waiting: list[Callable[[BaseException | None], None]], error: BaseException | None) -> None:
+    for then in waiting:
+        try:
+            then(error)
+        except Exception:  # (one statement's answer must not keep the others from theirs)
+            logger.exception("answering a statement after the DML log's sync failed")
 
 
 def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
-    if done.done():
+    if done.done():  # (its statement was cancelled)
         return
     if error is None:
         done.set_result(None)
     else:
         done.set_exception(error)
-        done.exception()  # (retrieved: a pass whose statements were all cancelled logs nothing)
 
 
 async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> StatementResult | None:
     """The result of an INSERT of literals run on the event loop, or None (nothing done) when it must
     run on a thread (see the module doc)."""
+    queued = _queue(session, key, params)
+    if queued is None:
+        return None
+    if queued.seq:
+        assert session.frontend.loop_sync is not None
+        try:
+            await session.frontend.loop_sync.wait(queued.seq)
+        except Exception as e:
+            raise _sync_failed(e) from e
+    else:
+        await asyncio.sleep(0)  # (nothing awaited: a client's run of statements must not hold the loop)
+    if session.frontend.dml.stalled(queued.table_id):
+        await session.wait_out_write_stall(queued.table_id)
+    INSERT_DURATION.observe(time.monotonic() - queued.started)
+    return queued.result
+
+
+def insert_now(session: Session, key: PlanKey, params: list[Any]) -> StatementResult | None:
+    """`insert_on_loop` for an execution the wire server answers as it arrives
+    (`Session.answer_now`): the rows are queued here, and a durable statement's result is `ready`
+    once its record is synced (one sync for every statement of the loop's pass, as in
+    `insert_on_loop`, but without waking the connection's task three times on the way: the first
+    wake-up for the message, the next for the sync's pass, the last for its end — each a pass of
+    the loop, which under load answers other connections' statements first). A table whose writes
+    are held (a write stall) is left to `insert_on_loop`, which waits it out. None: nothing queued."""
+    frontend = session.frontend
+    queued = _queue(session, key, params, unless_stalled=True)
+    if queued is None:
+        return None
+    result, started = queued.result, queued.started
+    if not queued.seq:
+        INSERT_DURATION.observe(time.monotonic() - started)
+        return result
+    loop_sync, seq = frontend.loop_sync, queued.seq
+    assert loop_sync is not None
+
+    def ready(then: Callable[[BaseException | None], None]) -> None:
+        def synced(error: BaseException | None) -> None:
+            if error is None:
+                INSERT_DURATION.observe(time.monotonic() - started)
+            then(None if error is None else _sync_failed(error))
+        loop_sync.when_synced(seq, synced)
+
+    return replace(result, ready=ready)
+
+
+@dataclass
+class _Queued:
+    result: StatementResult
+    seq: int  # the DML log record to sync before answering (0: none, an asynchronous statement)
+    table_id: int
+    started: float
+
+
+def _queue(session: Session, key: PlanKey, params: list[Any], unless_stalled: bool = False) -> _Queued | None:
+    """The statement's rows queued for the group commit (steps 1 and 2 of the module doc), or None
+    (nothing queued) where the thread path must run it; with `unless_stalled`, None too where the
+    table's writes are held."""
     from frontend.session import _insert_template
 
     frontend = session.frontend
@@ -130,25 +209,19 @@ async def insert_on_loop(session: Session, key: PlanKey, params: list[Any]) -> S
     if made is None:
         return None
     table_id, rows = made
+    if unless_stalled and frontend.dml.stalled(table_id):
+        return None
     started = time.monotonic()
     durable = session.vars.get("synchronous_commit") != "off"
     seq = frontend.dml.queue_rows(table_id, rows, durable, wait=False)
     if seq is None:
         return None
-    if seq:
-        assert frontend.loop_sync is not None
-        try:
-            await frontend.loop_sync.wait(seq)
-        except Exception as e:
-            QUERY_ERRORS.labels(NODE, "insert").inc()
-            raise InternalError(f"could not sync the DML log ({e}); the statement's rows may still be "
-                                "recorded") from e
-    else:
-        await asyncio.sleep(0)  # (nothing awaited: a client's run of statements must not hold the loop)
-    if frontend.dml.stalled(table_id):
-        await session.wait_out_write_stall(table_id)
-    INSERT_DURATION.observe(time.monotonic() - started)
-    return StatementResult(f"INSERT 0 {rows.num_rows}")
+    return _Queued(StatementResult(f"INSERT 0 {rows.num_rows}"), seq, table_id, started)
+
+
+def _sync_failed(e: BaseException) -> InternalError:
+    QUERY_ERRORS.labels(NODE, "insert").inc()
+    return InternalError(f"could not sync the DML log ({e}); the statement's rows may still be recorded")
 
 
 def _row(session: Session, key: PlanKey, template: FastInsert, params: list[Any]) -> tuple[int, Rows] | None:

@@ -40,7 +40,7 @@ from frontend.dml_commit import GroupCommit
 from frontend.dml_log import DmlLog
 from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexes, query, users
 from frontend.key_query import KeyQuery, match_key_query
-from frontend.loop_insert import LoopSync, insert_on_loop
+from frontend.loop_insert import LoopSync, insert_now, insert_on_loop
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, SELECT_DURATION, statement_kind
 from frontend.parser import (
     DIALECT,
@@ -75,6 +75,7 @@ from frontend.pgwire.time_zone import display_zone
 from frontend.plan_cache import ConstantPlan, FullPlan, KeyPlan, Plan, PlanCache, PlanKey
 from frontend.positions import locate_error
 from frontend.privileges import PrivilegeChecker
+from frontend.row_insert import RowInsertPlan
 from frontend.session_vars import SessionVars, duration_ms
 from frontend.statements import (
     AlterOwnerStmt,
@@ -329,14 +330,17 @@ class Session:
 
     def answer_now(self, text: str, param_oids: list[int], params: list[Any]) -> StatementResult | None:
         """The result `execute` gives, when it is one answered on the event loop without waiting: a
-        constant, a point query whose blocks are cached (`_point_query_inline`); else None (then
-        `execute`). For the wire server, which answers such an execution as it arrives."""
+        constant, a point query whose blocks are cached (`_point_query_inline`), a single-row INSERT
+        (`frontend.loop_insert.insert_now`: its result is `ready` once its rows are durable); else
+        None (then `execute`). For the wire server, which answers such an execution as it arrives."""
         key = self._plan_key(text, param_oids)
         plan = self.frontend.plans.last(key)
         if isinstance(plan, ConstantPlan):
             return self._constant(text, plan)
         if isinstance(plan, KeyPlan):
             return self._point_query_inline(key, plan, params)
+        if isinstance(plan, RowInsertPlan):
+            return insert_now(self, key, params)
         return None
 
     def _constant(self, text: str, plan: ConstantPlan) -> StatementResult:

@@ -72,6 +72,9 @@ class StatementResult:
         parameters: ParameterStatus messages sent before the completion: the reported settings the
             statement changed (``SET TimeZone``), as PostgreSQL sends them; drivers follow them
             (psycopg shows timestamptz values in the reported TimeZone).
+        ready: set on a result of `PgSession.answer_now` that may be sent only later (a durable
+            INSERT, once its rows are on disk): called with a function the server calls back on the
+            event loop, with None once the result may be sent, or with the error to send instead.
     """
 
     tag: str
@@ -82,6 +85,7 @@ class StatementResult:
     in_transaction: bool | None = None
     copy_in: CopyIn | None = None
     parameters: dict[str, str] = field(default_factory=dict)
+    ready: Callable[[Callable[[BaseException | None], None]], None] | None = None
 
 
 class PgSession(Protocol):

@@ -9,8 +9,9 @@ block, as Postgres drops them when its implicit transaction commits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from risingspark.errors import (
     InvalidCursorName,
@@ -68,6 +69,15 @@ class Portal:
     position: int = 0  # rows already sent
 
 
+class Answer(NamedTuple):
+    """An execution answered as it arrived (`ExtendedQuery.answer_now`): its bytes, to send at once,
+    or once `ready` calls back (`StatementResult.ready`: a durable INSERT's, once its rows are on
+    disk), with None; with an error, the loop's answer to the statement failing is sent instead."""
+
+    data: bytes
+    ready: Callable[[Callable[[BaseException | None], None]], None] | None = None
+
+
 class ExtendedQuery:
     """A connection's prepared statements and portals, and the handlers of their messages."""
 
@@ -101,10 +111,11 @@ class ExtendedQuery:
         await self._describe_portal(portal)
         await self._execute_portal("", portal, 0)
 
-    def answer_now(self, bind: m.Bind) -> bytes | None:
+    def answer_now(self, bind: m.Bind) -> Answer | None:
         """The answer to `bind`, `CYCLE_TAIL` and a Sync, made at once, when the session answers the
-        statement at once (`PgSession.answer_now`: a constant, a point query whose blocks are cached);
-        None leaves them to the message loop, which then answers them as always, errors included.
+        statement at once (`PgSession.answer_now`: a constant, a point query whose blocks are cached,
+        a single-row INSERT, whose answer is sent once its rows are durable); None leaves them to the
+        message loop, which then answers them as always, errors included.
 
         The bytes are the ones the loop would send (BindComplete, RowDescription, the DataRows,
         CommandComplete, ReadyForQuery): only outside a transaction block, with no portal open, a
@@ -133,9 +144,12 @@ class ExtendedQuery:
         time_zone = conn.session_time_zone()
         params = decode_params(bind.params, oids, bind.param_formats, time_zone)
         result = answer(stmt.sql, list(oids), params)
-        if result is None or not result.tag.startswith("SELECT ") or result.notices or result.empty \
-                or result.parameters or result.copy_in is not None or result.in_transaction is not None \
-                or isinstance(result.rows, RowStream) or row_count(result.rows) > ANSWER_NOW_MAX_ROWS:
+        if result is None:
+            return None
+        if not result.tag.startswith("INSERT ") and (  # (an INSERT answered at once has queued its rows)
+                not result.tag.startswith("SELECT ") or result.notices or result.empty or result.parameters
+                or result.copy_in is not None or result.in_transaction is not None
+                or isinstance(result.rows, RowStream) or row_count(result.rows) > ANSWER_NOW_MAX_ROWS):
             return None
         out = [be.bind_complete()]
         columns = result.columns
@@ -148,7 +162,7 @@ class ExtendedQuery:
                 out.append(encode_rows(columns, formats, result.rows, time_zone))
         out.append(be.command_complete(result.tag))
         out.append(be.ready_for_query(b"I"))
-        return b"".join(out)
+        return Answer(b"".join(out), result.ready)
 
     def sync(self) -> None:
         """End of an extended-protocol cycle."""

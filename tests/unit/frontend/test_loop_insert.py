@@ -15,6 +15,7 @@ import pytest
 
 from frontend import dml_log, loop_insert
 from frontend.loop_insert import MAX_TEXT, insert_on_loop
+from frontend.pgwire.api import StatementResult
 from frontend.session import Frontend, Session
 from meta.service import MetaService
 from risingspark.errors import InternalError, NotNullViolation
@@ -185,3 +186,60 @@ def test_a_cancelled_insert_is_cancelled_not_failed(frontend: Frontend, monkeypa
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(cancelled())
+
+
+def _answer_now(session: Session, params: list) -> StatementResult | None:
+    return session.answer_now(INSERT, [20, 23], params)
+
+
+def _when_ready(result: StatementResult) -> list[BaseException | None]:
+    """`result.ready`'s callback, in a loop that runs until it came (`LoopSync` schedules on it)."""
+    got: list[BaseException | None] = []
+
+    async def wait() -> None:
+        assert result.ready is not None
+        result.ready(got.append)
+        while not got:
+            await asyncio.sleep(0.01)
+
+    asyncio.run(asyncio.wait_for(wait(), 30))
+    return got
+
+
+def test_an_insert_answered_at_once_is_ready_once_its_record_is_synced(frontend: Frontend, meta: MetaService,
+                                                                      monkeypatch) -> None:
+    """`Session.answer_now` of a compiled single-row INSERT (what the wire server answers as it
+    arrives): the rows are queued once, and the result is `ready` after the sync; an asynchronous one
+    is answered at once; a table whose writes are held and a statement not compiled yet are left to
+    `execute`."""
+    session = _session(frontend)
+    log = frontend.dml._log
+    assert log is not None
+    assert _answer_now(session, [0, 0]) is None  # (not compiled yet: nothing queued)
+    _run(session, INSERT, [1, 10])
+    syncs = []
+    real = dml_log.os.fdatasync
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
+    result = _answer_now(session, [2, 20])
+    assert result is not None and result.tag == "INSERT 0 1" and result.ready is not None
+    assert not log.synced(log.written) and not syncs  # (queued and written; not answered yet)
+    assert _when_ready(result) == [None] and len(syncs) == 1 and log.synced(log.written)
+    session.vars.set("synchronous_commit", "off")
+    result = _answer_now(session, [3, 30])
+    assert result is not None and result.ready is None and len(syncs) == 1
+    session.vars.set("synchronous_commit", "on")
+    monkeypatch.setattr(frontend.dml, "stalled", lambda table_id: True)
+    assert _answer_now(session, [4, 40]) is None  # (`execute` waits the stall out)
+    frontend.dml.drain(timeout=30)
+    assert _recorded(meta) == [(1, 10), (2, 20), (3, 30)]
+
+
+def test_an_insert_answered_at_once_gets_the_sync_s_error(frontend: Frontend, meta: MetaService,
+                                                          monkeypatch) -> None:
+    session = _session(frontend)
+    _run(session, INSERT, [1, 10])
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    result = _answer_now(session, [2, 20])
+    assert result is not None
+    [error] = _when_ready(result)
+    assert isinstance(error, InternalError) and "could not sync the DML log" in str(error)

@@ -20,7 +20,14 @@ from frontend.pgwire.auth import PasswordAuth
 from frontend.pgwire.process_group import ProcessGroup
 from frontend.pgwire.row_stream import RowStream
 from frontend.pgwire.server import PgServer, event_loop_factory
-from risingspark.errors import DivisionByZero, InvalidCatalogName, QueryCanceled, SyntaxError_, UndefinedTable
+from risingspark.errors import (
+    DivisionByZero,
+    InternalError,
+    InvalidCatalogName,
+    QueryCanceled,
+    SyntaxError_,
+    UndefinedTable,
+)
 from risingspark.types import DataType
 
 TYPE_OIDS = {"int": 23, "int4": 23, "integer": 23, "int2": 21, "smallint": 21, "int8": 20, "bigint": 20,
@@ -154,6 +161,10 @@ class FakeSession:
             return StatementResult("DO", notices=["hello from RisingSpark"])
         if text.startswith("create table"):
             return StatementResult("CREATE_TABLE")
+        if text.startswith("insert into t"):  # (counted in `statements`; `insert into t_failing` fails)
+            if text.startswith("insert into t_failing"):
+                raise InternalError("could not sync the DML log (disk full)")
+            return StatementResult("INSERT 0 1")
         if text == "boom":
             raise RuntimeError("boom")
         raise SyntaxError_(f'syntax error at or near "{text.split()[0]}"', position=1)

@@ -3,9 +3,11 @@ bytes as the message loop's answer, and only where nothing else may come first."
 
 from __future__ import annotations
 
+import socket
 import struct
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -14,6 +16,7 @@ import pytest
 from frontend.pgwire.api import StatementResult
 from frontend.pgwire.backend import frame
 from frontend.pgwire.extended import CYCLE_TAIL
+from risingspark.errors import InternalError
 
 from .fakes import BIG_ROWS, FakeSession, FakeState, RawClient, ServerThread, _norm
 
@@ -22,14 +25,31 @@ P, B = RawClient.parse, RawClient.bind
 
 class AnsweringSession(FakeSession):
     """A fake session that also answers at once (`PgSession.answer_now`) every statement its `_run`
-    answers without waiting, errors included."""
+    answers without waiting, errors included. An INSERT's result is `ready` when the test says
+    (`release_inserts`, in the server's loop), with the error its `_run` raises if it does (as a
+    durable INSERT's sync fails after its rows were queued)."""
 
     asked = 0  # (calls of answer_now, every session's)
+    waiting: list[Callable[[], None]] = []  # (inserts answered at once, not yet ready: every session's)
 
     def answer_now(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult | None:
         AnsweringSession.asked += 1
         if _norm(sql).startswith(("select pg_sleep", "copy")):
             return None
+        if _norm(sql).startswith("insert"):
+            error: BaseException | None = None
+            try:  # (counted in `statements` either way, as the rows are queued before the sync)
+                self._answer(sql, param_oids, params)
+            except InternalError as e:
+                error = e
+
+            def ready(then: Callable[[BaseException | None], None]) -> None:
+                AnsweringSession.waiting.append(lambda: then(error))
+
+            return StatementResult("INSERT 0 1", ready=ready)
+        return self._answer(sql, param_oids, params)
+
+    def _answer(self, sql: str, param_oids: list[int], params: list[Any]) -> StatementResult | None:
         run = self._run(sql, param_oids, params)
         try:
             run.send(None)
@@ -37,6 +57,20 @@ class AnsweringSession(FakeSession):
             return done.value
         run.close()
         return None
+
+
+def release_inserts(server: ServerThread) -> None:
+    """Make every INSERT answered at once ready, in the server's loop."""
+    waiting, AnsweringSession.waiting = AnsweringSession.waiting, []
+    done = threading.Event()
+
+    def run() -> None:
+        for then in waiting:
+            then()
+        done.set()
+
+    server.loop.call_soon_threadsafe(run)
+    assert done.wait(10)
 
 
 @pytest.fixture(params=["uvloop", "asyncio"])
@@ -199,3 +233,59 @@ def test_psycopg_prepared_statements_are_answered_at_once(servers) -> None:
 def test_a_session_without_the_hook_is_served_by_the_loop() -> None:
     state = FakeState()
     assert not hasattr(FakeSession(state), "answer_now")
+
+
+def _nothing_arrives(c: RawClient) -> bool:
+    c.sock.settimeout(0.3)
+    try:
+        return c.sock.recv(1, socket.MSG_PEEK) == b""
+    except TimeoutError:
+        return True
+    finally:
+        c.sock.settimeout(None)
+
+
+@pytest.mark.parametrize("table", ["t", "t_failing"])
+def test_an_insert_is_answered_once_ready_and_what_follows_waits_for_it(servers, table: str) -> None:
+    """A durable INSERT answered at once is sent once its rows are durable, with the loop's bytes (the
+    loop's error when its sync failed); an execution pipelined behind it is answered after it, and
+    each statement runs once."""
+    answering, plain = servers
+    answers, statements, counts = [], [], []
+    for server in (answering, plain):
+        c = RawClient(server.port)
+        c.startup()  # (parameter types given at Parse: answered at once from the first execution)
+        c.sock.sendall(frame(b"P", P(f"insert into {table} values ($1)", "s", [23]))
+                       + frame(b"P", P("select $1::int4", "q", [23])) + frame(b"S"))
+        c.until(b"Z")
+        before = len(server.state.statements)
+        c.sock.sendall(frame(b"B", B("", "s", (b"1",))) + CYCLE_TAIL + frame(b"S"))
+        if server is answering:
+            assert _nothing_arrives(c)  # (not durable yet)
+            c.sock.sendall(frame(b"B", B("", "q", (b"2",))) + CYCLE_TAIL + frame(b"S"))
+            assert _nothing_arrives(c)  # (behind the INSERT)
+            release_inserts(server)
+        else:
+            c.sock.sendall(frame(b"B", B("", "q", (b"2",))) + CYCLE_TAIL + frame(b"S"))
+        answers.append([c.until(b"Z"), c.until(b"Z")])
+        statements.append(server.state.statements[before:])
+        counts.append(answered_now(server))
+        c.close()
+    assert answers[0] == answers[1]
+    assert kinds(answers[0][0]) == ([b"2", b"n", b"C", b"Z"] if table == "t" else [b"2", b"E", b"Z"])
+    assert statements[0] == statements[1] == [f"insert into {table} values ($1)", "select $1::int4"]
+    assert counts == [2, 0]
+
+
+def test_an_insert_waiting_to_be_answered_gets_only_the_fatal_at_shutdown(servers) -> None:
+    answering, _ = servers
+    c = prepared(answering, "insert into t values (1)")
+    c.sock.sendall(frame(b"B", B("", "s")) + CYCLE_TAIL + frame(b"S"))
+    assert _nothing_arrives(c)
+    conn = next(iter(answering.server._connections))  # noqa: SLF001
+    answering.loop.call_soon_threadsafe(conn.shutdown)
+    got = c.until(b"E")
+    assert kinds(got) == [b"E"] and b"57P01" in got[0][1]
+    release_inserts(answering)  # (nothing more is sent)
+    assert c.sock.recv(1) == b""
+    c.close()
