@@ -53,7 +53,6 @@ import logging
 import os
 import struct
 import threading
-import time
 import uuid
 import zlib
 from dataclasses import dataclass
@@ -114,7 +113,6 @@ class DmlLog:
         self._written = 0  # the newest record written
         self._synced = 0  # the newest record an fdatasync has covered
         self._syncing = False
-        self.sync_seconds = 0.0  # a moving average of the fdatasyncs' durations
         self._broken: BaseException | None = None  # a write or sync failed (see `append`)
         self._spare_ready = False  # the next segment's zeros are written (`_SPARE`)
         self._preparing: threading.Thread | None = None
@@ -222,7 +220,6 @@ class DmlLog:
                 fd, target = self._fd, self._written
                 self._cond.release()
                 failed: BaseException | None = None
-                started = time.monotonic()
                 try:
                     assert fd is not None
                     os.fdatasync(fd)
@@ -231,7 +228,6 @@ class DmlLog:
                 finally:
                     self._cond.acquire()
                     self._syncing = False
-                    self.sync_seconds += (time.monotonic() - started - self.sync_seconds) * 0.2
                     self._cond.notify_all()
                 if failed is not None:
                     self._break(failed)

@@ -112,6 +112,8 @@ def test_what_the_loop_cannot_take_runs_on_a_thread(frontend: Frontend, meta: Me
 
 def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(frontend: Frontend, meta: MetaService,
                                                                          monkeypatch) -> None:
+    """One sync for the statements of a pass of the loop; once the loop's syncs are slow, a thread
+    syncs, until a pass on the loop (a probe, `PROBE_S` later) finds them quick again."""
     sessions = [_session(frontend) for _ in range(5)]
     frontend.pool.submitted = 0  # (CountingPool; the sessions' startups read the catalog on it)
     syncs = []
@@ -125,12 +127,22 @@ def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(front
     assert len(syncs) == 1 and frontend.pool.submitted == 0
     log = frontend.dml._log
     assert log is not None
-    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.001)
-    monkeypatch.setattr(log, "sync_seconds", 1.0)  # (a busy disk)
-    asyncio.run(together(10))
+    # (bounds far from a loaded machine's syncs: 50 ms is quick, 300 ms is slow)
+    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.05)
+    monkeypatch.setattr(loop_insert, "PROBE_S", 0.5)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), time.sleep(0.3), real(fd))[2])
+    asyncio.run(together(10))  # (a busy disk: the loop's pass syncs, slowly)
+    assert len(syncs) == 2 and frontend.pool.submitted == 0
+    asyncio.run(together(20))  # (then syncs go to a thread)
     assert frontend.pool.submitted >= 1 and log.synced(log.written)
+    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
+    time.sleep(0.5)  # (until the next probe, on the loop, finds the disk quick again)
+    submitted = frontend.pool.submitted
+    asyncio.run(together(30))
+    asyncio.run(together(40))
+    assert frontend.pool.submitted == submitted and log.synced(log.written)
     frontend.dml.drain(timeout=30)
-    assert sorted(k for k, _ in _recorded(meta)) == [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+    assert sorted(k for k, _ in _recorded(meta)) == [k + i for k in (0, 10, 20, 30, 40) for i in range(5)]
 
 
 def test_a_failed_sync_fails_the_statement_and_later_ones_wait_for_meta(frontend: Frontend, meta: MetaService,
@@ -175,7 +187,9 @@ def test_a_cancelled_insert_is_cancelled_not_failed(frontend: Frontend, monkeypa
     log = frontend.dml._log
     assert log is not None
     monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.001)
-    monkeypatch.setattr(log, "sync_seconds", 1.0)  # (synced on a thread)
+    assert frontend.loop_sync is not None
+    monkeypatch.setattr(frontend.loop_sync, "sync_seconds", 1.0)  # (synced on a thread)
+    monkeypatch.setattr(frontend.loop_sync, "_probe_at", time.monotonic() + 60)
     monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: time.sleep(0.5))
 
     async def cancelled() -> None:
