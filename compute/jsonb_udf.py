@@ -1,13 +1,13 @@
 """The jsonb operators of materialized views as Spark Arrow UDFs (``rs_jsonb_get_key``, ...).
 
-Materialized views evaluate ``->``, ``->>``, ``#>``, ``#>>``, ``@>``, ``<@``, ``?``,
-``jsonb_typeof``, ``jsonb_array_length`` and ``text::jsonb`` with `risingspark.jsonb`, the code
-batch queries run in DuckDB, so both answer as PostgreSQL. Spark's JSON functions would not:
-``get_json_object`` takes JSON paths and prints objects without PostgreSQL's spaces and key order,
-``from_json`` needs a schema. Each UDF is vectorized (``arrow_udf``: a batch of Arrow arrays in,
-one array out, no pandas) and runs in the Python workers the epoch round's tasks already use;
-a row whose operator fails (``jsonb_array_length`` of an object, a bad text cast to jsonb) yields
-NULL, as RisingWave's streaming expressions do.
+Materialized views evaluate ``->``, ``->>``, ``#>``, ``#>>``, ``@>``, ``<@``, ``?``, ``?|``, ``?&``,
+``||``, ``-``, ``#-``, ``=``, ``jsonb_typeof``, ``jsonb_array_length`` and ``text::jsonb`` with
+`risingspark.jsonb`, the code batch queries run in DuckDB, so both answer as PostgreSQL. Spark's
+JSON functions would not: ``get_json_object`` takes JSON paths and prints objects without
+PostgreSQL's spaces and key order, ``from_json`` needs a schema. Each UDF is vectorized
+(``arrow_udf``: a batch of Arrow arrays in, one array out, no pandas) and runs in the Python workers
+the epoch round's tasks already use; a row whose operator fails (``jsonb_array_length`` of an
+object, a bad text cast to jsonb) yields NULL, as RisingWave's streaming expressions do.
 
 Cost (``bench/jsonb_udf.py`` on this kind of machine, 2 loaded cores, documents of ~80 bytes): 11 µs
 a row for ``->>``, 14 for ``->``, 23 for ``@>``, 28 for ``::jsonb`` — mostly parsing the canonical

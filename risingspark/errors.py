@@ -191,6 +191,12 @@ class InvalidTextRepresentation(RisingSparkError):
     sqlstate = "22P02"
 
 
+class UntranslatableCharacter(DataException):
+    """A character the server encoding has not (jsonb's ``\\u0000``)."""
+
+    sqlstate = "22P05"
+
+
 class NumericValueOutOfRange(RisingSparkError):
     sqlstate = "22003"
 

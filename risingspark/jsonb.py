@@ -5,10 +5,11 @@ DuckDB ``JSON``), which is canonical: object keys sorted by length then bytes, n
 (the last one wins), ``", "`` and ``": "`` separators, numbers as numeric prints them (``1e2`` is
 ``100``, ``1.50`` stays ``1.50``), strings escaped as PostgreSQL's ``escape_json``. Equal text
 means equal jsonb except for numbers (``1.0`` and ``1`` are equal jsonb), which is why jsonb is not
-compared, grouped or ordered by its text anywhere.
+compared, grouped or ordered by its text anywhere (``=`` and ``<>`` are `equal`).
 
 Every operator here parses the canonical text and computes PostgreSQL's answer (``->``, ``->>``,
-``#>``, ``#>>``, ``@>``, ``?``, ``jsonb_typeof``, ``jsonb_array_length``). The same functions run in
+``#>``, ``#>>``, ``@>``, ``?``, ``?|``, ``?&``, ``=``, ``jsonb_typeof``, ``jsonb_array_length``, and the
+ones that make a new value, `risingspark.jsonb_edit`: ``||``, ``-``, ``#-``). The same functions run in
 Spark's Python workers (vectorized Arrow UDFs, `risingspark.jsonb_udf`) for materialized views and
 in DuckDB (Arrow UDFs) for batch queries, so both give the same answers.
 
@@ -27,17 +28,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from risingspark import jsonb_edit
 from risingspark.errors import (
-    DataException,
     InvalidParameterValue,
     InvalidTextRepresentation,
     RisingSparkError,
+    UntranslatableCharacter,
 )
-
-
-class UntranslatableCharacter(DataException):
-    sqlstate = "22P05"
-
 
 # ---- input ------------------------------------------------------------------------------------------
 
@@ -199,9 +196,8 @@ def get_path(value: Any, path: list[str | None]) -> Any:
         if isinstance(value, dict):
             value = value.get(step, MISSING)
         elif isinstance(value, list):
-            try:
-                i = int(step.strip())
-            except ValueError:
+            i = jsonb_edit.int4_step(step)
+            if i is None:
                 return MISSING
             if i < 0:
                 i += len(value)
@@ -221,6 +217,17 @@ def _scalar_equal(a: Any, b: Any) -> bool:
     if isinstance(a, str) and isinstance(b, str):
         return a == b
     return False
+
+
+def equal(a: Any, b: Any) -> bool:
+    """``a = b`` as PostgreSQL's jsonb equality: objects of the same keys with equal values, arrays of
+    equal elements in the same order, numbers equal as numbers (``1.0`` = ``1``), a scalar never an
+    array of it."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True))
+    return not _is_container(a) and not _is_container(b) and _scalar_equal(a, b)
 
 
 def _is_container(v: Any) -> bool:
@@ -271,6 +278,16 @@ def exists(value: Any, key: str) -> bool:
     if isinstance(value, list):
         return any(isinstance(x, str) and x == key for x in value)
     return isinstance(value, str) and value == key
+
+
+def exists_any(value: Any, keys: list[str | None]) -> bool:
+    """``value ?| keys``: whether any key (NULLs are none) `exists`."""
+    return any(exists(value, k) for k in keys if k is not None)
+
+
+def exists_all(value: Any, keys: list[str | None]) -> bool:
+    """``value ?& keys``: whether every key (NULLs are none) `exists`."""
+    return all(exists(value, k) for k in keys if k is not None)
 
 
 def typeof(value: Any) -> str:
@@ -395,16 +412,19 @@ def op_get_text(values: pa.Array, steps: pa.Array, strict: bool = True) -> pa.Ar
     return _map(lambda v, s: _text_out(_step(parse(v), s)), pa.string(), values, steps, strict=strict)
 
 
+def _path(p: str | list[str | None]) -> list[str | None]:
+    """A path: a ``text[]`` as its text (a string) or as a list."""
+    return p if isinstance(p, list) else parse_path(p)
+
+
 def op_path(values: pa.Array, paths: pa.Array, strict: bool = True) -> pa.Array:
     """``#>``."""
-    return _map(lambda v, p: _json_out(get_path(parse(v), parse_path(p))), pa.string(), values, paths,
-                strict=strict)
+    return _map(lambda v, p: _json_out(get_path(parse(v), _path(p))), pa.string(), values, paths, strict=strict)
 
 
 def op_path_text(values: pa.Array, paths: pa.Array, strict: bool = True) -> pa.Array:
     """``#>>``."""
-    return _map(lambda v, p: _text_out(get_path(parse(v), parse_path(p))), pa.string(), values, paths,
-                strict=strict)
+    return _map(lambda v, p: _text_out(get_path(parse(v), _path(p))), pa.string(), values, paths, strict=strict)
 
 
 def op_contains(a: pa.Array, b: pa.Array, strict: bool = True) -> pa.Array:
@@ -417,9 +437,47 @@ def op_contained(a: pa.Array, b: pa.Array, strict: bool = True) -> pa.Array:
     return _map(lambda x, y: contains(parse(y), parse(x)), pa.bool_(), a, b, strict=strict)
 
 
+def op_equal(a: pa.Array, b: pa.Array, strict: bool = True) -> pa.Array:
+    """``=``."""
+    return _map(lambda x, y: equal(parse(x), parse(y)), pa.bool_(), a, b, strict=strict)
+
+
 def op_exists(values: pa.Array, keys: pa.Array, strict: bool = True) -> pa.Array:
     """``?``."""
     return _map(lambda v, k: exists(parse(v), k), pa.bool_(), values, keys, strict=strict)
+
+
+def op_exists_any(values: pa.Array, keys: pa.Array, strict: bool = True) -> pa.Array:
+    """``?|``."""
+    return _map(lambda v, k: exists_any(parse(v), k), pa.bool_(), values, keys, strict=strict)
+
+
+def op_exists_all(values: pa.Array, keys: pa.Array, strict: bool = True) -> pa.Array:
+    """``?&``."""
+    return _map(lambda v, k: exists_all(parse(v), k), pa.bool_(), values, keys, strict=strict)
+
+
+def op_concat(a: pa.Array, b: pa.Array, strict: bool = True) -> pa.Array:
+    """``||``."""
+    return _map(lambda x, y: dumps(jsonb_edit.concat(parse(x), parse(y))), pa.string(), a, b, strict=strict)
+
+
+def op_delete(values: pa.Array, what: pa.Array, strict: bool = True) -> pa.Array:
+    """``-`` of a key (string array), an index (integer array) or keys (list array)."""
+    def delete(v: str, w: Any) -> str:
+        if isinstance(w, list):
+            return dumps(jsonb_edit.delete_keys(parse(v), w))
+        if isinstance(w, int):
+            return dumps(jsonb_edit.delete_index(parse(v), w))
+        return dumps(jsonb_edit.delete_key(parse(v), w))
+
+    return _map(delete, pa.string(), values, what, strict=strict)
+
+
+def op_delete_path(values: pa.Array, paths: pa.Array, strict: bool = True) -> pa.Array:
+    """``#-``."""
+    return _map(lambda v, p: dumps(jsonb_edit.delete_path(parse(v), _path(p))), pa.string(), values, paths,
+                strict=strict)
 
 
 def op_typeof(values: pa.Array, strict: bool = True) -> pa.Array:
@@ -431,7 +489,7 @@ def op_array_length(values: pa.Array, strict: bool = True) -> pa.Array:
 
 
 # name -> (function, argument kinds, result Arrow type); the kinds say how a UDF declares them:
-# "jsonb" and "text" are strings, "int" a 32-bit integer
+# "jsonb" and "text" are strings, "int" a 32-bit integer, "text[]" a list of strings
 OPERATORS: dict[str, tuple[Callable[..., pa.Array], tuple[str, ...], pa.DataType]] = {
     "jsonb_in": (op_in, ("text",), pa.string()),
     "jsonb_get_key": (op_get, ("jsonb", "text"), pa.string()),
@@ -440,11 +498,27 @@ OPERATORS: dict[str, tuple[Callable[..., pa.Array], tuple[str, ...], pa.DataType
     "jsonb_get_index_text": (op_get_text, ("jsonb", "int"), pa.string()),
     "jsonb_path": (op_path, ("jsonb", "text"), pa.string()),
     "jsonb_path_text": (op_path_text, ("jsonb", "text"), pa.string()),
+    "jsonb_path_array": (op_path, ("jsonb", "text[]"), pa.string()),
+    "jsonb_path_text_array": (op_path_text, ("jsonb", "text[]"), pa.string()),
     "jsonb_contains": (op_contains, ("jsonb", "jsonb"), pa.bool_()),
     "jsonb_contained": (op_contained, ("jsonb", "jsonb"), pa.bool_()),
     "jsonb_exists": (op_exists, ("jsonb", "text"), pa.bool_()),
+    "jsonb_equal": (op_equal, ("jsonb", "jsonb"), pa.bool_()),
+    "jsonb_exists_any": (op_exists_any, ("jsonb", "text[]"), pa.bool_()),
+    "jsonb_exists_all": (op_exists_all, ("jsonb", "text[]"), pa.bool_()),
+    "jsonb_concat": (op_concat, ("jsonb", "jsonb"), pa.string()),
+    "jsonb_delete_key": (op_delete, ("jsonb", "text"), pa.string()),
+    "jsonb_delete_index": (op_delete, ("jsonb", "int"), pa.string()),
+    "jsonb_delete_keys": (op_delete, ("jsonb", "text[]"), pa.string()),
+    "jsonb_delete_path": (op_delete_path, ("jsonb", "text"), pa.string()),
+    "jsonb_delete_path_array": (op_delete_path, ("jsonb", "text[]"), pa.string()),
     "jsonb_typeof": (op_typeof, ("jsonb",), pa.string()),
     "jsonb_array_length": (op_array_length, ("jsonb",), pa.int32()),
 }
+
+# the operators whose result is jsonb (the others': text, boolean, integer)
+JSONB_RESULTS = frozenset({"jsonb_in", "jsonb_get_key", "jsonb_get_index", "jsonb_path", "jsonb_path_array", "jsonb_concat",
+                           "jsonb_delete_key", "jsonb_delete_index", "jsonb_delete_keys", "jsonb_delete_path",
+                           "jsonb_delete_path_array"})
 
 UDF_PREFIX = "rs_"  # the registered name of an operator: rs_jsonb_get_key, ...

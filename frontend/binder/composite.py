@@ -11,7 +11,8 @@ expressions do.
 
 Comparing, grouping or ordering by a struct or a jsonb value fails with 0A000 (`check_comparable`,
 and the planner's key check): jsonb's text is not its equality (``1.0`` = ``1``), and Spark's
-struct comparison does not treat NULL fields as PostgreSQL's record comparison does.
+struct comparison does not treat NULL fields as PostgreSQL's record comparison does. ``=`` and ``<>``
+of jsonb values are PostgreSQL's jsonb equality, a UDF (`jsonb_equality`).
 
 Arrays (of array_agg, regexp_match, a materialized view's array column) are Spark arrays; ``||``
 concatenates them, appends and prepends an element as PostgreSQL's (`concat_arrays`).
@@ -163,6 +164,50 @@ def to_jsonb(e: BoundExpr) -> BoundExpr:
                                  "add explicit type casts.")
 
 
+def concat_jsonb(a: BoundExpr, b: BoundExpr) -> BoundExpr:
+    """``a || b`` of two jsonb values (an unknown literal is one): PostgreSQL's jsonb_concat."""
+    return _udf("jsonb_concat", (to_jsonb(a), to_jsonb(b)), JSONB)
+
+
+def jsonb_equality(op: str, a: BoundExpr, b: BoundExpr) -> BoundExpr | None:
+    """``a = b`` or ``a <> b`` of jsonb values (an unknown literal beside one is one): PostgreSQL's
+    jsonb equality (``1.0`` = ``1``, keys in any order); None for other operators and operands."""
+    jsonbs = [e.type.name is TypeName.JSONB for e in (a, b)]
+    if op not in ("=", "<>") or not any(jsonbs) or \
+            not all(j or is_unknown_literal(e) or is_null_literal(e) for j, e in zip(jsonbs, (a, b), strict=True)):
+        return None
+    equal = _udf("jsonb_equal", (to_jsonb(a), to_jsonb(b)), BOOL)
+    return equal if op == "=" else SparkCall("<>", (equal,), BOOL, "(NOT {0})")
+
+
+def jsonb_minus(a: BoundExpr, b: BoundExpr) -> BoundExpr:
+    """``jsonb - b``: without a key (a text; an unknown literal is one), an index (an integer or
+    smallint) or keys (a text[]); 42883 for any other type of `b`."""
+    if b.type.name is TypeName.VARCHAR or is_unknown_literal(b):
+        return _udf("jsonb_delete_key", (a, coerce(b, VARCHAR)), JSONB)
+    if b.type.name in (TypeName.INT, TypeName.SMALLINT):
+        return _udf("jsonb_delete_index", (a, coerce(b, INT4)), JSONB)
+    if b.type.element is not None and b.type.element.name is TypeName.VARCHAR:
+        return _udf("jsonb_delete_keys", (a, b), JSONB)
+    raise no_operator(a, "-", b)
+
+
+def _text_array(e: BoundExpr, op: str) -> BoundExpr:
+    """The text[] operand of ``?|``, ``?&``, ``#-``: a text[] value, or an unknown literal read as one."""
+    if e.type.element is not None and e.type.element.name is TypeName.VARCHAR:
+        return e
+    texts = DataType.array_of(VARCHAR)
+    if isinstance(e, Literal) and e.value is None:
+        return Literal(None, texts)
+    if is_unknown_literal(e):
+        items = jsonb.parse_path(str(e.value))  # type: ignore[attr-defined]
+        spark = ", ".join("CAST(NULL AS STRING)" if k is None else spark_string(k) for k in items)
+        return SparkCall("text[]", (), texts, f"CAST(array({spark}) AS ARRAY<STRING>)")
+    raise UndefinedFunction(f"operator does not exist: jsonb {op} {e.type.display()}",
+                            hint="No operator matches the given name and argument types. You might need to add "
+                                 "explicit type casts.")
+
+
 def cast_jsonb(e: BoundExpr, target: DataType) -> BoundExpr:
     if target.name is TypeName.JSONB:
         if e.type.name is TypeName.JSONB:
@@ -182,7 +227,7 @@ def cast_jsonb(e: BoundExpr, target: DataType) -> BoundExpr:
 
 _JSONB_NODES = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
                 exp.JSONBContainsTopKey, exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys,
-                exp.ArrayContainsAll, exp.ArrayContainedBy)
+                exp.ArrayContainsAll, exp.ArrayContainedBy, exp.JSONBDeleteAtPath)
 JSONB_FUNCTIONS = ("jsonb_typeof", "jsonb_array_length")
 
 
@@ -229,7 +274,9 @@ def bind_jsonb(node: exp.Expression, rec) -> BoundExpr:
             raise UndefinedFunction(f"function {name} with {len(args)} arguments does not exist")
         return _udf(name, (args[0],), VARCHAR if name == "jsonb_typeof" else INT4)
     if isinstance(node, exp.JSONBContainsAnyTopKeys | exp.JSONBContainsAllTopKeys):
-        raise FeatureNotSupported("the jsonb operators ?| and ?& are not supported yet")
+        name = "jsonb_exists_any" if isinstance(node, exp.JSONBContainsAnyTopKeys) else "jsonb_exists_all"
+        op = "?|" if isinstance(node, exp.JSONBContainsAnyTopKeys) else "?&"
+        return _udf(name, (to_jsonb(rec(node.this)), _text_array(rec(node.expression), op)), BOOL)
     left = rec(node.this)
     if isinstance(node, exp.ArrayContainsAll | exp.ArrayContainedBy):
         right = rec(node.expression)
@@ -243,12 +290,18 @@ def bind_jsonb(node: exp.Expression, rec) -> BoundExpr:
         text = "_text" if isinstance(node, exp.JSONExtractScalar) else ""
         return _udf(f"jsonb_get_{kind}{text}", (value, step), VARCHAR if text else JSONB)
     if isinstance(node, exp.JSONBExtract | exp.JSONBExtractScalar):
-        path = coerce(rec(node.expression), VARCHAR)
-        if isinstance(node, exp.JSONBExtract):
-            return _udf("jsonb_path", (value, path), JSONB)
-        return _udf("jsonb_path_text", (value, path), VARCHAR)
+        name, t = ("jsonb_path", JSONB) if isinstance(node, exp.JSONBExtract) else ("jsonb_path_text", VARCHAR)
+        path = rec(node.expression)
+        if path.type.element is not None:
+            return _udf(f"{name}_array", (value, _text_array(path, "#>")), t)
+        return _udf(name, (value, coerce(path, VARCHAR)), t)
     if isinstance(node, exp.JSONBContainsTopKey):
         return _udf("jsonb_exists", (value, coerce(rec(node.expression), VARCHAR)), BOOL)
+    if isinstance(node, exp.JSONBDeleteAtPath):
+        path = rec(node.expression)
+        if path.type.element is not None:
+            return _udf("jsonb_delete_path_array", (value, _text_array(path, "#-")), JSONB)
+        return _udf("jsonb_delete_path", (value, coerce(path, VARCHAR)), JSONB)
     raise FeatureNotSupported(f"{node.sql('postgres')} is not supported in a materialized view")
 
 

@@ -178,10 +178,13 @@ def bind_expr(node: Any, scope: Scope, *, allow_agg: bool) -> BoundExpr:
     if isinstance(node, exp.Interval):
         return datetime.interval_literal(node)
     if type(node) in _COMPARE:
-        return datetime.compare(_COMPARE[type(node)], rec(node.left), rec(node.right))
+        op, a, b = _COMPARE[type(node)], rec(node.left), rec(node.right)
+        return composite.jsonb_equality(op, a, b) or datetime.compare(op, a, b)
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         a, b = rec(node.left), rec(node.right)
+        if op == "-" and a.type.name is TypeName.JSONB:
+            return composite.jsonb_minus(a, b)
         if datetime.involves_datetime(a, b):
             return datetime.arith(op, a, b)
         a, b, t = common_type(a, b, op)

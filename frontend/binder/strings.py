@@ -83,14 +83,14 @@ def _output_text(e: BoundExpr) -> BoundExpr:
 def bind_concat_operator(a: BoundExpr, b: BoundExpr) -> BoundExpr:
     """``a || b`` as PostgreSQL resolves its operators of that name: an array on either side
     concatenates arrays (`composite.concat_arrays`); two jsonb values are jsonb's concatenation
-    (0A000 here); else the operands are text when either is a string or untyped (``text ||
+    (`composite.concat_jsonb`); else the operands are text when either is a string or untyped (``text ||
     anynonarray`` and ``anynonarray || text``: ``'a' || 1`` is ``a1``, the other's cast to text),
     and two values of other types have no operator (42883: ``k || k``)."""
     if a.type.element is not None or b.type.element is not None:
         return composite.concat_arrays(a, b)
     if TypeName.JSONB in (a.type.name, b.type.name) and all(e.type.name is TypeName.JSONB or is_untyped(e)
                                                              for e in (a, b)):
-        raise FeatureNotSupported("the jsonb operator || in a materialized view is not supported yet")
+        return composite.concat_jsonb(a, b)
     if not any(e.type.name is TypeName.VARCHAR or is_untyped(e) for e in (a, b)):
         raise no_operator(a, "||", b)
     return BinaryOp("||", coerce(a, VARCHAR), coerce(b, VARCHAR), VARCHAR)

@@ -9,16 +9,25 @@ on; ``'...'::jsonb`` is ``rs_jsonb_in('...')``, which checks and canonicalizes t
 jsonb columns are registered as DuckDB ``JSON`` (`frontend.batch`), and the UDFs returning jsonb
 return ``JSON``, so a result column of jsonb is known as such (OID 3802) on the wire.
 
-Comparisons of jsonb values (``=``, ``<``, ``ORDER BY``, ``GROUP BY``, ``DISTINCT``) and of structs
-are refused with 0A000 where this pass sees them (operands that are jsonb or struct columns of the
-relations the query reads, jsonb operators, casts to jsonb, ``ROW(...)``): jsonb's text is not its
-equality (``1.0`` = ``1``) nor its order, and DuckDB compares structs with NULL fields otherwise
-than PostgreSQL (``ROW(1, NULL) = ROW(1, NULL)`` is NULL there, true in DuckDB).
+Comparisons of jsonb values (``<``, ``ORDER BY`` and its ordinals and output names, ``GROUP BY``,
+``DISTINCT``, aggregates' DISTINCT, UNION, INTERSECT and EXCEPT, ``greatest``, ``least``, ``nullif``)
+and of structs are refused with 0A000 where this pass sees them (operands that are jsonb or struct
+columns of the relations the query reads, jsonb operators, casts to jsonb, ``ROW(...)``): jsonb's text
+is not its equality (``1.0`` = ``1``) nor its order, and DuckDB compares structs with NULL fields
+otherwise than PostgreSQL (``ROW(1, NULL) = ROW(1, NULL)`` is NULL there, true in DuckDB). ``=`` and
+``<>`` of values surely jsonb are ``rs_jsonb_equal``, PostgreSQL's jsonb equality; ``max`` and ``min``
+of a jsonb are 42883 as in PostgreSQL. A jsonb column of a subquery, a CTE or VALUES is not seen:
+compared, grouped or deduplicated it still goes by its text.
+
+jsonb's ``||``, ``-``, ``#-``, ``?|`` and ``?&`` are `frontend.catalog.jsonb_edit`'s; a quoted literal
+among the values of a coalesce, a CASE or a VALUES column with a jsonb value is read as jsonb (its
+canonical text). PostgreSQL's functions of type json, some of whose names DuckDB has with other
+answers (``to_json(1.50)`` was 1.5), fail with 0A000, as casts to json do.
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT j -> 'a', j ->> 0, j @> '[1]' FROM t", read="risingwave")
 >>> jsonb_operators(q, None).sql("duckdb")
-"SELECT RS_JSONB_GET_KEY(j, 'a'), RS_JSONB_GET_INDEX_TEXT(j, 0), RS_JSONB_CONTAINS(j, '[1]') FROM t"
+"SELECT RS_JSONB_GET_KEY(j, 'a'), RS_JSONB_GET_INDEX_TEXT(j, 0), RS_JSONB_CONTAINS(CAST(j AS TEXT), '[1]') FROM t"
 """
 
 from __future__ import annotations
@@ -31,8 +40,18 @@ from duckdb import func
 from sqlglot import exp
 
 from frontend.binder.composite import unlambda
+from frontend.catalog.jsonb_edit import (
+    JSONB_CASE,
+    call,
+    edit_operator,
+    is_jsonb,
+    path_argument,
+    unknowns_as_jsonb,
+)
+from frontend.catalog.operand_types import OperandTypes
+from frontend.dialect import PG_NAME
 from risingspark import jsonb
-from risingspark.errors import FeatureNotSupported, RisingSparkError
+from risingspark.errors import FeatureNotSupported, RisingSparkError, UndefinedFunction
 from risingspark.functions import FunctionCatalog
 from risingspark.types import DataType, TypeName
 
@@ -44,7 +63,7 @@ _ERROR_MARK = "[rs:"  # a UDF's error crosses DuckDB as "[rs:SQLSTATE] message"
 
 # ---- UDFs on the batch engine's DuckDB --------------------------------------------------------------
 
-_DUCK_ARG = {"jsonb": "VARCHAR", "text": "VARCHAR", "int": "INTEGER"}
+_DUCK_ARG = {"jsonb": "VARCHAR", "text": "VARCHAR", "int": "INTEGER", "text[]": "VARCHAR[]"}
 
 
 def _duck_result(name: str, out: pa.DataType) -> str:
@@ -52,10 +71,7 @@ def _duck_result(name: str, out: pa.DataType) -> str:
         return "BOOLEAN"
     if out == pa.int32():
         return "INTEGER"
-    return "JSON" if name in _JSONB_RESULTS else "VARCHAR"
-
-
-_JSONB_RESULTS = {"jsonb_in", "jsonb_get_key", "jsonb_get_index", "jsonb_path"}
+    return "JSON" if name in jsonb.JSONB_RESULTS else "VARCHAR"
 
 
 def _udf(fn: Any, arity: int, json: bool) -> Any:
@@ -76,7 +92,7 @@ def _udf(fn: Any, arity: int, json: bool) -> Any:
 def register_udfs(con: duckdb.DuckDBPyConnection) -> None:
     """The jsonb operators as vectorized Arrow UDFs (``rs_jsonb_get_key``, ...)."""
     for name, (fn, kinds, out) in jsonb.OPERATORS.items():
-        con.create_function(jsonb.UDF_PREFIX + name, _udf(fn, len(kinds), name in _JSONB_RESULTS), [duckdb.sqltype(_DUCK_ARG[k]) for k in kinds],
+        con.create_function(jsonb.UDF_PREFIX + name, _udf(fn, len(kinds), name in jsonb.JSONB_RESULTS), [duckdb.sqltype(_DUCK_ARG[k]) for k in kinds],
                             duckdb.sqltype(_duck_result(name, out)), type=func.ARROW,
                             null_handling=func.SPECIAL, side_effects=False)
 
@@ -114,10 +130,6 @@ def udf_error(message: str) -> RisingSparkError | None:
 
 # ---- the rewrite ------------------------------------------------------------------------------------
 
-def _call(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=jsonb.UDF_PREFIX + name, expressions=list(args))
-
-
 def _text(e: exp.Expression) -> exp.Expression:
     return e if isinstance(e, exp.Literal) and e.is_string else exp.cast(e, exp.DataType.build("VARCHAR"))
 
@@ -128,22 +140,24 @@ def _step(node: exp.Expression, key_name: str, index_name: str, target: exp.Expr
     if isinstance(step, exp.JSONPath):
         parts = [p for p in step.expressions if not isinstance(p, exp.JSONPathRoot)]
         if len(parts) == 1 and isinstance(parts[0], exp.JSONPathKey):
-            return _call(key_name, target, exp.Literal.string(str(parts[0].this)))
+            return call(key_name, target, exp.Literal.string(str(parts[0].this)))
         if len(parts) == 1 and isinstance(parts[0], exp.JSONPathSubscript):
-            return _call(index_name, target, exp.Literal.number(int(parts[0].this)))
+            return call(index_name, target, exp.Literal.number(int(parts[0].this)))
         raise FeatureNotSupported(f"json path {step.sql('postgres')} is not supported")
     if isinstance(step, exp.Literal):
         if step.is_string:
-            return _call(key_name, target, step)
-        return _call(index_name, target, step)
+            return call(key_name, target, step)
+        return call(index_name, target, step)
     if isinstance(step, exp.Neg | exp.Add | exp.Sub | exp.Mul):
-        return _call(index_name, target, exp.cast(step, exp.DataType.build("INTEGER")))
+        return call(index_name, target, exp.cast(step, exp.DataType.build("INTEGER")))
     # a column or an expression of a type this pass does not know: both readings, chosen by its type
     is_int = exp.In(this=exp.Anonymous(this="typeof", expressions=[step.copy()]),
                     expressions=[exp.Literal.string(t) for t in ("INTEGER", "SMALLINT", "BIGINT", "TINYINT")])
-    return exp.Case(ifs=[exp.If(this=is_int, true=_call(index_name, target.copy(),
+    case = exp.Case(ifs=[exp.If(this=is_int, true=call(index_name, target.copy(),
                                                         exp.TryCast(this=step.copy(), to=exp.DataType.build("INTEGER"))))],
-                    default=_call(key_name, target, exp.cast(step, exp.DataType.build("VARCHAR"))))
+                    default=call(key_name, target, exp.cast(step, exp.DataType.build("VARCHAR"))))
+    case.meta[JSONB_CASE] = key_name in jsonb.JSONB_RESULTS
+    return case
 
 
 def _is_jsonb_cast(node: exp.Expression) -> bool:
@@ -167,13 +181,27 @@ def _composite_columns(query: exp.Expression, ctx: RewriteContext | None) -> dic
     return out
 
 
+def _is_unknown(e: exp.Expression) -> bool:
+    """A quoted literal or a bare NULL: PostgreSQL's ``unknown``, of the type of its context."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return isinstance(e, exp.Null) or (isinstance(e, exp.Literal) and e.is_string)
+
+
 def _composite_kind(e: exp.Expression, columns: dict[str, TypeName]) -> TypeName | None:
     """jsonb or struct when `e` is surely one of them (as far as this pass can tell)."""
     while isinstance(e, exp.Paren):
         e = e.this
     if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
         return columns.get(e.name)
-    if _is_jsonb_cast(e) or isinstance(e, exp.JSONExtract | exp.JSONBExtract):
+    if _is_jsonb_cast(e) or isinstance(e, exp.JSONExtract | exp.JSONBExtract | exp.JSONBDeleteAtPath):
+        return TypeName.JSONB
+    if isinstance(e, exp.DPipe | exp.Coalesce):  # (jsonb || jsonb, and jsonb || an unknown, is a jsonb)
+        args = [e.this, *e.expressions] if isinstance(e, exp.Coalesce) else [e.this, e.expression]
+        kinds = [_composite_kind(a, columns) for a in args]
+        if TypeName.JSONB in kinds and all(k is TypeName.JSONB or _is_unknown(a) for k, a in zip(kinds, args, strict=True)):
+            return TypeName.JSONB
+    if isinstance(e, exp.Sub) and _composite_kind(e.this, columns) is TypeName.JSONB:
         return TypeName.JSONB
     if isinstance(e, exp.Anonymous) and str(e.this).lower() == "row":
         return TypeName.STRUCT
@@ -222,13 +250,47 @@ def _row_value_in_subquery(cmp: object, operand: object) -> bool:
         and isinstance(operand, exp.Tuple)
 
 
-def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> None:
+_JSONB_EQUALITY = "jsonb_equality"  # the meta key of an = or <> of jsonb values (`_jsonb_equality`)
+
+
+def _jsonb_equality(cmp: object, columns: dict[str, TypeName], types: OperandTypes) -> bool:
+    """Whether `cmp` is an ``=`` or ``<>`` of two values surely jsonb (a quoted literal or a NULL is one
+    beside a jsonb): PostgreSQL's jsonb equality, ``rs_jsonb_equal``. A column is surely one when the
+    catalog relation it reads is known (not only its name)."""
+    if not isinstance(cmp, exp.EQ | exp.NEQ):
+        return False
+    operands = (cmp.this, cmp.expression)
+    kinds = [_composite_kind(e, columns) for e in operands]
+    if TypeName.JSONB not in kinds:
+        return False
+    for e, kind in zip(operands, kinds, strict=True):
+        while isinstance(e, exp.Paren):
+            e = e.this
+        if kind is None and not _is_unknown(e):
+            return False
+        if isinstance(e, exp.Column) and not is_jsonb(e, types):
+            return False
+    return True
+
+
+def _jsonb_operand(e: exp.Expression) -> exp.Expression:
+    """An operand of `_jsonb_equality` (its jsonb operators rewritten): a quoted literal read as jsonb."""
+    inner = e
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    return call("jsonb_in", inner.copy()) if isinstance(inner, exp.Literal) and inner.is_string else e.copy()
+
+
+def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName], types: OperandTypes) -> None:
     def check(e: exp.Expression, what: str) -> None:
         kind = _composite_kind(e, columns)
         if kind is not None:
             raise FeatureNotSupported(f"{what} of {kind.value} values is not supported")
 
     for cmp in query.find_all(*_COMPARISONS, exp.In, exp.Between):
+        if _jsonb_equality(cmp, columns, types):
+            cmp.meta[_JSONB_EQUALITY] = True
+            continue
         for operand in (cmp.this, cmp.args.get("expression"), *cmp.args.get("expressions", [])):
             if _row_value_in_subquery(cmp, operand):
                 # (a, b) IN (SELECT ...) compares field by field with PostgreSQL's NULL semantics in the
@@ -238,14 +300,58 @@ def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName]) -> 
             elif isinstance(operand, exp.Expression):
                 check(operand, "comparison")
     for ordered in query.find_all(exp.Ordered):
-        check(ordered.this, "ordering")
+        check(_ordered_item(ordered), "ordering")
     for group in query.find_all(exp.Group):
         for e in group.expressions:
             check(e, "grouping")
     for select in query.find_all(exp.Select):
-        if select.args.get("distinct") is not None:
+        if select.args.get("distinct") is not None or _in_distinct_set_operation(select):
             for e in select.expressions:
                 check(e.this if isinstance(e, exp.Alias) else e, "DISTINCT")
+    for distinct in query.find_all(exp.Distinct):  # count(DISTINCT j), array_agg(DISTINCT j)
+        if isinstance(distinct.parent, exp.AggFunc):
+            for e in distinct.expressions:
+                check(e, "DISTINCT")
+    for node in query.find_all(exp.Greatest, exp.Least, exp.Nullif):
+        for e in (node.this, node.args.get("expression"), *node.expressions):
+            if isinstance(e, exp.Expression):
+                check(e, "comparison")
+    for agg in query.find_all(exp.Max, exp.Min):
+        if _composite_kind(agg.this, columns) is TypeName.JSONB:  # (PostgreSQL has no max(jsonb))
+            name = "max" if isinstance(agg, exp.Max) else "min"
+            raise UndefinedFunction(f"function {name}(jsonb) does not exist",
+                                    hint="No function matches the given name and argument types. You might need to "
+                                         "add explicit type casts.")
+
+
+def _ordered_item(ordered: exp.Ordered) -> exp.Expression:
+    """What an ORDER BY item orders by: the select item an ordinal (``ORDER BY 1``) or an output name
+    (``ORDER BY alias``) names, else the expression itself."""
+    e, scope = ordered.this, ordered.parent.parent if ordered.parent is not None else None
+    while isinstance(scope, exp.Union | exp.Intersect | exp.Except):
+        scope = scope.this  # (a set operation's output columns are its first branch's)
+    while isinstance(scope, exp.Subquery | exp.Paren):
+        scope = scope.this
+    if not isinstance(scope, exp.Select):
+        return e
+    items = scope.expressions
+    if isinstance(e, exp.Literal) and e.is_int and 1 <= int(e.name) <= len(items):
+        item = items[int(e.name) - 1]
+        return item.this if isinstance(item, exp.Alias) else item
+    if isinstance(e, exp.Column) and not e.table:
+        for item in items:
+            if isinstance(item, exp.Alias) and item.alias == e.name:
+                return item.this
+    return e
+
+
+def _in_distinct_set_operation(select: exp.Select) -> bool:
+    """Whether `select` is a branch of a UNION, INTERSECT or EXCEPT without ALL (which compares rows)."""
+    node: exp.Expression = select
+    while isinstance(node.parent, exp.Subquery | exp.Paren):
+        node = node.parent
+    parent = node.parent
+    return isinstance(parent, exp.Union | exp.Intersect | exp.Except) and parent.args.get("distinct") is not False
 
 
 def _struct_type(e: exp.Expression, structs: dict[str, DataType]) -> DataType | None:
@@ -298,46 +404,98 @@ def jsonb_operators(query: exp.Expression, ctx: RewriteContext | None) -> exp.Ex
         lam.replace(unlambda(lam))
     columns = _composite_columns(query, ctx)
     _expand_row_comparisons(query)
-    _refuse_comparisons(query, columns)
+    types = OperandTypes.of(query, ctx)
+    _refuse_comparisons(query, columns, types)
     _struct_null_tests(query, ctx)
+    _refuse_json_functions(query)
+    reads_jsonb = TypeName.JSONB in columns.values() or any(query.find_all(*_JSONB_NODES)) or \
+        any(_is_jsonb_cast(n) for n in query.find_all(exp.Cast, exp.TryCast))
     nodes: list[exp.Expression] = list(query.find_all(*_JSONB_NODES, exp.ArrayContainsAll, exp.ArrayContainedBy, exp.Cast, exp.TryCast,
-                                exp.Anonymous))
+                                exp.Anonymous, *_EDIT_NODES, exp.Coalesce, exp.Case, exp.EQ, exp.NEQ))
     for node in reversed(nodes):  # innermost first
-        out = _rewrite_node(node, columns)
+        if isinstance(node, exp.Coalesce | exp.Case):
+            unknowns_as_jsonb(node, types)
+            continue
+        if isinstance(node, exp.EQ | exp.NEQ):
+            if node.meta.get(_JSONB_EQUALITY):
+                equal = call("jsonb_equal", *(_jsonb_operand(e) for e in (node.this, node.expression)))
+                node.replace(equal if isinstance(node, exp.EQ) else exp.Not(this=equal))
+            continue
+        if isinstance(node, _EDIT_NODES):
+            out = edit_operator(node, types, reads_jsonb)
+        else:
+            out = _rewrite_node(node, columns, types)
         if out is not None:
             node.replace(out)
+    for values in query.find_all(exp.Values):
+        _values_as_jsonb(values, types)
     return query
 
 
-def _rewrite_node(node: exp.Expression, columns: dict[str, TypeName]) -> exp.Expression | None:
+def _values_as_jsonb(values: exp.Values, types: OperandTypes) -> None:
+    """The quoted literals of a VALUES column with a jsonb value read as jsonb (as `unknowns_as_jsonb`)."""
+    rows = [r.expressions for r in values.expressions if isinstance(r, exp.Tuple)]
+    if not rows or len(rows) != len(values.expressions) or len({len(r) for r in rows}) != 1:
+        return
+    for column in zip(*rows, strict=True):
+        if any(is_jsonb(v, types) for v in column):
+            for v in column:
+                if isinstance(v, exp.Literal) and v.is_string:
+                    v.replace(call("jsonb_in", v.copy()))
+
+
+# jsonb's operators that make values and test keys (`frontend.catalog.jsonb_edit`), and ``-`` and ``||``
+# of any operands (the ones of jsonb among them)
+_EDIT_NODES = (exp.DPipe, exp.Sub, exp.JSONBDeleteAtPath, exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys,
+               exp.JSONBExists)
+
+# PostgreSQL's functions of type json (DuckDB has some of the names, and answers with its JSON's text:
+# ``to_json(1.50)`` was 1.5) and jsonb functions sqlglot reads as DuckDB's JSON functions
+_JSON_FUNCTIONS = {"to_json", "array_to_json", "row_to_json", "json_array_length", "json_build_object",
+                   "json_build_array", "json_object", "json_strip_nulls", "json_each", "json_each_text", "json_typeof",
+                   "json_extract_path", "json_extract_path_text", "json_object_keys", "json_array_elements",
+                   "json_array_elements_text", "json_agg", "json_object_agg", "jsonb_object_agg", "json_populate_record",
+                   "json_to_record", "json_object_field", "json_object_field_text", "json_array_element",
+                   "json_array_element_text"}
+_JSON_NODES = {exp.JSONObject: "json_object", exp.JSONArrayAgg: "json_agg", exp.JSONObjectAgg: "json_object_agg",
+               exp.JSONBObjectAgg: "jsonb_object_agg", exp.JSONStripNulls: "json_strip_nulls"}
+
+
+def _refuse_json_functions(query: exp.Expression) -> None:
+    """0A000 for the functions of `_JSON_FUNCTIONS`."""
+    for node in query.find_all(exp.Anonymous, exp.JSONExtract, exp.JSONExtractScalar, *_JSON_NODES):
+        name = node.meta.get(PG_NAME) or (node.this if isinstance(node, exp.Anonymous) else _JSON_NODES.get(type(node)))
+        if isinstance(name, str) and name.lower() in _JSON_FUNCTIONS:
+            raise FeatureNotSupported(f"function {name.lower()}() is not supported in batch queries yet")
+
+
+def _rewrite_node(node: exp.Expression, columns: dict[str, TypeName], types: OperandTypes) -> exp.Expression | None:
     if isinstance(node, exp.JSONExtract):
         return _step(node, "jsonb_get_key", "jsonb_get_index", node.this)
     if isinstance(node, exp.JSONExtractScalar):
         return _step(node, "jsonb_get_key_text", "jsonb_get_index_text", node.this)
-    if isinstance(node, exp.JSONBExtract):
-        return _call("jsonb_path", node.this, _text(node.expression))
-    if isinstance(node, exp.JSONBExtractScalar):
-        return _call("jsonb_path_text", node.this, _text(node.expression))
+    if isinstance(node, exp.JSONBExtract | exp.JSONBExtractScalar):
+        name, path = path_argument("jsonb_path" if isinstance(node, exp.JSONBExtract) else "jsonb_path_text",
+                                   node.expression, types)
+        return call(name, node.this, path)
     if isinstance(node, exp.JSONBContainsTopKey):
-        return _call("jsonb_exists", node.this, _text(node.expression))
-    if isinstance(node, exp.JSONBContainsAnyTopKeys | exp.JSONBContainsAllTopKeys):
-        raise FeatureNotSupported("the jsonb operators ?| and ?& are not supported yet")
+        return call("jsonb_exists", node.this, _text(node.expression))
     if isinstance(node, exp.ArrayContainsAll | exp.ArrayContainedBy):
         if not any(_looks_jsonb(x) or _composite_kind(x, columns) is TypeName.JSONB
                    for x in (node.this, node.expression)):
             return None  # array containment
         name = "jsonb_contains" if isinstance(node, exp.ArrayContainsAll) else "jsonb_contained"
-        return _call(name, _text(node.this), _text(node.expression))
+        return call(name, _text(node.this), _text(node.expression))
     if isinstance(node, exp.Cast | exp.TryCast) and isinstance(node.to, exp.DataType):
         if node.to.this == exp.DataType.Type.JSON:
             raise FeatureNotSupported("type json is not supported, use jsonb")
         if node.to.this == exp.DataType.Type.JSONB:
-            return _call("jsonb_in", _text(node.this))
+            return call("jsonb_in", _text(node.this))
         if node.to.this == exp.DataType.Type.STRUCT and isinstance(node.this, exp.Literal) and node.this.is_string:
             raise FeatureNotSupported("text input of struct values is not supported; use ROW(...)")
         return None
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("jsonb_typeof", "jsonb_array_length"):
-        return _call(str(node.this).lower(), *node.expressions)
+        return call(str(node.this).lower(), *node.expressions)
     return None
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from frontend.catalog.jsonb_edit import is_jsonb
 from frontend.catalog.operand_types import OperandTypes, no_operator
 from risingspark.types import TypeName
 
@@ -96,9 +97,9 @@ def _is_array(e: exp.Expression, types: OperandTypes) -> bool:
 
 
 def _is_scalar(e: exp.Expression, types: OperandTypes) -> bool:
-    """Whether `e` is plainly no array: a value of a type the text shows, or a NULL of one."""
+    """Whether `e` is plainly no array: a value of a type the text shows, or a NULL of one, or a jsonb."""
     t = types.type_of(e)
-    return t is not None and t.element is None
+    return (t is not None and t.element is None) or is_jsonb(e, types)
 
 
 def _is_null(e: exp.Expression) -> bool:

@@ -1,8 +1,8 @@
 """Binding of a bare NULL beside a typed operand (and of a NULL or a quoted literal cast to a type,
 which keeps it), ``trunc``, ``round``'s and ``trunc``'s constant places, ``sqrt``, ``initcap``,
 ``starts_with``, ``octet_length``, the text signatures of the string functions, the numeric ones of
-``round``, ``abs``, ``ceil`` and ``floor``, and the ``||`` operator of text and of arrays in
-materialized views: PostgreSQL's result types and errors, and the Spark SQL they render (the values
+``round``, ``abs``, ``ceil`` and ``floor``, the ``||`` operator of text and of arrays, and jsonb's
+``||``, ``-``, ``#-``, ``?|``, ``?&``, ``=`` and ``<>`` in materialized views: PostgreSQL's result types and errors, and the Spark SQL they render (the values
 are compared with PostgreSQL's by tests/e2e/test_mv_functions.py)."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_a_typed_operand_still_needs_a_common_type() -> None:
     with pytest.raises(UndefinedFunction, match="integer = character varying"):
         bind("k = s")
     with pytest.raises(FeatureNotSupported, match="jsonb"):
-        bind("j = '{}'")  # (equality of jsonb values stays unsupported)
+        bind("j < '{}'")  # (the order of jsonb values stays unsupported)
 
 
 @pytest.mark.parametrize(("expr", "pg_type"), [
@@ -302,13 +302,38 @@ def test_concat_operator_of_arrays_renders() -> None:
     ("arr || regexp_match(s, '(a)')", UndefinedFunction,
      "operator does not exist: integer[] || character varying[]"),
     ("arr || '{1}'", FeatureNotSupported, "an array written as text ('{1}')"),
-    ("j || j", FeatureNotSupported, "the jsonb operator ||"),
-    ("j || '{}'", FeatureNotSupported, "the jsonb operator ||"),
+    ("j - bk", UndefinedFunction, "operator does not exist: jsonb - bigint"),
+    ("j - d", UndefinedFunction, "operator does not exist: jsonb - double precision"),
+    ("j ?| k", UndefinedFunction, "operator does not exist: jsonb ?| integer"),
+    ("j ?| 'x'", InvalidTextRepresentation, 'malformed array literal: "x"'),
 ])
 def test_concat_operator_errors_are_postgresqls(expr: str, error: type[RisingSparkError], words: str) -> None:
     with pytest.raises(error) as e:
         bind(expr)
     assert e.value.message.startswith(words)
+
+
+@pytest.mark.parametrize(("expr", "spark", "pg_type"), [
+    # (PostgreSQL's jsonb_concat, jsonb_delete and jsonb_delete_path, jsonb_exists_any/_all: the UDFs of
+    # risingspark.jsonb; an unknown literal is a jsonb beside ||, a text beside -, a text[] beside ?| and #-)
+    ("j || j", "(rs_jsonb_concat(`j`, `j`))", "jsonb"),
+    ("j || '{\"b\": 1, \"a\":2}'", "(rs_jsonb_concat(`j`, '{\"a\": 2, \"b\": 1}'))", "jsonb"),
+    ("NULL || j", "(rs_jsonb_concat(CAST(NULL AS STRING), `j`))", "jsonb"),
+    ("j - 'a'", "(rs_jsonb_delete_key(`j`, 'a'))", "jsonb"),
+    ("j - s", "(rs_jsonb_delete_key(`j`, `s`))", "jsonb"),
+    ("j - k", "(rs_jsonb_delete_index(`j`, `k`))", "jsonb"),
+    ("j - sk", "(rs_jsonb_delete_index(`j`, TRY_CAST(`sk` AS INT)))", "jsonb"),
+    ("j #- '{a,0}'", "(rs_jsonb_delete_path(`j`, '{a,0}'))", "jsonb"),
+    ("j ?| '{a,\"b c\",NULL}'",
+     "(rs_jsonb_exists_any(`j`, (CAST(array('a', 'b c', CAST(NULL AS STRING)) AS ARRAY<STRING>))))", "boolean"),
+    ("j ?& '{}'", "(rs_jsonb_exists_all(`j`, (CAST(array() AS ARRAY<STRING>))))", "boolean"),
+    # (jsonb equality: 1.0 = 1, keys in any order; the literal is a canonical jsonb)
+    ("j = '{\"b\":1, \"a\":1.0}'", "(rs_jsonb_equal(`j`, '{\"a\": 1.0, \"b\": 1}'))", "boolean"),
+    ("j <> j", "((NOT (rs_jsonb_equal(`j`, `j`))))", "boolean"),
+])
+def test_jsonb_operators_that_make_values_bind_to_their_udfs(expr: str, spark: str, pg_type: str) -> None:
+    e = bind(expr)
+    assert (e.type.display(), e.to_spark()) == (pg_type, spark)
 
 
 @pytest.mark.parametrize(("expr", "spark"), [
