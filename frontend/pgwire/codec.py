@@ -23,6 +23,7 @@ import pyarrow as pa
 from risingspark.errors import (
     DataException,
     InvalidDatetimeFormat,
+    InvalidParameterValue,
     InvalidTextRepresentation,
     NumericValueOutOfRange,
     ProtocolViolation,
@@ -426,7 +427,9 @@ def decode_params(values: Sequence[bytes | None], oids: Sequence[int], formats: 
 
 
 def result_formats(formats: Sequence[int], ncols: int) -> list[int]:
-    """Expand a Bind message's result format codes to one per column."""
+    """Expand a Bind message's result format codes to one per column. A code other than 0 (text) and
+    1 (binary) is kept: PostgreSQL describes the column with it and fails when it sends a row
+    (`check_result_formats`)."""
     if not formats:
         return [0] * ncols
     if len(formats) == 1:
@@ -434,7 +437,12 @@ def result_formats(formats: Sequence[int], ncols: int) -> list[int]:
     if len(formats) != ncols:
         raise ProtocolViolation(f"bind message has {len(formats)} result formats but query has "
                                 f"{ncols} columns")
+    return list(formats)
+
+
+def check_result_formats(formats: Sequence[int]) -> None:
+    """22023 for a result format code other than 0 and 1, as PostgreSQL's ``printtup`` raises it
+    before it sends the first row."""
     for f in formats:
         if f not in (0, 1):
-            raise ProtocolViolation(f"unsupported format code: {f}")
-    return list(formats)
+            raise InvalidParameterValue(f"unsupported format code: {f}")

@@ -54,7 +54,10 @@ def slice_rows(rows: Rows, start: int, stop: int) -> Rows:
 
 def encode_rows(columns: list[ColumnDesc], formats: list[int], rows: Rows, time_zone: str | None = None) -> bytes:
     """The DataRow messages of `rows`; `formats` holds one format code (0 text, 1 binary) per column.
-    `time_zone`: the session's (`frontend.pgwire.time_zone`), None for UTC."""
+    `time_zone`: the session's (`frontend.pgwire.time_zone`), None for UTC. Another code is 22023
+    (`codec.check_result_formats`) when there is a row to send."""
+    if row_count(rows):
+        codec.check_result_formats(formats)
     if isinstance(rows, pa.Table | pa.RecordBatch):
         return _encode_arrow(columns, formats, rows, time_zone)
     return _encode_tuples(columns, formats, rows, time_zone)

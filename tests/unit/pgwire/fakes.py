@@ -143,6 +143,10 @@ class FakeSession:
             return StatementResult("SELECT 1", [ColumnDesc("?column?", 23, 4)], [(1,)])
         if text == "select 2":
             return StatementResult("SELECT 1", [ColumnDesc("?column?", 23, 4)], [(2,)])
+        if text == "select 1, 2":
+            return StatementResult("SELECT 1", [ColumnDesc("?column?", 23, 4)] * 2, [(1, 2)])
+        if text == "select 1 where false":
+            return StatementResult("SELECT 0", [ColumnDesc("?column?", 23, 4)], [])
         if text == "select * from t":
             return StatementResult("SELECT 3", columns_of(TYPES_TABLE), TYPES_TABLE)
         if text == "select * from big":

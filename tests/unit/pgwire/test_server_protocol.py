@@ -146,7 +146,7 @@ def test_empty_queries(client: RawClient) -> None:
     ([(b"P", P("select 1", "s1")), (b"P", P("select 2", "s1"))], "42P05"),
     ([(b"P", P("select $1::int")), (b"B", B(params=(b"x",)))], "22P02"),
     ([(b"P", P("select $1::int")), (b"B", B(params=(b"\0",), param_formats=(1,)))], "22P03"),
-    ([(b"P", P("select 1")), (b"B", B(result_formats=(0, 1)))], "08P01"),  # checked at Execute
+    ([(b"P", P("select 1")), (b"B", B(result_formats=(0, 1)))], "08P01"),  # checked at Bind
 ])
 def test_extended_errors(client: RawClient, messages: list[tuple[bytes, bytes]], code: str) -> None:
     for kind, body in messages:
@@ -157,6 +157,32 @@ def test_extended_errors(client: RawClient, messages: list[tuple[bytes, bytes]],
     msgs = client.until(b"Z")
     assert sqlstate(msgs) == code
     assert kinds(msgs).count(b"E") == 1
+
+
+@pytest.mark.parametrize(("sql", "result_formats"), [
+    ("select 1", (2,)),  # described with the code, 22023 at the row
+    ("select 1, 2", (0, 2)),
+    ("select 1", (0, 0)),  # two codes for one column: 08P01 at Bind, no BindComplete
+    ("select 1 where false", (2,)),  # no row: no error
+    ("select 1", (1,)),
+])
+def test_result_format_codes_as_postgresql(server: ServerThread, oracle_dsn: str, sql: str,
+                                            result_formats: tuple[int, ...]) -> None:
+    """The messages (and the SQLSTATE) for result format codes that do not fit, as PostgreSQL's."""
+    dbname = oracle_dsn.rsplit("=", 1)[1]
+    answers = []
+    for port, user, database in ((server.port, "root", "dev"), (5432, "postgres", dbname)):
+        c = RawClient(port)
+        c.startup(user=user, database=database)
+        c.send(b"P", P(sql))
+        c.send(b"B", B(result_formats=result_formats))
+        c.send(b"D", b"P\0")
+        c.send(b"E", E())
+        c.send(b"S")
+        msgs = c.until(b"Z")
+        answers.append((kinds(msgs), sqlstate(msgs) if b"E" in kinds(msgs) else None))
+        c.close()
+    assert answers[0] == answers[1]
 
 
 def test_close_and_unnamed_statement_lifetime(client: RawClient) -> None:
