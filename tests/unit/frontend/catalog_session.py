@@ -5,6 +5,10 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 
+import psycopg
+import pyarrow as pa
+import pytest
+
 from frontend.session import Frontend, Session
 from meta.catalog import CatalogSnapshot
 from risingspark.catalog import (
@@ -14,6 +18,7 @@ from risingspark.catalog import (
     RelationKind,
     SchemaCatalog,
 )
+from risingspark.errors import RisingSparkError
 from risingspark.storage.desc import HummockVersion, StateTableDesc
 from risingspark.storage.object_store import ObjectStore
 from risingspark.types import INT4, INT8, TIMESTAMP, VARCHAR, DataType, Field
@@ -94,6 +99,29 @@ def make_session(relations: list[RelationCatalog] | None = None) -> Session:
     session = frontend.new_session()
     session.pid = 42
     return session
+
+
+def select_both(oracle_dsn: str, expressions: list[str]) -> tuple[pa.Table, tuple, list[int]]:
+    """``SELECT e0 AS c0, e1 AS c1, ...`` of `expressions` as a batch query here (its typed result)
+    and in PostgreSQL (its row, and its columns' type OIDs as a client sees them)."""
+    session = make_session()
+    query = "SELECT " + ", ".join(f"{e} AS c{i}" for i, e in enumerate(expressions))
+    table = session.run_batch(session.parse_sql(query), typed=True)
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
+        cur = pg.execute(query)
+        row = cur.fetchone()
+        assert row is not None
+        return table, tuple(row), [d.type_code for d in cur.description]
+
+
+def fail_both(oracle_dsn: str, sql: str) -> tuple[RisingSparkError, psycopg.Error]:
+    """The errors `sql` fails with as a batch query here and in PostgreSQL (each must fail)."""
+    with psycopg.connect(oracle_dsn, autocommit=True) as pg, pytest.raises(psycopg.Error) as want:
+        pg.execute(sql)
+    session = make_session()
+    with pytest.raises(RisingSparkError) as got:
+        session.run_batch(session.parse_sql(sql))
+    return got.value, want.value
 
 
 def creating(rel: RelationCatalog) -> RelationCatalog:

@@ -4,9 +4,8 @@ integer, OID 23), not a bigint."""
 
 from __future__ import annotations
 
-import psycopg
 import pyarrow as pa
-from catalog_session import make_session
+from catalog_session import select_both
 
 QUOTIENTS = ["10 / 4", "-7 / 2", "7 / -2", "10::smallint / 4::smallint", "10::bigint / 4", "10 / 4::bigint",
              "5000000000 / 2", "'10' / 4", "(10 / 4) * 3"]
@@ -14,12 +13,7 @@ _ARROW = {21: pa.int16(), 23: pa.int32(), 20: pa.int64()}
 
 
 def test_values_and_types_are_postgresqls(oracle_dsn: str) -> None:
-    session = make_session()
-    query = "SELECT " + ", ".join(f"{q} AS c{i}" for i, q in enumerate(QUOTIENTS))
-    table = session.run_batch(session.parse_sql(query), typed=True)
-    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
-        cur = pg.execute(query)
-        want, oids = cur.fetchone(), [d.type_code for d in cur.description]
+    table, want, oids = select_both(oracle_dsn, QUOTIENTS)
     assert list(zip(QUOTIENTS, table.to_pylist()[0].values(), strict=True)) == list(zip(QUOTIENTS, want, strict=True))
     assert list(zip(QUOTIENTS, table.schema.types, strict=True)) == \
         list(zip(QUOTIENTS, [_ARROW[o] for o in oids], strict=True))

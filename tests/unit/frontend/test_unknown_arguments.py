@@ -5,27 +5,18 @@ number of that type."""
 
 from __future__ import annotations
 
-import psycopg
 import pyarrow as pa
 import pytest
-from catalog_session import make_session
-
-from risingspark.errors import RisingSparkError
+from catalog_session import fail_both, make_session, select_both
 
 CALLS = ["abs('-5')", "ceil('2.5')", "ceiling('-0.5')", "floor('2.5')", "sign('-3')", "round('2.5', 0)",
          "round('2.55', 1)", "round('2.5')", "abs(' 7 ')", "floor(NULL)"]
 
 
 def _both(oracle_dsn: str, expressions: list[str]) -> tuple[pa.Table, list[int]]:
-    """``SELECT`` of `expressions` here (the result) and in PostgreSQL (its column types); the row of
-    values is the same in both."""
-    session = make_session()
-    query = "SELECT " + ", ".join(f"{e} AS c{i}" for i, e in enumerate(expressions))
-    table = session.run_batch(session.parse_sql(query), typed=True)
-    with psycopg.connect(oracle_dsn, autocommit=True) as pg:
-        cur = pg.execute(query)
-        want, oids = cur.fetchone(), [d.type_code for d in cur.description]
-    assert list(table.to_pylist()[0].values()) == list(want)
+    """`select_both`, whose row of values must be the same in both."""
+    table, want, oids = select_both(oracle_dsn, expressions)
+    assert tuple(table.to_pylist()[0].values()) == want
     return table, oids
 
 
@@ -56,9 +47,5 @@ def test_a_literal_beside_a_catalog_column_takes_its_type() -> None:
 
 @pytest.mark.parametrize("call", ["abs('x')", "round('two', 1)", "'2.5' * 2", "'a' + 1"])
 def test_input_that_is_no_number_fails_as_in_postgresql(oracle_dsn: str, call: str) -> None:
-    with psycopg.connect(oracle_dsn, autocommit=True) as pg, pytest.raises(psycopg.Error) as want:
-        pg.execute(f"SELECT {call}")
-    session = make_session()
-    with pytest.raises(RisingSparkError) as got:
-        session.run_batch(session.parse_sql(f"SELECT {call}"))
-    assert got.value.sqlstate == want.value.sqlstate == "22P02"
+    got, want = fail_both(oracle_dsn, f"SELECT {call}")
+    assert got.sqlstate == want.sqlstate == "22P02"
