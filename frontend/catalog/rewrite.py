@@ -10,8 +10,8 @@ integers and of numbers past a double's range (`frontend.catalog.literal_casts`)
 and of values with no such operator (`frontend.catalog.concat_operator`), ``%`` of a double
 (`frontend.catalog.float_modulo`), ``round`` of a double (`frontend.catalog.float_round`),
 a real with an integer or numeric operand (`frontend.catalog.real_operands`), a double made text
-(`frontend.catalog.float_text`), integer literals in arithmetic as ``integer`` and their quotients
-of the operands' type,
+(`frontend.catalog.float_text`), quotients of numeric literals (`frontend.catalog.numeric_quotients`),
+integer literals in arithmetic as ``integer`` and their quotients of the operands' type,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
 (`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
@@ -21,7 +21,7 @@ runs before the rewrites, on the statement as the client wrote it.
 >>> q = sqlglot.parse_one("SELECT relname FROM pg_class WHERE relname OPERATOR(pg_catalog.~) '^t$' "
 ...                       "COLLATE pg_catalog.default", read="risingwave")
 >>> operators(drop_collations(q, None), None).sql("duckdb")
-"SELECT relname FROM pg_class WHERE REGEXP_MATCHES(relname, '^t$')"
+"SELECT relname FROM pg_class WHERE (REGEXP_MATCHES(relname, '^t$'))"
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from frontend.catalog.float_text import float_text
 from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
 from frontend.catalog.literal_casts import literal_casts
+from frontend.catalog.numeric_quotients import numeric_quotients
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.operand_types import FLOATS, OperandTypes, is_number
 from frontend.catalog.real_operands import real_operands
@@ -647,7 +648,7 @@ Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations,
                            concat_operator, float_modulo, like_escape, keyword_calls, similar_to, extract_fractions,
                            float_text, pg_format, to_char, strict_functions, unknown_arguments, literal_casts,
-                           float_round, real_operands, integer_literals, integer_quotients,
+                           float_round, real_operands, numeric_quotients, integer_literals, integer_quotients,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 
