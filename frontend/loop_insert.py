@@ -25,8 +25,9 @@ The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and
    queued in the same pass of the loop, as Redis syncs its append-only file before it answers
    (``appendfsync always``). When they are slow (a busy disk), or a thread leads a sync already, a
    thread syncs and the loop goes on. The average is of the syncs the loop ran itself: one that
-   stalls (a writeback storm) holds the loop once, then syncs go to a thread, and once every
-   `PROBE_S` a pass syncs on the loop again to time the disk; a quick one brings them back. (Timed
+   stalls (a writeback storm) holds the loop once, then syncs go to a thread, and after `PROBE_S` a
+   pass syncs on the loop again to time the disk (twice as long after each slow probe, up to
+   `MAX_PROBE_S`); a quick one brings them back. (Timed
    on a thread, a sync also counts the wait for the interpreter's lock after it, up to the switch
    interval while the loop answers other statements: measured, 1.1–1.3 ms a sync against 0.25–0.3
    ms on the loop, which kept syncs on threads, and each statement waiting three hand-offs between
@@ -76,7 +77,8 @@ logger = logging.getLogger(__name__)
 # 20 % INSERTs: 3,400-3,470 statements/s with 1 ms here, where this VM's syncs, p90 1.6 ms, often
 # averaged over it; 4,360-4,640/s with 5 ms)
 INLINE_SYNC_S = 0.005
-PROBE_S = 1.0  # while syncs run on a thread, one pass this often syncs on the loop to time the disk again
+PROBE_S = 1.0  # while syncs run on a thread, a pass syncs on the loop after this long to time the disk again,
+MAX_PROBE_S = 64.0  # and twice as long after each probe that found it slow (a probe holds the loop for its sync)
 MAX_TEXT = 4096  # longer statements (bulk loads: reading their values takes milliseconds) run on a thread
 
 
@@ -88,6 +90,7 @@ class LoopSync:
         self._waiting: list[Callable[[BaseException | None], None]] = []  # the next pass's, scheduled
         self.sync_seconds = 0.0  # a moving average of the syncs run on the loop: how long one holds it
         self._probe_at = 0.0  # (monotonic) while that is slow, when a pass next syncs on the loop
+        self._slow_probes = 0  # probes in a row that found the disk slow
 
     async def wait(self, seq: int) -> None:
         if self._log.synced(seq):
@@ -122,11 +125,15 @@ class LoopSync:
             error = e
         now = time.monotonic()
         took = now - started
+        probe = self.sync_seconds > INLINE_SYNC_S
         # (a probe that finds the disk quick again brings the syncs back at once)
-        self.sync_seconds = took if took < self.sync_seconds and self.sync_seconds > INLINE_SYNC_S \
+        self.sync_seconds = took if probe and took < self.sync_seconds \
             else self.sync_seconds + (took - self.sync_seconds) * 0.2
-        if self.sync_seconds > INLINE_SYNC_S:
-            self._probe_at = now + PROBE_S
+        if self.sync_seconds <= INLINE_SYNC_S:
+            self._slow_probes = 0
+        else:
+            self._slow_probes += probe
+            self._probe_at = now + min(PROBE_S * 2 ** self._slow_probes, MAX_PROBE_S)
         _call_all(waiting, error)
 
     def _on_thread(self, seq: int, waiting: list[Callable[[BaseException | None], None]]) -> None:

@@ -85,26 +85,11 @@ class AnsweringProtocol(asyncio.StreamReaderProtocol):
     a tenth of a point query's time on the server."""
 
     answer: Callable[[bytes], bool] | None = None
-    held: list[bytes] | None = None  # what arrived while an answer waits to be sent (`hold`)
 
     def data_received(self, data: bytes) -> None:
-        if self.held is not None:
-            self.held.append(data)
-            return
         answer = self.answer
         if answer is None or not answer(data):
             super().data_received(data)
-
-    def hold(self) -> None:
-        """Keep what arrives from here on until `release`: an answer made at once waits to be sent
-        (`Connection._answer_now`), and nothing that follows may be answered first."""
-        self.held = []
-
-    def release(self) -> None:
-        """Take in what arrived since `hold`, as it would have been then."""
-        held, self.held = self.held, None
-        if held:
-            self.data_received(b"".join(held))
 
 
 class ConnectionSlots:
@@ -349,7 +334,7 @@ class Connection:
         buffer empty (the loop waits on a client that does not read; this would not), and not once
         `shutdown` was asked (the cancelled task has yet to run: the client gets only its FATAL).
         An answer that must wait (a durable INSERT's, for its sync: `Answer.ready`) is sent when it
-        may be, and what arrives meanwhile waits for it (`AnsweringProtocol.hold`)."""
+        may be; the socket is not read meanwhile."""
         if not self._reading or self._skipping or self._shutting_down or not self.messages.idle or self.sink.pending \
                 or _holds_bytes(self.reader):  # (bytes the loop has yet to take come first)
             return False
@@ -370,9 +355,9 @@ class Connection:
         if answer.ready is None:
             transport.write(answer.data)
             return True
-        protocol = transport.get_protocol()
-        assert isinstance(protocol, AnsweringProtocol)
-        protocol.hold()
+        # (what the client sends next, its end of input too, stays in the socket until the answer is
+        # sent: nothing may be answered first, and a client that closes still gets it)
+        transport.pause_reading()
 
         def send(error: BaseException | None) -> None:
             if self._shutting_down or transport.is_closing():  # (the client gets its FATAL alone)
@@ -380,7 +365,7 @@ class Connection:
             # (as the loop answers a statement that fails in `ExtendedQuery.cycle`: after its BindComplete)
             transport.write(answer.data if error is None else
                             be.bind_complete() + error_message(error) + be.ready_for_query(self.status))
-            protocol.release()
+            transport.resume_reading()
 
         answer.ready(send)
         return True

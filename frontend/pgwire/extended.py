@@ -207,7 +207,8 @@ class ExtendedQuery:
         params = decode_params(msg.params, oids, msg.param_formats, self._conn.session_time_zone())
         if len(msg.result_formats) > 1:  # (before BindComplete, as PostgreSQL checks them against the columns)
             columns = (await self._description(stmt))[1]
-            result_formats(msg.result_formats, 0 if columns is None else len(columns))
+            if columns is not None:  # (no rows, or rows described only once run: at Execute, as before)
+                result_formats(msg.result_formats, len(columns))
         self._drop_portals([msg.portal])
         self._portals[msg.portal] = Portal(stmt, list(oids), params, msg.result_formats)
         stmt.portals.add(msg.portal)

@@ -7,6 +7,7 @@ meta."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -113,7 +114,7 @@ def test_what_the_loop_cannot_take_runs_on_a_thread(frontend: Frontend, meta: Me
 def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(frontend: Frontend, meta: MetaService,
                                                                          monkeypatch) -> None:
     """One sync for the statements of a pass of the loop; once the loop's syncs are slow, a thread
-    syncs, until a pass on the loop (a probe, `PROBE_S` later) finds them quick again."""
+    syncs."""
     sessions = [_session(frontend) for _ in range(5)]
     frontend.pool.submitted = 0  # (CountingPool; the sessions' startups read the catalog on it)
     syncs = []
@@ -127,22 +128,16 @@ def test_statements_of_one_pass_share_a_sync_and_slow_syncs_go_to_a_thread(front
     assert len(syncs) == 1 and frontend.pool.submitted == 0
     log = frontend.dml._log
     assert log is not None
-    # (bounds far from a loaded machine's syncs: 50 ms is quick, 300 ms is slow)
+    # (a bound far from a loaded machine's syncs: 300 ms is slow)
     monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.05)
-    monkeypatch.setattr(loop_insert, "PROBE_S", 0.5)
+    monkeypatch.setattr(loop_insert, "PROBE_S", 60.0)
     monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), time.sleep(0.3), real(fd))[2])
     asyncio.run(together(10))  # (a busy disk: the loop's pass syncs, slowly)
     assert len(syncs) == 2 and frontend.pool.submitted == 0
-    asyncio.run(together(20))  # (then syncs go to a thread)
+    asyncio.run(together(20))  # (then syncs go to a thread: `test_loop_syncs_come_back_after_a_quick_probe`)
     assert frontend.pool.submitted >= 1 and log.synced(log.written)
-    monkeypatch.setattr(dml_log.os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
-    time.sleep(0.5)  # (until the next probe, on the loop, finds the disk quick again)
-    submitted = frontend.pool.submitted
-    asyncio.run(together(30))
-    asyncio.run(together(40))
-    assert frontend.pool.submitted == submitted and log.synced(log.written)
     frontend.dml.drain(timeout=30)
-    assert sorted(k for k, _ in _recorded(meta)) == [k + i for k in (0, 10, 20, 30, 40) for i in range(5)]
+    assert sorted(k for k, _ in _recorded(meta)) == [k + i for k in (0, 10, 20) for i in range(5)]
 
 
 def test_a_failed_sync_fails_the_statement_and_later_ones_wait_for_meta(frontend: Frontend, meta: MetaService,
@@ -257,3 +252,53 @@ def test_an_insert_answered_at_once_gets_the_sync_s_error(frontend: Frontend, me
     assert result is not None
     [error] = _when_ready(result)
     assert isinstance(error, InternalError) and "could not sync the DML log" in str(error)
+
+
+class _Disk:
+    """A DML log (what `LoopSync` asks of one) whose syncs take `seconds` of the clock `now`."""
+
+    def __init__(self, now: list[float]) -> None:
+        self.now, self.seconds = now, 0.0001
+        self.written = self._synced = 0
+        self.syncing = False
+        self.on_loop: list[bool] = []  # per sync: whether the event loop's thread ran it
+
+    def synced(self, seq: int) -> bool:
+        return self._synced >= seq
+
+    def sync(self, seq: int) -> None:
+        self.now[0] += self.seconds
+        self._synced = max(self._synced, seq)
+        self.on_loop.append(threading.current_thread() is threading.main_thread())
+
+
+def test_loop_syncs_come_back_after_a_quick_probe_and_slow_probes_back_off(monkeypatch) -> None:
+    """Slow syncs on the loop send the next ones to a thread; after `PROBE_S` a pass syncs on the loop
+    again (a probe), after twice as long once a probe found the disk slow, and a quick probe brings
+    the syncs back to the loop. A fake clock: the syncs' durations and the waits are exact."""
+    monkeypatch.setattr(loop_insert, "INLINE_SYNC_S", 0.005)  # (the module's own, which `quick_syncs` set aside)
+    now = [0.0]
+    monkeypatch.setattr(loop_insert.time, "monotonic", lambda: now[0])
+    disk = _Disk(now)
+    pool = ThreadPoolExecutor(1)
+    syncs = loop_insert.LoopSync(disk, pool)  # type: ignore[arg-type]
+
+    async def statement(after: float = 0.0) -> bool:
+        now[0] += after
+        disk.written += 1
+        await syncs.wait(disk.written)
+        return disk.on_loop[-1]
+
+    async def run() -> list[bool]:
+        on_loop = [await statement()]
+        disk.seconds = 0.05  # (a busy disk: 50 ms, over INLINE_SYNC_S)
+        on_loop += [await statement(), await statement()]
+        on_loop += [await statement(after=loop_insert.PROBE_S)]  # the probe: slow
+        on_loop += [await statement(after=loop_insert.PROBE_S)]  # (not yet: twice as long now)
+        on_loop += [await statement(after=loop_insert.PROBE_S * 1.1)]  # the next probe: slow
+        disk.seconds = 0.0001
+        on_loop += [await statement(after=loop_insert.PROBE_S * 4.1), await statement()]  # quick: back
+        return on_loop
+
+    assert asyncio.run(run()) == [True, True, False, True, False, True, True, True]
+    pool.shutdown()

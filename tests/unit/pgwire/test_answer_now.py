@@ -261,6 +261,7 @@ def test_an_insert_is_answered_once_ready_and_what_follows_waits_for_it(servers,
         before = len(server.state.statements)
         c.sock.sendall(frame(b"B", B("", "s", (b"1",))) + CYCLE_TAIL + frame(b"S"))
         if server is answering:
+            _wait_until_held()
             assert _nothing_arrives(c)  # (not durable yet)
             c.sock.sendall(frame(b"B", B("", "q", (b"2",))) + CYCLE_TAIL + frame(b"S"))
             assert _nothing_arrives(c)  # (behind the INSERT)
@@ -281,11 +282,50 @@ def test_an_insert_waiting_to_be_answered_gets_only_the_fatal_at_shutdown(server
     answering, _ = servers
     c = prepared(answering, "insert into t values (1)")
     c.sock.sendall(frame(b"B", B("", "s")) + CYCLE_TAIL + frame(b"S"))
-    assert _nothing_arrives(c)
+    _wait_until_held()
     conn = next(iter(answering.server._connections))  # noqa: SLF001
-    answering.loop.call_soon_threadsafe(conn.shutdown)
+    waiting, AnsweringSession.waiting = AnsweringSession.waiting, []
+
+    def shutdown_then_ready() -> None:  # (in the server's loop: the answer is ready before the task ends)
+        conn.shutdown()
+        for then in waiting:
+            then()
+
+    answering.loop.call_soon_threadsafe(shutdown_then_ready)
     got = c.until(b"E")
     assert kinds(got) == [b"E"] and b"57P01" in got[0][1]
-    release_inserts(answering)  # (nothing more is sent)
-    assert c.sock.recv(1) == b""
+    assert c.sock.recv(1) == b""  # (nothing more is sent)
     c.close()
+
+
+def test_a_client_that_ends_its_input_behind_a_waiting_insert_gets_every_answer(servers) -> None:
+    """What the client sends behind an INSERT waiting to be answered, its end of input included, is
+    taken once the answer is sent, as the loop takes it."""
+    answering, plain = servers
+    answers, statements = [], []
+    for server in (answering, plain):
+        c = prepared(server, "insert into t values (1)")
+        before = len(server.state.statements)
+        c.sock.sendall(frame(b"B", B("", "s")) + CYCLE_TAIL + frame(b"S"))
+        if server is answering:
+            _wait_until_held()
+        c.sock.sendall(frame(b"B", B("", "s")) + CYCLE_TAIL + frame(b"S"))
+        c.sock.shutdown(socket.SHUT_WR)
+        if server is answering:
+            time.sleep(0.2)
+            release_inserts(server)
+            _wait_until_held()  # (the second, taken once the first was answered)
+            release_inserts(server)
+        answers.append([c.until(b"Z"), c.until(b"Z")])
+        statements.append(server.state.statements[before:])
+        c.close()
+    assert answers[0] == answers[1]
+    assert statements[0] == statements[1] == ["insert into t values (1)"] * 2
+
+
+def _wait_until_held() -> None:
+    """Until an INSERT answered at once waits to be ready (`AnsweringSession.waiting`)."""
+    deadline = time.monotonic() + 10
+    while not AnsweringSession.waiting:
+        assert time.monotonic() < deadline, "no INSERT was answered at once"
+        time.sleep(0.01)

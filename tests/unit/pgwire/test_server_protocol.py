@@ -165,6 +165,7 @@ def test_extended_errors(client: RawClient, messages: list[tuple[bytes, bytes]],
     ("select 1", (0, 0)),  # two codes for one column: 08P01 at Bind, no BindComplete
     ("select 1 where false", (2,)),  # no row: no error
     ("select 1", (1,)),
+    ("set search_path to public", (0, 0)),  # no row description: the codes are not counted
 ])
 def test_result_format_codes_as_postgresql(server: ServerThread, oracle_dsn: str, sql: str,
                                             result_formats: tuple[int, ...]) -> None:
