@@ -12,7 +12,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from risingspark.errors import (
     AdminShutdown,
@@ -357,7 +357,8 @@ class Connection:
             return True
         # (what the client sends next, its end of input too, stays in the socket until the answer is
         # sent: nothing may be answered first, and a client that closes still gets it)
-        transport.pause_reading()
+        reading = cast(asyncio.ReadTransport, transport)  # (a socket's transport reads and writes)
+        reading.pause_reading()
 
         def send(error: BaseException | None) -> None:
             if self._shutting_down or transport.is_closing():  # (the client gets its FATAL alone)
@@ -365,7 +366,7 @@ class Connection:
             # (as the loop answers a statement that fails in `ExtendedQuery.cycle`: after its BindComplete)
             transport.write(answer.data if error is None else
                             be.bind_complete() + error_message(error) + be.ready_for_query(self.status))
-            transport.resume_reading()
+            reading.resume_reading()
 
         answer.ready(send)
         return True
