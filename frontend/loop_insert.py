@@ -27,11 +27,10 @@ The algorithm, for ``INSERT INTO t [(cols)] VALUES (...)`` of plain literals and
    thread syncs and the loop goes on. The average is of the syncs the loop ran itself: one that
    stalls (a writeback storm) holds the loop once, then syncs go to a thread, and after `PROBE_S` a
    pass syncs on the loop again to time the disk (twice as long after each slow probe, up to
-   `MAX_PROBE_S`); a quick one brings them back. (Timed
-   on a thread, a sync also counts the wait for the interpreter's lock after it, up to the switch
-   interval while the loop answers other statements: measured, 1.1–1.3 ms a sync against 0.25–0.3
-   ms on the loop, which kept syncs on threads, and each statement waiting three hand-offs between
-   threads, once the loop was busy.)
+   `MAX_PROBE_S`); a quick one brings them back. (Timed on a thread, a sync also counts the wait
+   for the interpreter's lock after it, up to the switch interval while the loop answers other
+   statements: measured, 1.1–1.3 ms a sync against 0.25–0.3 ms on the loop, which kept syncs on
+   threads once the loop was busy, each statement waiting for three hand-offs between threads.)
    An asynchronous statement yields to the loop once (a client's run of them must not hold it).
 4. A write stall of the table (`meta.compaction.write_stall`) is waited out on a thread, as on the
    thread path, under the statement timeout (`Session.wait_out_write_stall`).
