@@ -10,11 +10,11 @@ integers and of numbers past a double's range (`frontend.catalog.literal_casts`)
 and of values with no such operator (`frontend.catalog.concat_operator`), ``%`` of a double
 (`frontend.catalog.float_modulo`), ``round`` of a double (`frontend.catalog.float_round`),
 a real with an integer or numeric operand (`frontend.catalog.real_operands`), a double made text
-(`frontend.catalog.float_text`), quotients of numeric literals (`frontend.catalog.numeric_quotients`),
+(`frontend.catalog.float_text`), the default of ``lag``/``lead`` (`frontend.catalog.lag_default`), quotients of numeric literals (`frontend.catalog.numeric_quotients`),
 integer literals in arithmetic as ``integer`` and their quotients of the operands' type,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
 names, ``::regclass``/``::regtype``/``::regnamespace``/``::oid`` casts, and catalog functions
-(`frontend.catalog.functions`). `name_outputs` names unaliased select items as Postgres does and
+(`frontend.catalog.functions`). ``FETCH FIRST ... WITH TIES`` (`frontend.catalog.with_ties`). `name_outputs` names unaliased select items as Postgres does and
 runs before the rewrites, on the statement as the client wrote it.
 
 >>> import sqlglot
@@ -41,6 +41,7 @@ from frontend.catalog.float_round import float_round
 from frontend.catalog.float_text import float_text
 from frontend.catalog.format_function import pg_format
 from frontend.catalog.functions import literal_value, rewrite_call
+from frontend.catalog.lag_default import lag_default
 from frontend.catalog.literal_casts import literal_casts
 from frontend.catalog.numeric_quotients import numeric_quotients
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
@@ -51,6 +52,7 @@ from frontend.catalog.strict_functions import strict_functions
 from frontend.catalog.table import SystemContext
 from frontend.catalog.to_char import to_char
 from frontend.catalog.unknown_arguments import unknown_arguments
+from frontend.catalog.with_ties import with_ties
 from frontend.dialect import PG_NAME
 from risingspark.errors import InvalidSchemaName, UndefinedObject, UndefinedTable
 from risingspark.types import UNCONSTRAINED_NUMERIC_PRECISION, UNCONSTRAINED_NUMERIC_SCALE
@@ -645,10 +647,10 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
-RULES: tuple[Rule, ...] = (group_by_output_names, jsonb_operators, qualified_names, operators, drop_collations,
+RULES: tuple[Rule, ...] = (group_by_output_names, with_ties, jsonb_operators, qualified_names, operators, drop_collations,
                            concat_operator, float_modulo, like_escape, keyword_calls, similar_to, extract_fractions,
                            float_text, pg_format, to_char, strict_functions, unknown_arguments, literal_casts,
-                           float_round, real_operands, numeric_quotients, integer_literals, integer_quotients,
+                           float_round, real_operands, lag_default, numeric_quotients, integer_literals, integer_quotients,
                            untyped_array_comparisons, array_literals, casts, functions)
 
 
