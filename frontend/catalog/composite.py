@@ -451,8 +451,10 @@ _EDIT_NODES = (exp.DPipe, exp.Sub, exp.JSONBDeleteAtPath, exp.JSONBContainsAnyTo
 
 # PostgreSQL's functions of type json (DuckDB has some of the names, and answers with its JSON's text:
 # ``to_json(1.50)`` was 1.5) and jsonb functions sqlglot reads as DuckDB's JSON functions
-_JSON_FUNCTIONS = {"to_json", "array_to_json", "row_to_json", "json_array_length", "json_build_object",
-                   "json_build_array", "json_object", "json_strip_nulls", "json_each", "json_each_text", "json_typeof",
+# (json_build_object is left to `frontend.catalog.functions`, DuckDB's json_object: the same JSON
+# value with other spacing — `{"a":1}` where PostgreSQL writes `{"a" : 1}` —, which SQLAlchemy's
+# reflection queries need and read as JSON)
+_JSON_FUNCTIONS = {"to_json", "array_to_json", "row_to_json", "json_array_length", "json_build_array", "json_object", "json_strip_nulls", "json_each", "json_each_text", "json_typeof",
                    "json_extract_path", "json_extract_path_text", "json_object_keys", "json_array_elements",
                    "json_array_elements_text", "json_agg", "json_object_agg", "jsonb_object_agg", "json_populate_record",
                    "json_to_record", "json_object_field", "json_object_field_text", "json_array_element",

@@ -280,6 +280,7 @@ BUILDERS: dict[str, Builder] = {
     "quote_ident": _macro("rs_quote_ident", 1),
     "pg_encoding_to_char": _macro("rs_encoding_to_char", 1),
     "pg_char_to_encoding": _const(UTF8_ENCODING),
+    "json_build_object": _macro("json_object"),
     "array_upper": _macro("rs_array_length", 1),
     "array_lower": _macro("rs_array_lower", 1),
     "pg_get_expr": lambda args, ctx: exp.cast(args[0], "VARCHAR"),

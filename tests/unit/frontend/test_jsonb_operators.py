@@ -94,9 +94,10 @@ def test_errors_are_postgresqls(oracle_dsn: str, expression: str) -> None:
 
 
 # what DuckDB answered otherwise than PostgreSQL: its JSON functions print other texts (to_json(1.50) was
-# 1.5, json_build_object had no spaces, json_array_length('{}') was 0), and jsonb compared, ordered and
-# deduplicated by its text (1.0 and 1 are equal jsonb; 10 is more than 9)
-REFUSED = ["to_json(1.50)", "array_to_json(ARRAY[1.50])", "json_build_object('a', 1)", "json_array_length('[1]')",
+# 1.5, json_array_length('{}') was 0), and jsonb compared, ordered and deduplicated by its text (1.0 and 1
+# are equal jsonb; 10 is more than 9). (json_build_object is kept, with its own spacing: SQLAlchemy's
+# reflection sends it.)
+REFUSED = ["to_json(1.50)", "array_to_json(ARRAY[1.50])", "json_array_length('[1]')",
            """json_extract_path('{"a":{"b":1}}', 'a')""", "json_object('{a,b}', '{1,2}')",
            "jsonb_object_agg(k, v) FROM (VALUES ('a', 1)) t(k, v)", "json_agg(x) FROM (VALUES (1)) v(x)",
            "greatest('10'::jsonb, '9'::jsonb)", "nullif('1'::jsonb, '1.0'::jsonb)",
