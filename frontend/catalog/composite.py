@@ -48,7 +48,7 @@ from frontend.catalog.jsonb_edit import (
     path_argument,
     unknowns_as_jsonb,
 )
-from frontend.catalog.operand_types import OperandTypes
+from frontend.catalog.operand_types import OperandTypes, unknown_literal
 from frontend.dialect import PG_NAME
 from risingspark import jsonb
 from risingspark.errors import FeatureNotSupported, RisingSparkError, UndefinedFunction
@@ -181,13 +181,6 @@ def _composite_columns(query: exp.Expression, ctx: RewriteContext | None) -> dic
     return out
 
 
-def _is_unknown(e: exp.Expression) -> bool:
-    """A quoted literal or a bare NULL: PostgreSQL's ``unknown``, of the type of its context."""
-    while isinstance(e, exp.Paren):
-        e = e.this
-    return isinstance(e, exp.Null) or (isinstance(e, exp.Literal) and e.is_string)
-
-
 def _composite_kind(e: exp.Expression, columns: dict[str, TypeName]) -> TypeName | None:
     """jsonb or struct when `e` is surely one of them (as far as this pass can tell)."""
     while isinstance(e, exp.Paren):
@@ -199,7 +192,7 @@ def _composite_kind(e: exp.Expression, columns: dict[str, TypeName]) -> TypeName
     if isinstance(e, exp.DPipe | exp.Coalesce):  # (jsonb || jsonb, and jsonb || an unknown, is a jsonb)
         args = [e.this, *e.expressions] if isinstance(e, exp.Coalesce) else [e.this, e.expression]
         kinds = [_composite_kind(a, columns) for a in args]
-        if TypeName.JSONB in kinds and all(k is TypeName.JSONB or _is_unknown(a) for k, a in zip(kinds, args, strict=True)):
+        if TypeName.JSONB in kinds and all(k is TypeName.JSONB or unknown_literal(a) is not None for k, a in zip(kinds, args, strict=True)):
             return TypeName.JSONB
     if isinstance(e, exp.Sub) and _composite_kind(e.this, columns) is TypeName.JSONB:
         return TypeName.JSONB
@@ -266,7 +259,7 @@ def _jsonb_equality(cmp: object, columns: dict[str, TypeName], types: OperandTyp
     for e, kind in zip(operands, kinds, strict=True):
         while isinstance(e, exp.Paren):
             e = e.this
-        if kind is None and not _is_unknown(e):
+        if kind is None and unknown_literal(e) is None:
             return False
         if isinstance(e, exp.Column) and not is_jsonb(e, types):
             return False

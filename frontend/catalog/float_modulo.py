@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from frontend.catalog.operand_types import FLOATS, OperandTypes, no_operator
+from frontend.catalog.operand_types import FLOATS, OperandTypes, no_operator, unknown_literal
 
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
@@ -42,10 +42,10 @@ def float_modulo(query: exp.Expression, ctx: RewriteContext | None = None) -> ex
 
 def _type_name(e: exp.Expression, types: OperandTypes) -> str | None:
     """PostgreSQL's name of the operand's type, where the text shows it."""
+    if unknown_literal(e) is not None:
+        return "unknown"
     while isinstance(e, exp.Paren):
         e = e.this
-    if (isinstance(e, exp.Literal) and e.is_string) or isinstance(e, exp.Null):
-        return "unknown"
     kind = types.kind(e)
     if kind in FLOATS:  # (a real's arithmetic, a sum of doubles... too)
         return _FLOAT_NAMES[kind]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from frontend.catalog.operand_types import OperandTypes, no_operator
+from frontend.catalog.operand_types import OperandTypes, no_operator, unknown_literal
 from risingspark import jsonb
 from risingspark.errors import FeatureNotSupported
 from risingspark.types import DataType, TypeName
@@ -85,7 +85,7 @@ def unknowns_as_jsonb(node: exp.Case | exp.Coalesce, types: OperandTypes) -> Non
     values = _values(node)
     if any(is_jsonb(v, types) for v in values):
         for v in values:
-            if isinstance(lit := _literal(v), exp.Literal):
+            if isinstance(lit := unknown_literal(v), exp.Literal):
                 lit.replace(call("jsonb_in", lit.copy()))
 
 
@@ -117,11 +117,6 @@ def _by_typeof(branches: list[tuple[exp.Expression, exp.Expression]], otherwise:
     return case
 
 
-def _literal(e: exp.Expression) -> exp.Expression | None:
-    """`e` without parentheses when it is a quoted literal or a NULL."""
-    while isinstance(e, exp.Paren):
-        e = e.this
-    return e if isinstance(e, exp.Null) or (isinstance(e, exp.Literal) and e.is_string) else None
 
 
 def _as_jsonb(e: exp.Expression) -> exp.Expression:
@@ -135,7 +130,7 @@ def _type(e: exp.Expression, types: OperandTypes) -> DataType | None:
             return DataType.array_of(DataType(TypeName.JSONB))
         items = [types.type_of(x) for x in e.expressions]
         known = [t for t in items if t is not None]
-        if all(t is None and _literal(x) is not None for t, x in zip(items, e.expressions, strict=True)):
+        if all(t is None and unknown_literal(x) is not None for t, x in zip(items, e.expressions, strict=True)):
             return DataType.array_of(DataType(TypeName.VARCHAR))  # (PostgreSQL's ARRAY['a'] is a text[])
         return DataType.array_of(known[0]) if known else None
     return types.type_of(e)
@@ -150,7 +145,7 @@ def edit_operator(node: exp.Expression, types: OperandTypes, reads_jsonb: bool) 
     if isinstance(node, exp.Sub):
         return _minus(node, types) if is_jsonb(node.this, types) else None
     left = node.this
-    value = _as_jsonb(lit) if (lit := _literal(left)) is not None else left.copy()
+    value = _as_jsonb(lit) if (lit := unknown_literal(left)) is not None else left.copy()
     if isinstance(node, exp.JSONBDeleteAtPath):
         name, path = path_argument("jsonb_delete_path", node.expression, types)
         return call(name, value, path)
@@ -176,7 +171,7 @@ def _concat(node: exp.DPipe, types: OperandTypes, reads_jsonb: bool) -> exp.Expr
                         "VALUES...) is not supported; cast it to jsonb")
         return exp.Case(ifs=[exp.If(this=guard, true=failing)], default=node.copy())
     other = b if ja else a
-    if (lit := _literal(other)) is not None:
+    if (lit := unknown_literal(other)) is not None:
         args = (a.copy(), _as_jsonb(lit)) if ja else (_as_jsonb(lit), b.copy())
         return call("jsonb_concat", *args)
     t = _type(other, types)
@@ -192,7 +187,7 @@ def _concat(node: exp.DPipe, types: OperandTypes, reads_jsonb: bool) -> exp.Expr
 
 def _minus(node: exp.Sub, types: OperandTypes) -> exp.Expression:
     value, what = node.this.copy(), node.expression
-    if _literal(what) is not None:  # (an unknown is a text: PostgreSQL's jsonb - text)
+    if unknown_literal(what) is not None:  # (an unknown is a text: PostgreSQL's jsonb - text)
         return call("jsonb_delete_key", value, what.copy())
     t = _type(what, types)
     if t is None:
@@ -221,15 +216,15 @@ def path_argument(name: str, path: exp.Expression, types: OperandTypes) -> tuple
     """The UDF (`name` or its ``_array`` form) and the argument for the path of ``#>``, ``#>>`` or
     ``#-``: an array (``ARRAY['a', 'b']``, a text[] cast or column) as a list, else its text
     (``'{a,b}'``)."""
-    t = _type(path, types) if _literal(path) is None else None
+    t = _type(path, types) if unknown_literal(path) is None else None
     if t is not None and t.element is not None:
         return f"{name}_array", path.copy()
-    return name, path.copy() if _literal(path) is not None else exp.cast(path.copy(), _VARCHAR.copy())
+    return name, path.copy() if unknown_literal(path) is not None else exp.cast(path.copy(), _VARCHAR.copy())
 
 
 def _keys(e: exp.Expression) -> exp.Expression:
     """The keys of ``?|`` and ``?&``: a quoted literal read as a text[] (22P02 when it is none)."""
-    lit = _literal(e)
+    lit = unknown_literal(e)
     if isinstance(lit, exp.Literal):
         items = jsonb.parse_path(lit.this)
         array = exp.Array(expressions=[exp.null() if k is None else exp.Literal.string(k) for k in items])

@@ -191,6 +191,14 @@ def _number_type(text: str) -> DataType:
     return DataType(TypeName.INT if abs(int(text)) < 2**31 else TypeName.BIGINT)
 
 
+def unknown_literal(e: exp.Expression) -> exp.Expression | None:
+    """`e` without parentheses when it is PostgreSQL's ``unknown``: a quoted literal or a bare NULL,
+    of the type of its context; else None."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    return e if isinstance(e, exp.Null) or (isinstance(e, exp.Literal) and e.is_string) else None
+
+
 def no_operator(left: str, op: str, right: str) -> UndefinedFunction:
     """PostgreSQL's 42883 for ``left op right`` (type names as it writes them) that no operator of
     that name takes."""
