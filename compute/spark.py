@@ -62,6 +62,13 @@ def create_spark_session(settings: SparkSettings):
         # (a listing job cost ~0.5 s per snapshot split).
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
         .config("spark.ui.showConsoleProgress", "false")
+        # Keep every filter, even one that can never pass (`WHERE false`): the operators under it write
+        # state and progress as they run (a backfill's progress files, a snapshot read's row count),
+        # and a filter Spark turned into an empty relation took its input's operators along, so the
+        # backfill of `... WHERE false` never finished. (A filter the optimizer proves always true
+        # stays too, at the cost of evaluating it.) RisingWave's optimizer turns a constant false
+        # filter into empty `Values` instead; ours keeps the scan, whose rows the filter drops.
+        .config("spark.sql.optimizer.excludedRules", "org.apache.spark.sql.catalyst.optimizer.PruneFilters")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
     for k, v in settings.extra:
