@@ -179,6 +179,16 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaygroundP
     assert code == 0, f"the playground did not stop cleanly (exit {code}): {pg.log_tail()}"
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A test that fails (a timeout included) while the shared playground runs carries the tail of
+    its log: what the server did is often the only clue to why a statement never came back."""
+    report = yield
+    if report.failed and _SHARED and "playground" in getattr(item, "fixturenames", ()):
+        report.sections.append(("shared playground log (last lines)", _SHARED[0].log_tail(80)))
+    return report
+
+
 @pytest.hookimpl(trylast=True)  # after the file's own fixtures are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """After the last test of a file that used the shared playground, drop every schema and relation
