@@ -107,6 +107,9 @@ def _known(msg: str, body: str) -> RisingSparkError | None:
         return GroupingError("aggregate functions are not allowed in WHERE")
     if "LIMIT/OFFSET cannot be negative" in msg:
         return InvalidRowCountInLimitClause("LIMIT must not be negative")
+    if 'argument in function "listagg" must be a constant expression' in msg:  # (string_agg's delimiter)
+        return FeatureNotSupported("string_agg with a delimiter that is not a constant is not supported in batch "
+                                   "queries")
     if "interval cannot be 0" in msg:
         return InvalidParameterValue("step size cannot equal zero")
     if "Like pattern must not end with escape character" in msg:

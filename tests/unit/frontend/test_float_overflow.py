@@ -1,0 +1,80 @@
+"""Overflow and underflow of real and double arithmetic in batch queries (`frontend.catalog.float_overflow`)
+against PostgreSQL (the oracle): 22003 where finite operands give an infinite result, or non-zero
+ones a zero product or quotient; infinities, NaN and division by zero as PostgreSQL's."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from catalog_session import DB, PUBLIC, fail_both, make_session
+
+from frontend.handlers.views import QUERY
+from risingspark.catalog import RelationCatalog, RelationKind
+from risingspark.errors import RisingSparkError
+from risingspark.types import FLOAT4 as REAL
+from risingspark.types import FLOAT8 as DOUBLE
+from risingspark.types import Field
+
+# a view of big and tiny doubles and reals: its columns' types are in the catalog
+EXTREMES_QUERY = ("SELECT 1e308::float8 AS d, 1e-308::float8 AS t, 3e38::real AS r, 1e-38::real AS s UNION ALL "
+                  "SELECT 1, 1, 1, 1")
+EXTREMES = RelationCatalog(1031, DB, PUBLIC, "extremes", RelationKind.VIEW,
+                           (Field("d", DOUBLE), Field("t", DOUBLE), Field("r", REAL), Field("s", REAL)), (), (),
+                           f"CREATE VIEW extremes AS {EXTREMES_QUERY}", extra={QUERY: EXTREMES_QUERY})
+
+ERRORS = ["SELECT 1e308::float8 * 10", "SELECT 1e308::float8 + 1e308::float8", "SELECT -1e308::float8 - 1e308::float8",
+          "SELECT 1e-308::float8 * 1e-308::float8", "SELECT 1e-308::float8 / 1e308::float8",
+          "SELECT 1e308::float8 / 1e-308::float8", "SELECT 5e-324::float8 / 2", "SELECT 1e308::float8 * 10::numeric",
+          "SELECT 3e38::real + 3e38::real", "SELECT 1e38::real * 10::real", "SELECT 1e-38::real * 1e-38::real",
+          "SELECT 1e-38::real / 1e38::real", "SELECT 1::float8 / 0", "SELECT (1e308::float8 * 10) / 0",
+          "SELECT 1 / (1e-200::float8 * 1e-200::float8)", "SELECT (1e200::float8 * 1e200::float8) * 0",
+          "SELECT d * 10 FROM extremes", "SELECT d + d FROM extremes", "SELECT t * t FROM extremes",
+          "SELECT t / d FROM extremes", "SELECT r * r FROM extremes", "SELECT s * s FROM extremes",
+          "SELECT sum(d * 2) FROM extremes", "SELECT d * 2 / 4 FROM extremes"]
+VALUES = ["SELECT 'Infinity'::float8 * 2, 'Infinity'::float8 * 0, '-Infinity'::float8 + 'Infinity', "
+          "1::float8 / 'Infinity', 0::float8 * 1e-308::float8, 'NaN'::float8 * 1e308, 1e38::real * 10, "
+          "1e308::float8 / 10 * 10",
+          "SELECT d * 0.5, t * 1, r + 1, s / 2::real FROM extremes ORDER BY 1"]
+
+
+@pytest.fixture(scope="module")
+def pg(oracle_dsn: str) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(oracle_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE OR REPLACE TEMP VIEW extremes AS {EXTREMES_QUERY}")
+        yield conn
+
+
+@pytest.mark.parametrize("query", ERRORS)
+def test_overflow_fails_as_in_postgresql(pg: psycopg.Connection, query: str) -> None:
+    with pytest.raises(psycopg.Error) as want:
+        pg.execute(query)
+    session = make_session([EXTREMES])
+    with pytest.raises(RisingSparkError) as got:
+        session.run_batch(session.parse_sql(query))
+    assert (got.value.sqlstate, got.value.message) == (want.value.sqlstate, want.value.diag.message_primary)
+
+
+def _same(x: object, y: object) -> bool:
+    if isinstance(x, float) and isinstance(y, float) and math.isnan(x):
+        return math.isnan(y)
+    return isinstance(x, float) and isinstance(y, float) and math.isclose(x, y, rel_tol=1e-7)  # (a real: psycopg
+    # reads its shortest text)
+
+
+@pytest.mark.parametrize("query", VALUES)
+def test_infinite_operands_and_finite_results_answer_as_in_postgresql(pg: psycopg.Connection, query: str) -> None:
+    session = make_session([EXTREMES])
+    table = session.run_batch(session.parse_sql(query))
+    got = list(zip(*(c.to_pylist() for c in table.columns), strict=True))  # (columns of one name apart)
+    want = pg.execute(query).fetchall()
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert all(_same(a, float(b)) for a, b in zip(g, w, strict=True)), (g, w)
+
+
+def test_integer_arithmetic_is_not_checked(oracle_dsn: str) -> None:
+    got, want = fail_both(oracle_dsn, "SELECT 2147483647 + 1")
+    assert (got.sqlstate, got.message) == (want.sqlstate, want.diag.message_primary)
