@@ -16,7 +16,7 @@ sharing it): a cluster with headroom, where the pinned default is one that its e
 ~80 % busy (a backfill there can only take the rounds' time).
 
 Usage: ``python bench/isolation.py [--rows 10000000] [--dml-rate 1000] [--idle-s 20] [--cluster-cpus 0]
-[--out r.json]``
+[--strategy snapshot|arrangement] [--out r.json]``
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backfill import LOAD, ORDERS, SUMMARY, free_port  # noqa: E402
+
+# the session settings that pick each backfill strategy
+STRATEGIES = {"snapshot": ("SET streaming_use_snapshot_backfill = true",),
+              "arrangement": ("SET streaming_use_snapshot_backfill = false",
+                              "SET streaming_use_arrangement_backfill = true")}
 
 
 def start_playground(data_dir: Path, backfiller_cpu: int) -> tuple[subprocess.Popen, int, int]:
@@ -188,6 +193,8 @@ def main() -> None:
                         help="adaptive_backfill_target_barrier_latency_ms for (d); -1: the goal, 1.5× the idle "
                              "p99 measured before the backfills; 0: the system default (twice the barrier interval)")
     parser.add_argument("--cluster-cpus", default="0", help="the CPUs the playground is pinned to (taskset -c list)")
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="snapshot",
+                        help="the backfill strategy of phases (b) and (d)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if (os.cpu_count() or 1) < 2:
@@ -196,7 +203,7 @@ def main() -> None:
     proc, port, meta_port = start_playground(root / "data", backfiller_cpu=1)
     dsn = f"host=127.0.0.1 port={port} user=root dbname=dev"
     meta = f"http://127.0.0.1:{meta_port}"
-    result: dict = {"rows": args.rows, "dml_rate": args.dml_rate, "machine": {
+    result: dict = {"rows": args.rows, "dml_rate": args.dml_rate, "strategy": args.strategy, "machine": {
         "cpus": os.cpu_count(), "cluster_cpus": args.cluster_cpus, "backfiller_cpus": "1",
         "note": "one machine standing for two: the playground pinned to CPU 0, backfillers to CPU 1"
         if args.cluster_cpus == "0" else f"the playground on CPUs {args.cluster_cpus}, backfillers on CPU 1"}}
@@ -231,6 +238,8 @@ def main() -> None:
         result["adaptive_target_barrier_latency_ms"] = target or "default"
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(f"ALTER SYSTEM SET adaptive_backfill_target_barrier_latency_ms = {target}")
+            for statement in STRATEGIES[args.strategy]:
+                c.execute(statement)
             for phase, serverless, rate in (("b_backfill", "false", "-1"), ("c_serverless_backfill", "true", "-1"),
                                             ("d_adaptive_backfill", "false", "adaptive")):
                 c.execute(f"SET enable_serverless_backfill = {serverless}")
