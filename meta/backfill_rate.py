@@ -21,7 +21,22 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   over it, the limit is multiplied by `AimdPolicy.factor` (the first barrier over it ends the slow
   start with that same decrease);
 - the limit stays within ``[floor, ceiling]``: the floor is above 0, so a backfill always progresses,
-  and the ceiling is never exceeded.
+  and the ceiling is never exceeded;
+- **a cost the limit cannot remove**: when the median of a job's last `AimdPolicy.floor_window`
+  barriers at the floor is over the threshold, what the barriers pay is not the backfill's rate: it
+  is the existing jobs' own work, or the fixed cost of a round that carries a backfill at all (an
+  arrangement backfill's Spark stages; measured, bench/isolation.py, 10M rows, both CPUs: idle
+  barriers p50 0.91 s; at the floor, 2K rows a round, p50 1.57 s and p10 1.38 s against a threshold
+  of ~1.45 s, so the limit stayed at the floor and the backfill would have taken hours where
+  unlimited it took 80 s). Backing off further only makes the backfill last longer, so the job is
+  judged from then on against that cost: its *floor latency*, the median of those barriers, times
+  `AimdPolicy.floor_margin` (where that is above the threshold) — the limit grows while what the
+  backfill reads adds at most a fifth to what the barriers cost anyway. The floor latency is
+  measured only at the floor, so a limit that grows cannot raise the bar it is judged by; a median,
+  not barriers in a row, since one barrier at the floor under the threshold lets the limit off it.
+  `floor_window` barriers in a row under the plain threshold (the cluster is quick again, as when the
+  existing jobs' burst that slowed it is over) forget the floor latency; a median of the barriers at
+  the floor over the job's threshold (the cluster got busier still) measures it again.
 
 An arrangement or no-shuffle backfill round shares the barrier with every other job, so its cost
 shows in the very barrier that carries it: the signal answers within one round, and a multiplicative
@@ -53,7 +68,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import statistics
 import threading
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -103,11 +120,14 @@ class AimdPolicy:
     ceiling: int = 2_000_000
     slow_start_factor: float = 1.5
     aim: float = 0.8
+    floor_window: int = 5
+    floor_margin: float = 1.2
 
-    def next_rate(self, rate: int, latency_ms: float, target_ms: float, slow_start: bool = False) -> int:
+    def next_rate(self, rate: int, latency_ms: float, target_ms: float, slow_start: bool = False,
+                  floor_ms: float = 0.0) -> int:
         """The limit after a barrier of `latency_ms`; in slow start, a barrier under the threshold
         multiplies it by `slow_start_factor` (the caller ends the slow start at the first barrier
-        over the threshold).
+        over the threshold). `floor_ms`: the job's floor latency, if measured (see the module doc).
 
         >>> AimdPolicy().next_rate(100_000, 900, 2000)
         105000
@@ -117,8 +137,10 @@ class AimdPolicy:
         50000
         >>> AimdPolicy().next_rate(1_500, 9000, 2000)
         1000
+        >>> AimdPolicy().next_rate(1_000, 1700, 2000, floor_ms=1500)  # within 1.2 × its floor latency
+        6000
         """
-        if not self.under(latency_ms, target_ms):
+        if not self.under(latency_ms, target_ms, floor_ms):
             rate = int(rate * self.factor)
         elif slow_start:
             rate = int(rate * self.slow_start_factor)
@@ -126,9 +148,10 @@ class AimdPolicy:
             rate = rate + self.step
         return max(self.floor, min(self.ceiling, rate))
 
-    def under(self, latency_ms: float, target_ms: float) -> bool:
-        """Whether a barrier's latency is within the threshold the controller aims at."""
-        return latency_ms <= self.aim * target_ms
+    def under(self, latency_ms: float, target_ms: float, floor_ms: float = 0.0) -> bool:
+        """Whether a barrier's latency is within the threshold the controller aims at (or within
+        `floor_margin` of the job's floor latency, when that is higher)."""
+        return latency_ms <= max(self.aim * target_ms, self.floor_margin * floor_ms)
 
     def clamp(self, rate: int) -> int:
         return max(self.floor, min(self.ceiling, rate))
@@ -158,6 +181,9 @@ class BackfillRateController:
         self._lock = threading.Lock()
         self._rates: dict[int, int] = {}
         self._slow_start: set[int] = set()  # the jobs no barrier over the threshold has slowed yet
+        self._at_floor: dict[int, deque[float]] = {}  # latencies of a job's last barriers at the floor
+        self._floor_ms: dict[int, float] = {}  # a job's floor latency, once measured (the module doc)
+        self._quick: dict[int, int] = {}  # barriers in a row under the plain threshold since it was
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
@@ -190,8 +216,9 @@ class BackfillRateController:
                                                                     or self.policy.start)))
                     self._slow_start.add(rel.id)
                 slow_start = rel.id in self._slow_start
-                new = self.policy.next_rate(rate, latency_ms, target, slow_start)
-                if slow_start and not self.policy.under(latency_ms, target):
+                floor_ms = self._measure_floor(rel.id, rate, latency_ms, target)
+                new = self.policy.next_rate(rate, latency_ms, target, slow_start, floor_ms)
+                if slow_start and not self.policy.under(latency_ms, target, floor_ms):
                     self._slow_start.discard(rel.id)
                 if new != rate:
                     self._set(rel, new)
@@ -202,6 +229,36 @@ class BackfillRateController:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
 
+    def _measure_floor(self, job_id: int, rate: int, latency_ms: float, target: float) -> float:
+        """The job's floor latency after this barrier (0: none), from its last `floor_window` barriers
+        at the floor (see the module doc)."""
+        window = self.policy.floor_window
+        floor_ms = self._floor_ms.get(job_id, 0.0)
+        if floor_ms:  # forgotten after `window` barriers in a row under the plain threshold
+            quick = self._quick[job_id] = self._quick.get(job_id, 0) + 1 if self.policy.under(latency_ms, target) else 0
+            if quick >= window:
+                self._forget_floor(job_id)
+                logger.info("job %d: barriers are quick again: the adaptive rate aims at %.0f ms", job_id,
+                            self.policy.aim * target)
+                return 0.0
+        if rate > self.policy.floor:
+            return floor_ms
+        seen = self._at_floor.setdefault(job_id, deque(maxlen=window))
+        seen.append(latency_ms)
+        if len(seen) < window or self.policy.under(statistics.median(seen), target, floor_ms):
+            return floor_ms
+        floor_ms = self._floor_ms[job_id] = statistics.median(seen)
+        seen.clear()
+        logger.info("job %d: barriers at the floor of %d rows/s take %.0f ms (the threshold: %.0f ms): the "
+                    "adaptive rate now aims at %.0f ms", job_id, rate, floor_ms, self.policy.aim * target,
+                    self.policy.floor_margin * floor_ms)
+        return floor_ms
+
+    def _forget_floor(self, job_id: int) -> None:
+        self._at_floor.pop(job_id, None)
+        self._floor_ms.pop(job_id, None)
+        self._quick.pop(job_id, None)
+
     def _set(self, rel: RelationCatalog, rate: int) -> int:
         self._rates[rel.id] = rate
         labels = self._labels.setdefault(rel.id, backfill_labels(rel))
@@ -211,6 +268,7 @@ class BackfillRateController:
     def _forget(self, job_id: int) -> None:
         self._rates.pop(job_id, None)
         self._slow_start.discard(job_id)
+        self._forget_floor(job_id)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):
