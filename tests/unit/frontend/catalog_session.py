@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import psycopg
@@ -112,6 +114,21 @@ def select_both(oracle_dsn: str, expressions: list[str]) -> tuple[pa.Table, tupl
         row = cur.fetchone()
         assert row is not None
         return table, tuple(row), [d.type_code for d in cur.description]
+
+
+@contextmanager
+def oracle_with_view(oracle_dsn: str, name: str, query: str) -> Iterator[psycopg.Connection]:
+    """A connection to the oracle where `name` is a temporary view of `query`: the catalog view of a
+    test's session, in PostgreSQL."""
+    with psycopg.connect(oracle_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {query}")
+        yield conn
+
+
+def batch_rows(session: Session, query: str) -> list[tuple]:
+    """The rows of batch query `query` in `session`, as tuples (columns by position)."""
+    table = session.run_batch(session.parse_sql(query))
+    return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 
 
 def fail_both(oracle_dsn: str, sql: str) -> tuple[RisingSparkError, psycopg.Error]:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from catalog_session import DB, PUBLIC, make_session
+from catalog_session import DB, PUBLIC, batch_rows, make_session, oracle_with_view
 
 from frontend.handlers.views import QUERY
 from risingspark.catalog import RelationCatalog, RelationKind
@@ -37,8 +37,7 @@ ANSWERS = ["SELECT string_agg(s, NULL) FROM flags", "SELECT string_agg(s, NULL::
 
 @pytest.fixture(scope="module")
 def pg(oracle_dsn: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(oracle_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE OR REPLACE TEMP VIEW flags AS {FLAGS_QUERY}")
+    with oracle_with_view(oracle_dsn, "flags", FLAGS_QUERY) as conn:
         yield conn
 
 
@@ -58,6 +57,5 @@ def test_fails_as_in_postgresql(pg: psycopg.Connection, query: str) -> None:
 @pytest.mark.parametrize("query", ANSWERS)
 def test_answers_as_in_postgresql(pg: psycopg.Connection, query: str) -> None:
     session = make_session([FLAGS])
-    table = session.run_batch(session.parse_sql(query))
-    got = list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+    got = batch_rows(session, query)  # (columns by position: names may repeat)
     assert got == pg.execute(query).fetchall()

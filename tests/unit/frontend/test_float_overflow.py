@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from catalog_session import DB, PUBLIC, fail_both, make_session
+from catalog_session import DB, PUBLIC, batch_rows, fail_both, make_session, oracle_with_view
 
 from frontend.handlers.views import QUERY
 from risingspark.catalog import RelationCatalog, RelationKind
@@ -42,8 +42,7 @@ VALUES = ["SELECT 'Infinity'::float8 * 2, 'Infinity'::float8 * 0, '-Infinity'::f
 
 @pytest.fixture(scope="module")
 def pg(oracle_dsn: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(oracle_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE OR REPLACE TEMP VIEW extremes AS {EXTREMES_QUERY}")
+    with oracle_with_view(oracle_dsn, "extremes", EXTREMES_QUERY) as conn:
         yield conn
 
 
@@ -67,8 +66,7 @@ def _same(x: object, y: object) -> bool:
 @pytest.mark.parametrize("query", VALUES)
 def test_infinite_operands_and_finite_results_answer_as_in_postgresql(pg: psycopg.Connection, query: str) -> None:
     session = make_session([EXTREMES])
-    table = session.run_batch(session.parse_sql(query))
-    got = list(zip(*(c.to_pylist() for c in table.columns), strict=True))  # (columns of one name apart)
+    got = batch_rows(session, query)  # (columns by position: names may repeat)
     want = pg.execute(query).fetchall()
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
