@@ -19,7 +19,10 @@ n operations grows by n², not 3ⁿ), and only fire when those operands are fini
 overflowed fails in the ELSE, by its own check, first, as PostgreSQL evaluates it first). A divisor
 of zero is NULL in the checks, so that the ELSE fails with its operands' errors or division by zero.
 Arithmetic of an operand whose type the text does not show (a column of a subquery or VALUES, most
-calls) is left to DuckDB.
+calls) is left to DuckDB, and so is arithmetic in a window's PARTITION BY or ORDER BY (DuckDB refuses
+``error()`` there: it is volatile) and, in a SELECT with GROUP BY, arithmetic outside an aggregate's
+argument (an expression there must match a GROUP BY expression, which the checks' bare operands
+would not): those overflow to infinity as before.
 
 >>> import sqlglot
 >>> float_overflow(sqlglot.parse_one("SELECT x::float8 + 1, 1 + 2", read="risingwave")).sql("duckdb")
@@ -42,13 +45,27 @@ if TYPE_CHECKING:
 
 def float_overflow(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types = OperandTypes.of(query, ctx)
-    nodes = [n for n in map(_expression, query.find_all(*ARITHMETIC)) if types.kind(n) in FLOATS]
+    nodes = [n for n in map(_expression, query.find_all(*ARITHMETIC)) if types.kind(n) in FLOATS and _checkable(n)]
     raw = {id(n): (n.this.copy(), n.expression.copy()) for n in nodes}  # (before any check is added)
     for node in reversed(nodes):  # (an operand's check first: find_all goes parents first)
         a, b = raw[id(node)]
         node.replace(exp.Case(ifs=[exp.If(this=cond, true=_error(message)) for cond, message in _checks(node, a, b)],
                               default=node.copy()))
     return query
+
+
+def _checkable(node: exp.Expression) -> bool:
+    """Whether a check may wrap `node`: not in a window's PARTITION BY or ORDER BY (DuckDB takes no
+    volatile expression there, and ``error()`` is one), and, in a SELECT with GROUP BY, only inside
+    an aggregate's argument (elsewhere an expression must match a GROUP BY expression, and the checks
+    read its operands bare)."""
+    child, parent, in_aggregate = node, node.parent, False
+    while parent is not None and not isinstance(parent, exp.Select):
+        if isinstance(parent, exp.Window) and child is not parent.this:
+            return False
+        in_aggregate = in_aggregate or isinstance(parent, exp.AggFunc)
+        child, parent = parent, parent.parent
+    return parent is None or in_aggregate or not parent.args.get("group")
 
 
 def _checks(node: exp.Expr, a: exp.Expression, b: exp.Expression) -> list[tuple[exp.Expr, str]]:
