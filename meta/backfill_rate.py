@@ -34,9 +34,11 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   backfill reads adds at most a fifth to what the barriers cost anyway. The floor latency is
   measured only at the floor, so a limit that grows cannot raise the bar it is judged by; a median,
   not barriers in a row, since one barrier at the floor under the threshold lets the limit off it.
-  `floor_window` barriers in a row under the plain threshold (the cluster is quick again, as when the
-  existing jobs' burst that slowed it is over) forget the floor latency; a median of the barriers at
-  the floor over the job's threshold (the cluster got busier still) measures it again.
+  The floor latency expires `AimdPolicy.floor_ttl` barriers after it was measured (the existing
+  jobs' burst that slowed the cluster may be over, and the job's own reads keep the barriers over
+  the plain threshold, so nothing else would show it): the job is judged by the plain threshold
+  again, backs off to the floor if its barriers are still over it, and measures again there; if the
+  cost is still there, it goes on from half the limit it had when the floor latency expired.
 
 An arrangement or no-shuffle backfill round shares the barrier with every other job, so its cost
 shows in the very barrier that carries it: the signal answers within one round, and a multiplicative
@@ -122,6 +124,7 @@ class AimdPolicy:
     aim: float = 0.8
     floor_window: int = 5
     floor_margin: float = 1.2
+    floor_ttl: int = 30
 
     def next_rate(self, rate: int, latency_ms: float, target_ms: float, slow_start: bool = False,
                   floor_ms: float = 0.0) -> int:
@@ -183,7 +186,8 @@ class BackfillRateController:
         self._slow_start: set[int] = set()  # the jobs no barrier over the threshold has slowed yet
         self._at_floor: dict[int, deque[float]] = {}  # latencies of a job's last barriers at the floor
         self._floor_ms: dict[int, float] = {}  # a job's floor latency, once measured (the module doc)
-        self._quick: dict[int, int] = {}  # barriers in a row under the plain threshold since it was
+        self._floor_age: dict[int, int] = {}  # barriers since a job's floor latency was measured
+        self._resume: dict[int, int] = {}  # a job's limit when its floor latency expired
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
@@ -216,8 +220,10 @@ class BackfillRateController:
                                                                     or self.policy.start)))
                     self._slow_start.add(rel.id)
                 slow_start = rel.id in self._slow_start
-                floor_ms = self._measure_floor(rel.id, rate, latency_ms, target)
+                floor_ms, resume = self._measure_floor(rel.id, rate, latency_ms, target)
                 new = self.policy.next_rate(rate, latency_ms, target, slow_start, floor_ms)
+                if resume:  # (measured again: back near where the job was before it went to measure)
+                    new = max(new, self.policy.clamp(int(resume * self.policy.factor)))
                 if slow_start and not self.policy.under(latency_ms, target, floor_ms):
                     self._slow_start.discard(rel.id)
                 if new != rate:
@@ -229,35 +235,38 @@ class BackfillRateController:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
 
-    def _measure_floor(self, job_id: int, rate: int, latency_ms: float, target: float) -> float:
+    def _measure_floor(self, job_id: int, rate: int, latency_ms: float, target: float) -> tuple[float, int]:
         """The job's floor latency after this barrier (0: none), from its last `floor_window` barriers
-        at the floor (see the module doc)."""
+        at the floor (see the module doc), and, when it was just measured again after it expired,
+        the limit the job had then (else 0)."""
         window = self.policy.floor_window
         floor_ms = self._floor_ms.get(job_id, 0.0)
-        if floor_ms:  # forgotten after `window` barriers in a row under the plain threshold
-            quick = self._quick[job_id] = self._quick.get(job_id, 0) + 1 if self.policy.under(latency_ms, target) else 0
-            if quick >= window:
+        if floor_ms:
+            age = self._floor_age[job_id] = self._floor_age.get(job_id, 0) + 1
+            if age >= self.policy.floor_ttl:  # measured again: the cost may have gone
                 self._forget_floor(job_id)
-                logger.info("job %d: barriers are quick again: the adaptive rate aims at %.0f ms", job_id,
-                            self.policy.aim * target)
-                return 0.0
+                self._resume[job_id] = rate
+                return 0.0, 0
         if rate > self.policy.floor:
-            return floor_ms
+            return floor_ms, 0
         seen = self._at_floor.setdefault(job_id, deque(maxlen=window))
         seen.append(latency_ms)
         if len(seen) < window or self.policy.under(statistics.median(seen), target, floor_ms):
-            return floor_ms
+            if len(seen) == window and not floor_ms:  # (quick at the floor: the cost went)
+                self._resume.pop(job_id, None)
+            return floor_ms, 0
         floor_ms = self._floor_ms[job_id] = statistics.median(seen)
+        self._floor_age[job_id] = 0
         seen.clear()
         logger.info("job %d: barriers at the floor of %d rows/s take %.0f ms (the threshold: %.0f ms): the "
                     "adaptive rate now aims at %.0f ms", job_id, rate, floor_ms, self.policy.aim * target,
                     self.policy.floor_margin * floor_ms)
-        return floor_ms
+        return floor_ms, self._resume.pop(job_id, 0)
 
     def _forget_floor(self, job_id: int) -> None:
         self._at_floor.pop(job_id, None)
         self._floor_ms.pop(job_id, None)
-        self._quick.pop(job_id, None)
+        self._floor_age.pop(job_id, None)
 
     def _set(self, rel: RelationCatalog, rate: int) -> int:
         self._rates[rel.id] = rate
@@ -269,6 +278,7 @@ class BackfillRateController:
         self._rates.pop(job_id, None)
         self._slow_start.discard(job_id)
         self._forget_floor(job_id)
+        self._resume.pop(job_id, None)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):

@@ -59,7 +59,8 @@ def _checkable(node: exp.Expression) -> bool:
     volatile expression there, and ``error()`` is one), and, in a SELECT with GROUP BY, only inside
     an aggregate's argument (elsewhere an expression must match a GROUP BY expression, and the checks
     read its operands bare)."""
-    child, parent, in_aggregate = node, node.parent, False
+    child: exp.Expr = node
+    parent, in_aggregate = node.parent, False
     while parent is not None and not isinstance(parent, exp.Select):
         if isinstance(parent, exp.Window) and child is not parent.this:
             return False

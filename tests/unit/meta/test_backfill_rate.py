@@ -149,11 +149,25 @@ def test_a_cost_the_limit_cannot_remove_does_not_hold_the_backfill_at_the_floor(
     lat = [latency_ms(r, fixed_ms=900) for r in settled]
     assert max(lat) <= bound + latency_ms(policy.step, base_ms=0)
     equilibrium = (bound - 1700) / 1000 * 1_000_000 / PARALLELISM  # where the latency meets that bound
-    assert 0.5 * equilibrium <= statistics.fmean(settled) <= equilibrium + policy.step
-    assert min(settled) > policy.floor
+    # (every `floor_ttl` barriers it backs off to the floor to measure it again: a dip of ~11 barriers)
+    assert 0.4 * equilibrium <= statistics.fmean(settled) <= equilibrium + policy.step
+    assert sum(1 for r in settled if r == policy.floor) <= len(settled) // 5
     # the fixed cost goes (the cluster is quick again): the plain threshold is back
     quick = run(controller, rel, 400)
     assert max(latency_ms(r) for r in quick[200:]) <= policy.aim * TARGET_MS + latency_ms(policy.step, base_ms=0)
+
+
+def test_the_floor_latency_expires_when_the_burst_that_set_it_is_over():
+    # the existing jobs' burst (2.1 s barriers) sets the floor latency; once it is over (1.4 s, under
+    # the threshold of 1.6 s with no backfill) the job is held to the plain threshold again
+    controller, rel = BackfillRateController(), job()
+    policy = controller.policy
+    run(controller, rel, 60)
+    burst = run(controller, rel, 300, base_ms=2100)
+    assert statistics.fmean(burst[100:]) > 20 * policy.floor  # (the floor latency was set)
+    after = run(controller, rel, 600, base_ms=1400)
+    assert max(latency_ms(r, base_ms=1400) for r in after[100:]) <= policy.aim * TARGET_MS + latency_ms(
+        policy.step, base_ms=0)
 
 
 def test_the_floor_latency_is_measured_under_a_noisy_latency():
