@@ -16,6 +16,10 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 
+EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+PRUNE_FILTERS = "org.apache.spark.sql.catalyst.optimizer.PruneFilters"
+
+
 @dataclass(frozen=True)
 class SparkSettings:
     master: str = "local[*]"
@@ -25,6 +29,21 @@ class SparkSettings:
     host: str = "127.0.0.1"
     parallelism: int = 0  # 0: the number of cores Spark reports
     extra: tuple[tuple[str, str], ...] = ()
+
+
+def extra_conf(extra: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """The settings a user adds (`SparkSettings.extra`), where optimizer rules a user excludes come
+    on top of ours (`PruneFilters` must stay excluded: see `create_spark_session`).
+
+    >>> extra_conf((("spark.sql.optimizer.excludedRules", "a.B, c.D"), ("spark.x", "1")))
+    [('spark.sql.optimizer.excludedRules', 'org.apache.spark.sql.catalyst.optimizer.PruneFilters,a.B,c.D'), ('spark.x', '1')]
+    """
+    out = []
+    for k, v in extra:
+        if k == EXCLUDED_RULES:
+            v = ",".join(dict.fromkeys([PRUNE_FILTERS, *(r.strip() for r in v.split(",") if r.strip())]))
+        out.append((k, v))
+    return out
 
 
 def create_spark_session(settings: SparkSettings):
@@ -68,10 +87,10 @@ def create_spark_session(settings: SparkSettings):
         # backfill of `... WHERE false` never finished. (A filter the optimizer proves always true
         # stays too, at the cost of evaluating it.) RisingWave's optimizer turns a constant false
         # filter into empty `Values` instead; ours keeps the scan, whose rows the filter drops.
-        .config("spark.sql.optimizer.excludedRules", "org.apache.spark.sql.catalyst.optimizer.PruneFilters")
+        .config(EXCLUDED_RULES, PRUNE_FILTERS)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
-    for k, v in settings.extra:
+    for k, v in extra_conf(settings.extra):
         builder = builder.config(k, v)
     logger.info("starting Spark (master %s)", settings.master)
     spark = builder.getOrCreate()
