@@ -216,7 +216,7 @@ class SparkCall(BoundExpr):
 
     >>> from risingspark.types import VARCHAR
     >>> SparkCall("reverse", (InputRef(0, "s", VARCHAR),), VARCHAR, "reverse({0})").to_spark()
-    'reverse(`s`)'
+    '(reverse(`s`))'
     """
 
     name: str

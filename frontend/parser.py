@@ -252,7 +252,9 @@ def _column_list(text: str) -> list[tuple[str, bool]]:
 
 
 def parse_create_index(text: str) -> CreateIndexStmt:
-    """>>> parse_create_index('create index if not exists "i" on s.t (a, b desc) include (c)').columns
+    """The statement's index, columns and options.
+
+    >>> parse_create_index('create index if not exists "i" on s.t (a, b desc) include (c)').columns
     (('a', False), ('b', True))
     """
     m = _CREATE_INDEX.fullmatch(text)
