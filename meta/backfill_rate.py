@@ -240,6 +240,8 @@ class BackfillRateController:
         at the floor (see the module doc), and, when it was just measured again after it expired,
         the limit the job had then (else 0)."""
         window = self.policy.floor_window
+        if self.policy.under(latency_ms, target):  # (a quick barrier: the cost that expired is gone)
+            self._resume.pop(job_id, None)
         floor_ms = self._floor_ms.get(job_id, 0.0)
         if floor_ms:
             age = self._floor_age[job_id] = self._floor_age.get(job_id, 0) + 1
@@ -252,8 +254,6 @@ class BackfillRateController:
         seen = self._at_floor.setdefault(job_id, deque(maxlen=window))
         seen.append(latency_ms)
         if len(seen) < window or self.policy.under(statistics.median(seen), target, floor_ms):
-            if len(seen) == window and not floor_ms:  # (quick at the floor: the cost went)
-                self._resume.pop(job_id, None)
             return floor_ms, 0
         floor_ms = self._floor_ms[job_id] = statistics.median(seen)
         self._floor_age[job_id] = 0
