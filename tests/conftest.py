@@ -129,7 +129,9 @@ class PlaygroundProcess:
     def log_tail(self, lines: int = 60) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        with open(self.log_path, "rb") as f:  # (the end only: a long-lived playground's log is big)
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 256 * 1024))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
 
     @property
     def dsn(self) -> str:
