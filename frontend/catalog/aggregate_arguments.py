@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from frontend.catalog.composite import udf_failure
-from frontend.catalog.operand_types import OperandTypes
-from risingspark.errors import UndefinedFunction
+from frontend.catalog.composite import failure_call
+from frontend.catalog.operand_types import OperandTypes, no_function
 from risingspark.types import TypeName
 
 if TYPE_CHECKING:
@@ -72,14 +71,13 @@ def aggregate_arguments(query: exp.Expression, ctx: RewriteContext | None = None
             continue  # (min(a, b): another function, left to DuckDB)
         types = types or OperandTypes.of(query, ctx)
         t = types.type_of(arg)
-        error = _no_boolean(_NO_BOOLEAN[type(node)])
+        error = no_function(_NO_BOOLEAN[type(node)], "boolean")
         if t is not None and t.name is TypeName.BOOLEAN:
             raise error
         if t is None and types.kind(arg) not in _NOT_BOOLEAN:  # (a sum of doubles keeps its class, for later rules)
             check = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[arg.copy()]),
                            expression=exp.Literal.string("BOOLEAN"))
-            message = exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(error)))])
-            arg.replace(exp.Case(ifs=[exp.If(this=check, true=message)], default=arg.copy()))
+            arg.replace(exp.Case(ifs=[exp.If(this=check, true=failure_call(error))], default=arg.copy()))
     return query
 
 
@@ -87,7 +85,7 @@ def _boolean_argument(name: str, arg: exp.Expression, types: OperandTypes) -> No
     """Fail as PostgreSQL for `name` (``bool_and``...) of an argument the text shows is a number."""
     t = types.type_of(arg)
     if t is not None and t.name in _NUMBERS:
-        raise _no_function(name, t.name.value)
+        raise no_function(name, t.name.value)
 
 
 def _argument(node: exp.Expr) -> exp.Expression | None:
@@ -107,11 +105,3 @@ def _null(e: exp.Expression) -> bool:
     return isinstance(e, exp.Null)
 
 
-def _no_boolean(name: str) -> UndefinedFunction:
-    return _no_function(name, "boolean")
-
-
-def _no_function(name: str, type_name: str) -> UndefinedFunction:
-    return UndefinedFunction(f"function {name}({type_name}) does not exist",
-                             hint="No function matches the given name and argument types. You might need to add "
-                                  "explicit type casts.")

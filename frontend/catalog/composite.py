@@ -48,10 +48,10 @@ from frontend.catalog.jsonb_edit import (
     path_argument,
     unknowns_as_jsonb,
 )
-from frontend.catalog.operand_types import OperandTypes, unknown_literal
+from frontend.catalog.operand_types import OperandTypes, no_function, unknown_literal
 from frontend.dialect import PG_NAME
 from risingspark import jsonb
-from risingspark.errors import FeatureNotSupported, RisingSparkError, UndefinedFunction
+from risingspark.errors import FeatureNotSupported, RisingSparkError
 from risingspark.functions import FunctionCatalog
 from risingspark.types import DataType, TypeName
 
@@ -117,6 +117,12 @@ def register_js_function(con: duckdb.DuckDBPyConnection, fn: FunctionCatalog) ->
 def udf_failure(e: RisingSparkError) -> ValueError:
     """What a DuckDB function raises for `e`: DuckDB reports its message, `udf_error` reads it back."""
     return ValueError(f"{_ERROR_MARK}{e.sqlstate}] {e.message}")
+
+
+def failure_call(e: RisingSparkError) -> exp.Expression:
+    """A call that fails a DuckDB query with `e` when it is evaluated (``error()``; `udf_error` reads
+    it back)."""
+    return exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(e)))])
 
 
 def udf_error(message: str) -> RisingSparkError | None:
@@ -311,10 +317,7 @@ def _refuse_comparisons(query: exp.Expression, columns: dict[str, TypeName], typ
                 check(e, "comparison")
     for agg in query.find_all(exp.Max, exp.Min):
         if _composite_kind(agg.this, columns) is TypeName.JSONB:  # (PostgreSQL has no max(jsonb))
-            name = "max" if isinstance(agg, exp.Max) else "min"
-            raise UndefinedFunction(f"function {name}(jsonb) does not exist",
-                                    hint="No function matches the given name and argument types. You might need to "
-                                         "add explicit type casts.")
+            raise no_function("max" if isinstance(agg, exp.Max) else "min", "jsonb")
 
 
 def _ordered_item(ordered: exp.Ordered) -> exp.Expression:

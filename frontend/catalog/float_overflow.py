@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from frontend.catalog.composite import udf_failure
+from frontend.catalog.composite import failure_call
 from frontend.catalog.operand_types import ARITHMETIC, FLOATS, OperandTypes
 from risingspark.errors import NumericValueOutOfRange
 
@@ -100,5 +100,4 @@ def _zero() -> exp.Expression:
 
 
 def _error(kind: str) -> exp.Expression:
-    message = str(udf_failure(NumericValueOutOfRange(f"value out of range: {kind}")))
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(message)])
+    return failure_call(NumericValueOutOfRange(f"value out of range: {kind}"))

@@ -26,7 +26,7 @@ import re
 
 from sqlglot import exp
 
-from frontend.catalog.composite import udf_failure
+from frontend.catalog.composite import failure_call
 from frontend.catalog.float_text import UDFS, float_text_of
 from risingspark.errors import FeatureNotSupported, InvalidParameterValue, NullValueNotAllowed
 
@@ -126,8 +126,7 @@ def _formatted(arg: exp.Expression, kind: str) -> exp.Expression:
     plain = exp.and_(
         exp.Anonymous(this="regexp_full_match", expressions=[text.copy(), exp.Literal.string("[a-z_][a-z0-9_]*")]),
         exp.Not(this=exp.In(this=text.copy(), expressions=[exp.Literal.string(k) for k in sorted(KEYWORDS)])))
-    null = exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(NullValueNotAllowed(
-        "null values cannot be formatted as an SQL identifier"))))])
+    null = failure_call(NullValueNotAllowed("null values cannot be formatted as an SQL identifier"))
     return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.Null()), true=exp.cast(null, "VARCHAR")),
                          exp.If(this=plain, true=text.copy())], default=quoted)
 

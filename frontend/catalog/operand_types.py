@@ -199,6 +199,14 @@ def unknown_literal(e: exp.Expression) -> exp.Expression | None:
     return e if isinstance(e, exp.Null) or (isinstance(e, exp.Literal) and e.is_string) else None
 
 
+def no_function(name: str, type_name: str) -> UndefinedFunction:
+    """PostgreSQL's 42883 for ``name(type)`` (the type's name as it writes it), a function no
+    overload of which takes that argument."""
+    return UndefinedFunction(f"function {name}({type_name}) does not exist",
+                             hint="No function matches the given name and argument types. You might need to add "
+                                  "explicit type casts.")
+
+
 def no_operator(left: str, op: str, right: str) -> UndefinedFunction:
     """PostgreSQL's 42883 for ``left op right`` (type names as it writes them) that no operator of
     that name takes."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from frontend.binder.strings import mandatory_groups
-from frontend.catalog.composite import udf_failure
+from frontend.catalog.composite import failure_call
 from frontend.dialect import PG_NAME
 from risingspark.errors import (
     FeatureNotSupported,
@@ -42,12 +42,10 @@ def strict_functions(query: exp.Expression, ctx: object = None) -> exp.Expressio
     return query
 
 
-def _error(e: RisingSparkError) -> exp.Expression:
-    return exp.Anonymous(this="error", expressions=[exp.Literal.string(str(udf_failure(e)))])
 
 
 def _case(checks: list[tuple[exp.Expr, RisingSparkError]], value: exp.Expression) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=cond, true=_error(err)) for cond, err in checks], default=value)
+    return exp.Case(ifs=[exp.If(this=cond, true=failure_call(err)) for cond, err in checks], default=value)
 
 
 def _positive_int(e: exp.Expression | None) -> bool:
