@@ -76,10 +76,17 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from meta.backfill_rate_fit import FitPolicy, LatencyLine
 from meta.metrics import METRICS, backfill_labels
 from meta.serverless import serverless_state
 from risingspark.barrier import Throttle
-from risingspark.catalog import ADAPTIVE_BACKFILL_RATE, BACKFILL_RATE_LIMIT, JobStatus, RelationCatalog
+from risingspark.catalog import (
+    ADAPTIVE_BACKFILL_RATE,
+    BACKFILL_RATE_LIMIT,
+    BackfillType,
+    JobStatus,
+    RelationCatalog,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +161,10 @@ class AimdPolicy:
     def under(self, latency_ms: float, target_ms: float, floor_ms: float = 0.0) -> bool:
         """Whether a barrier's latency is within the threshold the controller aims at (or within
         `floor_margin` of the job's floor latency, when that is higher)."""
-        return latency_ms <= max(self.aim * target_ms, self.floor_margin * floor_ms)
+        return latency_ms <= self.threshold(target_ms, floor_ms)
+
+    def threshold(self, target_ms: float, floor_ms: float = 0.0) -> float:
+        return max(self.aim * target_ms, self.floor_margin * floor_ms)
 
     def clamp(self, rate: int) -> int:
         return max(self.floor, min(self.ceiling, rate))
@@ -179,8 +189,9 @@ def target_ms(configured: int, barrier_interval_ms: int) -> int:
 class BackfillRateController:
     """The current limit of every adaptive creating job, updated from each barrier's latency."""
 
-    def __init__(self, policy: AimdPolicy = POLICY) -> None:
+    def __init__(self, policy: AimdPolicy = POLICY, fit: FitPolicy = FitPolicy()) -> None:
         self.policy = policy
+        self.fit = fit
         self._lock = threading.Lock()
         self._rates: dict[int, int] = {}
         self._slow_start: set[int] = set()  # the jobs no barrier over the threshold has slowed yet
@@ -189,6 +200,9 @@ class BackfillRateController:
         self._floor_age: dict[int, int] = {}  # barriers since a job's floor latency was measured
         self._resume: dict[int, int] = {}  # a job's limit when its floor latency expired
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
+        # (limit, latency) of the last barriers of a job whose backfill runs in the rounds (`meta.backfill_rate_fit`)
+        self._samples: dict[int, deque[tuple[float, float]]] = {}
+        self._lines: dict[int, LatencyLine] = {}  # the last line fitted through them
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
         """Begin adapting a job's limit from `current` (a fixed limit it had), else from the start."""
@@ -221,7 +235,9 @@ class BackfillRateController:
                     self._slow_start.add(rel.id)
                 slow_start = rel.id in self._slow_start
                 floor_ms, resume = self._measure_floor(rel.id, rate, latency_ms, target)
-                new = self.policy.next_rate(rate, latency_ms, target, slow_start, floor_ms)
+                new = self._fitted_rate(rel, rate, latency_ms, target, floor_ms)
+                if new is None:
+                    new = self.policy.next_rate(rate, latency_ms, target, slow_start, floor_ms)
                 if resume:  # (measured again: back near where the job was before it went to measure)
                     new = max(new, self.policy.clamp(int(resume * self.policy.factor)))
                 if slow_start and not self.policy.under(latency_ms, target, floor_ms):
@@ -234,6 +250,24 @@ class BackfillRateController:
             for stale in set(self._rates) - live:
                 self._forget(stale)
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
+
+    def _fitted_rate(self, rel: RelationCatalog, rate: int, latency_ms: float, target: float,
+                     floor_ms: float) -> int | None:
+        """The limit after this barrier from the line fitted through the job's recent barriers
+        (`meta.backfill_rate_fit`), or None where AIMD decides: a snapshot backfill, too few or too
+        alike samples for a line, a barrier over the target itself."""
+        if rel.backfill_type not in (BackfillType.ARRANGEMENT_BACKFILL, BackfillType.NO_SHUFFLE_BACKFILL):
+            return None
+        samples = self._samples.setdefault(rel.id, deque(maxlen=self.fit.window))
+        samples.append((float(rate), latency_ms))
+        threshold = self.policy.threshold(target, floor_ms)
+        line = self.fit.line(samples, self._lines.get(rel.id))
+        if line is None:
+            return None
+        self._lines[rel.id] = line
+        if latency_ms > threshold / self.policy.aim:
+            return None
+        return self.policy.clamp(self.fit.next_rate(rate, line, threshold, self.policy.factor))
 
     def _measure_floor(self, job_id: int, rate: int, latency_ms: float, target: float) -> tuple[float, int]:
         """The job's floor latency after this barrier (0: none), from its last `floor_window` barriers
@@ -279,6 +313,8 @@ class BackfillRateController:
         self._slow_start.discard(job_id)
         self._forget_floor(job_id)
         self._resume.pop(job_id, None)
+        self._samples.pop(job_id, None)
+        self._lines.pop(job_id, None)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections import deque
 
 from prometheus_client import REGISTRY
 
@@ -16,6 +17,7 @@ from risingspark.barrier import Throttle
 from risingspark.catalog import (
     ADAPTIVE_BACKFILL_RATE,
     BACKFILL_RATE_LIMIT,
+    BackfillType,
     JobStatus,
     RelationCatalog,
     RelationKind,
@@ -27,10 +29,11 @@ TARGET_MS = 2000.0
 
 
 def job(rel_id: int = 7, *, adaptive: bool = True, status: JobStatus = JobStatus.CREATING,
-        extra: dict | None = None) -> RelationCatalog:
+        extra: dict | None = None, backfill_type: BackfillType = BackfillType.SNAPSHOT_BACKFILL) -> RelationCatalog:
     rel = RelationCatalog(id=rel_id, database_id=1, schema_id=1, name=f"m{rel_id}", kind=RelationKind.MATERIALIZED_VIEW,
                           fields=(Field("id", INT8),), pk=(0,), dist_key=(0,), definition="", status=status,
-                          extra={**({ADAPTIVE_BACKFILL_RATE: True} if adaptive else {}), **(extra or {})})
+                          extra={**({ADAPTIVE_BACKFILL_RATE: True} if adaptive else {}), **(extra or {})},
+                          backfill_type=backfill_type)
     return with_adaptive_start(rel) if adaptive else rel
 
 
@@ -42,16 +45,20 @@ def latency_ms(rate: int, *, base_ms: float = 800.0, absorbed_rows_per_s: float 
     return ms * (1 + rng.uniform(-noise, noise)) if rng is not None else ms
 
 
-def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int, **plant) -> list[int]:
-    """Barriers of the simulated cluster; the controller's limit after each one."""
+def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int, *, lag: int = 0,
+        **plant) -> list[int]:
+    """Barriers of the simulated cluster; the controller's limit after each one. `lag`: how many
+    barriers later than the next one a new limit reaches the rounds (barriers in flight)."""
     rates = []
     rate = controller.rate(rel.id) or rel.extra[BACKFILL_RATE_LIMIT]
+    in_rounds = deque([rate] * (lag + 1), maxlen=lag + 1)  # the limit of the rounds of the next barriers
     for _ in range(barriers):
-        throttle = controller.after_barrier(latency_ms(rate, **plant), TARGET_MS, [rel])
+        throttle = controller.after_barrier(latency_ms(in_rounds[0], **plant), TARGET_MS, [rel])
         if throttle is not None:
             assert throttle.rates[0][0] == rel.id
             rate = throttle.rates[0][1]
         assert rate == controller.rate(rel.id)
+        in_rounds.append(rate)
         rates.append(rate)
     return rates
 
@@ -214,3 +221,58 @@ def test_a_serverless_backfill_keeps_no_limit():
 
 def test_the_target_defaults_to_twice_the_barrier_interval():
     assert target_ms(0, 1000) == 2000 and target_ms(0, 250) == 500 and target_ms(1500, 1000) == 1500
+
+
+# ---- a backfill that reads in the rounds: the fitted line (`meta.backfill_rate_fit`) ----------------
+ROUNDS = BackfillType.ARRANGEMENT_BACKFILL
+# as bench/isolation.py's arrangement backfill, scaled to a target of 2 s (docs/notes/issue-16.md,
+# 2026-12-07 fifth): the existing jobs' work, a round carrying a backfill costs as much again
+# whatever it reads, then 0.4 µs a row; the threshold (1 600 ms) is met at 500 000 rows/s
+ROUND_PLANT = {"base_ms": 600.0, "fixed_ms": 600.0, "absorbed_rows_per_s": 2_500_000.0}
+ROUND_EQUILIBRIUM = 500_000
+
+
+def test_a_backfill_in_the_rounds_settles_where_the_line_meets_the_threshold():
+    for lag in (0, 1):
+        rates = run(BackfillRateController(), job(backfill_type=ROUNDS), 200, lag=lag, **ROUND_PLANT)
+        assert all(abs(r - ROUND_EQUILIBRIUM) <= 0.03 * ROUND_EQUILIBRIUM for r in rates[100:]), (lag, rates[100:])
+
+
+def test_a_backfill_in_the_rounds_is_not_cut_for_noise():
+    # the same noisy cluster: AIMD (a snapshot backfill's) halves the limit at every barrier the noise
+    # puts over the threshold and wins it back by a step a barrier; the line moves by a sample
+    mean_rate = {}
+    for kind in (BackfillType.SNAPSHOT_BACKFILL, ROUNDS):
+        rng = random.Random(3)
+        rates = run(BackfillRateController(), job(backfill_type=kind), 600, lag=1, noise=0.15, rng=rng, **ROUND_PLANT)
+        mean_rate[kind] = statistics.fmean(rates[100:])
+        if kind is ROUNDS:
+            noisy = [latency_ms(r, **ROUND_PLANT) * (1 + rng.uniform(-0.15, 0.15)) for r in rates[100:]]
+            assert sum(1 for ms in noisy if ms > TARGET_MS) <= len(noisy) // 50  # the target itself holds
+            assert 0.8 * ROUND_EQUILIBRIUM <= mean_rate[kind] <= 1.1 * ROUND_EQUILIBRIUM
+    assert mean_rate[ROUNDS] >= 2 * mean_rate[BackfillType.SNAPSHOT_BACKFILL], mean_rate
+
+
+def test_a_barrier_over_the_target_halves_a_backfill_in_the_rounds_at_once():
+    controller, rel = BackfillRateController(), job(backfill_type=ROUNDS)
+    before = run(controller, rel, 100, **ROUND_PLANT)[-1]
+    # the cluster gets busy: the existing jobs' work alone now takes 1.5 s more
+    busier = {**ROUND_PLANT, "base_ms": 2100.0}
+    assert run(controller, rel, 1, **busier) == [int(before * controller.policy.factor)]
+    settled = run(controller, rel, 300, **busier)[100:]
+    # over the threshold at any limit: down to the floor, and from there within a fifth of the floor
+    # latency (the module doc of `meta.backfill_rate`), as with AIMD
+    bound = controller.policy.floor_margin * latency_ms(controller.policy.floor, **busier)
+    assert max(latency_ms(r, **busier) for r in settled) <= bound / controller.policy.aim
+    assert statistics.fmean(latency_ms(r, **busier) for r in settled) <= 1.02 * bound
+    assert statistics.fmean(settled) >= 0.5 * (bound - 2700) / 1000 * 2_500_000 / PARALLELISM
+    # and when it is quiet again, back to the threshold's equilibrium
+    assert abs(run(controller, rel, 300, **ROUND_PLANT)[-1] - ROUND_EQUILIBRIUM) <= 0.03 * ROUND_EQUILIBRIUM
+
+
+def test_a_backfill_in_the_rounds_never_leaves_its_floor_and_ceiling():
+    policy = AimdPolicy(start=100_000, step=50_000, ceiling=300_000)
+    rates = run(BackfillRateController(policy), job(backfill_type=ROUNDS), 200, base_ms=10.0, absorbed_rows_per_s=1e12)
+    assert max(rates) == 300_000 and rates[-1] == 300_000
+    rates = run(BackfillRateController(), job(backfill_type=ROUNDS), 100, base_ms=60_000)
+    assert min(rates) == AimdPolicy().floor
