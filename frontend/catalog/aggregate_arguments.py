@@ -3,8 +3,9 @@
 * ``min``, ``max``, ``sum`` and ``avg`` of a boolean: PostgreSQL has none of them (42883 ``function
   min(boolean) does not exist``; ``bool_and``, ``bool_or`` and ``every`` are its aggregates of
   booleans); DuckDB answers false, true, the count of trues. Where the text shows the argument is a
-  boolean (`frontend.catalog.operand_types`: a boolean literal, a cast, a catalog column) the query
-  fails so here; where it does not (a column of a subquery or VALUES, a comparison...), DuckDB is
+  boolean (`frontend.catalog.operand_types`: a boolean literal, a cast, a catalog column, a column
+  of a subquery, CTE or VALUES given by those) the query fails so here, even over no rows; where it
+  does not (a comparison, a column of a set operation...), DuckDB is
   asked when it binds the argument (it folds the ``typeof``), which fails the query on its first
   row::
 

@@ -1,12 +1,15 @@
-"""Overflow and underflow of ``+ - * /`` of reals and doubles, as PostgreSQL fails, in batch queries.
+"""Overflow and underflow of ``+ - * / ^`` of reals and doubles, as PostgreSQL fails, in batch queries.
 
 PostgreSQL checks the result of float arithmetic (``float8_pl``, ``float8_mul``, ``float8_div`` and
 their ``float4`` twins in ``src/include/utils/float.h``): an infinite result of finite operands is
 22003 ``value out of range: overflow`` (``1e308::float8 * 10``, ``3e38::real + 3e38::real``); a zero
 product or quotient of operands that are not zero (nor an infinite divisor) is 22003 ``value out of
 range: underflow`` (``1e-308::float8 * 1e-308::float8``). A sum or difference never underflows, and
-an infinite operand is no overflow (``'Infinity'::float8 * 2`` is Infinity). DuckDB answers
-infinity and zero. Division by zero stays DuckDB's own error (22012, `frontend.batch_errors`).
+an infinite operand is no overflow (``'Infinity'::float8 * 2`` is Infinity). ``a ^ b`` and
+``power(a, b)`` of doubles (``dpow`` in ``src/backend/utils/adt/float.c``) overflow the same way and
+underflow when the result is zero and ``a`` is not, both finite (``0.5 ^ 'Infinity'`` is 0);
+its domain errors come first (`frontend.catalog.strict_functions`). DuckDB answers infinity and
+zero. Division by zero stays DuckDB's own error (22012, `frontend.batch_errors`).
 
 Where the text shows the arithmetic is of a real or a double (`frontend.catalog.operand_types`: a
 cast, a catalog column, a literal with one of those...), it is wrapped in a check::
@@ -18,8 +21,8 @@ The checks read the operands as written, without the checks of their own arithme
 n operations grows by n², not 3ⁿ), and only fire when those operands are finite (an operand that
 overflowed fails in the ELSE, by its own check, first, as PostgreSQL evaluates it first). A divisor
 of zero is NULL in the checks, so that the ELSE fails with its operands' errors or division by zero.
-Arithmetic of an operand whose type the text does not show (a column of a subquery or VALUES, most
-calls) is left to DuckDB, and so is arithmetic in a window's PARTITION BY or ORDER BY (DuckDB refuses
+Arithmetic of an operand whose type the text does not show (most calls, a column of a set operation)
+is left to DuckDB, and so is arithmetic in a window's PARTITION BY or ORDER BY (DuckDB refuses
 ``error()`` there: it is volatile) and, in a SELECT with GROUP BY, arithmetic outside an aggregate's
 argument (an expression there must match a GROUP BY expression, which the checks' bare operands
 would not): those overflow to infinity as before.
@@ -45,7 +48,8 @@ if TYPE_CHECKING:
 
 def float_overflow(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types = OperandTypes.of(query, ctx)
-    nodes = [n for n in map(_expression, query.find_all(*ARITHMETIC)) if types.kind(n) in FLOATS and _checkable(n)]
+    nodes = [n for n in map(_expression, query.find_all(*ARITHMETIC, exp.Pow))
+             if types.kind(n) in FLOATS and _checkable(n)]
     raw = {id(n): (n.this.copy(), n.expression.copy()) for n in nodes}  # (before any check is added)
     for node in reversed(nodes):  # (an operand's check first: find_all goes parents first)
         a, b = raw[id(node)]
@@ -75,10 +79,11 @@ def _checks(node: exp.Expr, a: exp.Expression, b: exp.Expression) -> list[tuple[
     result = type(node)(this=a.copy(), expression=divisor)  # (an operand in parentheses keeps them)
     finite = [_not_inf(a)] if isinstance(node, exp.Div) else [_not_inf(a), _not_inf(b)]
     checks: list[tuple[exp.Expr, str]] = [(exp.and_(_isinf(result), *finite), "overflow")]
-    if isinstance(node, exp.Mul | exp.Div):
-        second = _not_inf(b) if isinstance(node, exp.Div) else exp.NEQ(this=b.copy(), expression=_zero())
+    if isinstance(node, exp.Mul | exp.Div | exp.Pow):
+        second = exp.NEQ(this=b.copy(), expression=_zero()) if isinstance(node, exp.Mul) else _not_inf(b)
+        first = [_not_inf(a)] if isinstance(node, exp.Pow) else []  # ('Infinity' ^ -1 is 0)
         checks.append((exp.and_(exp.EQ(this=result.copy(), expression=_zero()),
-                                exp.NEQ(this=a.copy(), expression=_zero()), second), "underflow"))
+                                exp.NEQ(this=a.copy(), expression=_zero()), *first, second), "underflow"))
     return checks
 
 

@@ -4,27 +4,33 @@ PostgreSQL meaning depends on an operand's type (`frontend.catalog.float_round`,
 
 A rewrite runs before DuckDB binds the query, so it has no types; but some operands have one in
 plain sight: a number literal (an integer or a numeric, as PostgreSQL reads it), a cast, a column of
-a table, materialized view or view of the catalog named in the same SELECT's FROM, arithmetic of
-those, and ``sum``, ``min``, ``max``, ``avg`` and ``count`` over them. `OperandTypes.kind` says
+a table, materialized view or view of the catalog named in the same SELECT's FROM, a column of a
+subquery, a CTE or a VALUES list there typed by the expressions that give its values
+(`frontend.catalog.derived_columns`: a VALUES column when all its rows agree, ignoring bare NULLs,
+or are numbers one of which is a double),
+arithmetic of those (``^`` too: a double, as PostgreSQL's ``dpow``, unless an operand may be a
+numeric), and ``sum``, ``min``, ``max``, ``avg`` and ``count`` over them. `OperandTypes.kind` says
 ``real``, ``double``, ``exact`` (an integer type or numeric), ``text`` (a cast to text, a varchar
 column) or ``other`` (a date column...) for them, and None for anything else (another call, a
-column of a subquery, a CTE or VALUES, a column not found or ambiguous): rewrites then ask DuckDB
-at run time (``typeof``) or leave the operand alone. One `OperandTypes` serves one query's rewrite
-(it keeps what it found of each SELECT's FROM).
+column of a set operation, a column not found or ambiguous): rewrites then ask DuckDB at run time
+(``typeof``) or leave the operand alone. One `OperandTypes` serves one query's rewrite (it keeps
+what it found of each SELECT's FROM).
 
 >>> import sqlglot
->>> q = sqlglot.parse_one("SELECT x::real * 2, 1.5 + 2, x::float8 - 1::real, avg(x::real), x::text, x::date, f(x)",
-...                      read="risingwave")
+>>> q = sqlglot.parse_one("SELECT x::real * 2, 1.5 + 2, x::float8 - 1::real, avg(x::real), x::text, x::date, f(x), "
+...                      "2 ^ 3, 2.5 ^ 3, v.a * 2 FROM (VALUES (1::real), (NULL)) v(a)", read="risingwave")
 >>> [OperandTypes(q, None).kind(e) for e in q.expressions]
-['double', 'exact', 'double', 'double', 'text', 'other', None]
+['double', 'exact', 'double', 'double', 'text', 'other', None, 'double', None, 'double']
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from sqlglot import exp
 
+from frontend.catalog.derived_columns import Columns, derived_columns
 from frontend.catalog.system import SYSTEM_TABLES
 from risingspark.errors import RisingSparkError, UndefinedFunction
 from risingspark.types import BOOL, DataType, TypeName
@@ -47,6 +53,8 @@ _COLUMN_KINDS: dict[TypeName, Kind] = {TypeName.REAL: "real", TypeName.DOUBLE: "
                                        TypeName.VARCHAR: "text"}
 ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)
 _SAME_KIND = (exp.Paren, exp.Neg, exp.Sum, exp.Min, exp.Max)  # (PostgreSQL's sum of a real is a real)
+T = TypeVar("T")
+_INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
 
 
 def is_number(e: exp.Expression) -> bool:
@@ -63,7 +71,8 @@ class OperandTypes:
         self.query = query
         self.ctx = ctx
         self._ctes = {c.alias_or_name for c in query.find_all(exp.CTE)}
-        self._sources: dict[int, tuple[exp.Select, dict[str, RelationCatalog | None]]] = {}
+        self._sources: dict[int, tuple[exp.Select, dict[str, RelationCatalog | Columns | None]]] = {}
+        self._typing: set[int] = set()  # (the derived columns being typed: a reference back is unknown)
 
     @classmethod
     def of(cls, query: exp.Expression, ctx: RewriteContext | None) -> OperandTypes:
@@ -89,10 +98,19 @@ class OperandTypes:
                 return None
             return _CAST_KINDS.get(e.to.this, "other")
         if isinstance(e, exp.Column):
+            values = self._derived_values(e)
+            if values is not None:  # (PostgreSQL's common type of the rows: double precision is preferred)
+                kinds: set[Kind | None] = self._each(values, self.kind)
+                if len(kinds) == 1:
+                    return kinds.pop()
+                return "double" if "double" in kinds and kinds <= {"real", "double", "exact"} else None
             t = self.column_type(e)
             return _COLUMN_KINDS.get(t.name, "other") if t is not None else None
         if isinstance(e, exp.Boolean):
             return "other"
+        if isinstance(e, exp.Case) and e.args.get("default") is not None and not e.this and \
+                all(_failure(i.args.get("true")) for i in e.args.get("ifs") or []):
+            return self.kind(e.args["default"])  # (a check's: its value is the ELSE's, or an error)
         if isinstance(e, exp.Count):
             return "exact"
         if isinstance(e, exp.Avg):  # a numeric of exact operands, else a double
@@ -103,6 +121,12 @@ class OperandTypes:
             if not kinds <= {"real", "double", "exact"}:
                 return None
             return "exact" if kinds == {"exact"} else "real" if kinds == {"real"} else "double"
+        if isinstance(e, exp.Pow):  # (float8 ^ float8 unless numeric ^ numeric is picked)
+            kinds = {self.kind(e.this), self.kind(e.expression)}
+            if kinds & set(FLOATS) and kinds <= {"real", "double", "exact"}:
+                return "double"
+            types = [self.type_of(e.this), self.type_of(e.expression)]
+            return "double" if all(t is not None and t.name in _INTEGERS for t in types) else None
         return None
 
     def type_of(self, e: exp.Expression) -> DataType | None:
@@ -127,39 +151,67 @@ class OperandTypes:
         return None
 
     def column_type(self, col: exp.Column) -> DataType | None:
-        """The type of a column of a catalog relation (`column_relation`), else None."""
+        """The type of a column of a catalog relation (`column_relation`) or of a derived table (the
+        type its values agree on), else None."""
+        values = self._derived_values(col)
+        if values is not None:
+            types = self._each(values, self.type_of)
+            return types.pop() if len(types) == 1 else None
         rel = self.column_relation(col)
         field = next((f for f in rel.fields if f.name == col.name), None) if rel is not None else None
         return field.type if field is not None else None
 
     def column_relation(self, col: exp.Column) -> RelationCatalog | None:
         """The catalog relation a column reads, when it is one named in the FROM of the column's own
-        SELECT: by the column's qualifier, or as the only such relation with a column of that name
-        while every FROM item is one."""
+        SELECT (`_source`)."""
+        source = self._source(col)
+        return None if isinstance(source, dict) else source
+
+    def _derived_values(self, col: exp.Column) -> list[exp.Expression] | None:
+        """The expressions giving the values of a column of a subquery, CTE or VALUES list."""
+        source = self._source(col)
+        return source.get(col.name) if isinstance(source, dict) else None
+
+    def _each(self, values: list[exp.Expression], typing: Callable[[exp.Expression], T]) -> set[T | None]:
+        """What `typing` says of each of `values` (bare NULLs aside: of the others' type)."""
+        key = id(values)
+        if key in self._typing:
+            return {None}
+        self._typing.add(key)
+        try:
+            return {typing(v) for v in values if not isinstance(v, exp.Null)}
+        finally:
+            self._typing.discard(key)
+
+    def _source(self, col: exp.Column) -> RelationCatalog | Columns | None:
+        """What a column reads, when it is a FROM item of the column's own SELECT (a catalog relation
+        or a derived table's columns): by the column's qualifier, or as the only such item with a
+        column of that name while every FROM item is known."""
         scope = col.parent
         while scope is not None and not isinstance(scope, exp.Select):
             if isinstance(scope, exp.Union | exp.Intersect | exp.Except):
                 return None  # (an ORDER BY of a set operation names its output)
             scope = scope.parent
-        if scope is None or self.ctx is None:
+        if scope is None:
             return None
         sources = self._from(scope)
         if col.table:
             return sources.get(col.table)
         if None in sources.values():
             return None
-        having = [r for r in sources.values() if r is not None and any(f.name == col.name for f in r.fields)]
+        having = [r for r in sources.values() if r is not None and col.name in _names(r)]
         return having[0] if len(having) == 1 else None
 
-    def _from(self, select: exp.Select) -> dict[str, RelationCatalog | None]:
-        """The SELECT's FROM items by name or alias, each with the catalog relation it reads."""
+    def _from(self, select: exp.Select) -> dict[str, RelationCatalog | Columns | None]:
+        """The SELECT's FROM items by name or alias, each with the catalog relation it reads or the
+        columns of the derived table it is."""
         known = self._sources.get(id(select))
         if known is not None and known[0] is select:
             return known[1]
         from_ = select.args.get("from_")
         items = ([from_.this] if isinstance(from_, exp.From) else []) + \
             [j.this for j in select.args.get("joins") or [] if isinstance(j, exp.Join)]
-        sources = {item.alias_or_name: self._relation(item) for item in items}
+        sources = {item.alias_or_name: derived_columns(item) or self._relation(item) for item in items}
         self._sources[id(select)] = (select, sources)
         return sources
 
@@ -182,6 +234,15 @@ class OperandTypes:
             if rel is not None:  # (by the snapshot's index: nothing here grows with the catalog)
                 return rel
         return None
+
+
+def _failure(e: exp.Expression | None) -> bool:
+    """A call of DuckDB's ``error()`` (`frontend.catalog.composite.failure_call`)."""
+    return isinstance(e, exp.Anonymous) and str(e.this).lower() == "error"
+
+
+def _names(source: RelationCatalog | Columns) -> set[str] | dict[str, list[exp.Expression] | None]:
+    return source if isinstance(source, dict) else {f.name for f in source.fields}
 
 
 def _number_type(text: str) -> DataType:

@@ -12,7 +12,8 @@ and of values with no such operator (`frontend.catalog.concat_operator`), ``%`` 
 ``every`` and ``string_agg``'s NULL delimiter (`frontend.catalog.aggregate_arguments`), ``round`` of
 a double (`frontend.catalog.float_round`),
 a real with an integer or numeric operand (`frontend.catalog.real_operands`), overflow and
-underflow of float arithmetic (`frontend.catalog.float_overflow`), a double made text
+underflow of float arithmetic (`frontend.catalog.float_overflow`) and of ``sum``/``avg`` of floats
+(`frontend.catalog.float_aggregates`), a double made text
 (`frontend.catalog.float_text`), the default of ``lag``/``lead`` (`frontend.catalog.lag_default`), quotients of numeric literals (`frontend.catalog.numeric_quotients`),
 integer literals in arithmetic as ``integer`` and their quotients of the operands' type,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
@@ -40,6 +41,7 @@ from frontend.catalog.aggregate_arguments import aggregate_arguments
 from frontend.catalog.composite import OPERATOR_NODES, jsonb_operators
 from frontend.catalog.concat_operator import concat_operator
 from frontend.catalog.extract import extract_fractions
+from frontend.catalog.float_aggregates import float_aggregates
 from frontend.catalog.float_modulo import float_modulo
 from frontend.catalog.float_overflow import float_overflow
 from frontend.catalog.float_round import float_round
@@ -655,7 +657,8 @@ Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, with_ties, jsonb_operators, qualified_names, operators, drop_collations,
                            concat_operator, float_modulo, aggregate_arguments, like_escape, keyword_calls,
                            similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions,
-                           unknown_arguments, literal_casts, float_round, real_operands, float_overflow, lag_default,
+                           unknown_arguments, literal_casts, float_round, real_operands, float_overflow,
+                           float_aggregates, lag_default,
                            numeric_quotients, integer_literals, integer_quotients, untyped_array_comparisons,
                            array_literals, casts, functions)
 

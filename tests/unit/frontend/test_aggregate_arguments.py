@@ -27,7 +27,10 @@ ERRORS = ["SELECT min(b) FROM flags", "SELECT max(b) FROM flags", "SELECT sum(b)
           "SELECT s, max(b) FROM flags GROUP BY s", f"SELECT min(b) FROM {VALUES}", f"SELECT max(b) OVER () FROM {VALUES}",
           f"SELECT sum(b) FROM {VALUES}", "SELECT min(s > 'a') FROM flags", f"SELECT max(s = 'a') FROM {VALUES}",
           "SELECT min(b) FROM flags WHERE false", "SELECT string_agg(s, s) FROM flags", "SELECT bool_and(1)",
-          "SELECT bool_or(1.5::numeric(3, 1))", "SELECT every(2::float8)", f"SELECT bool_and(length(s)::bigint) FROM {VALUES}"]
+          "SELECT bool_or(1.5::numeric(3, 1))", "SELECT every(2::float8)", f"SELECT bool_and(length(s)::bigint) FROM {VALUES}",
+          # a boolean column of a subquery, a CTE or VALUES over no rows (no row to ask DuckDB of)
+          "SELECT min(b) FROM (SELECT true AS b WHERE false) s", f"SELECT max(b) FROM {VALUES} WHERE false",
+          "WITH c AS (SELECT b FROM flags) SELECT sum(b) FROM c WHERE false"]
 ANSWERS = ["SELECT string_agg(s, NULL) FROM flags", "SELECT string_agg(s, NULL::text ORDER BY s DESC) FROM flags",
            f"SELECT string_agg(DISTINCT s, NULL) FROM {VALUES}", f"SELECT string_agg(s, (NULL)) FROM {VALUES}",
            "SELECT string_agg(s, ',') FROM flags", "SELECT bool_and(b), bool_or(b), every(b) FROM flags",
