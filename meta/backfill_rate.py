@@ -41,13 +41,15 @@ one) follows the cluster's barrier latency instead, by additive increase, multip
   cost is still there, it goes on from half the limit it had when the floor latency expired.
 
 An arrangement or no-shuffle backfill round shares the barrier with every other job, so its cost
-shows in the very barrier that carries it: the signal answers within one round, and a multiplicative
-decrease after a slow round gives the existing jobs their latency back at once, while the additive
-increase probes slowly for the rate the cluster absorbs. The limit oscillates in a saw-tooth just
-under that rate. A rate-limited snapshot read runs off the barrier's path (`compute.stream.snapshot`):
-its cost shows only as the cores and the driver it takes from the rounds while it runs (Spark's fair
-pools give the rounds their share of the cores, not priority), so the signal is weaker and later
-there: the limit then decides how much each read takes and how often one starts.
+shows in the very barrier that carries it: the signal answers within one round. But there a round's
+latency is mostly what it costs whatever it reads, and noise, so a barrier over the threshold is
+mostly noise, and AIMD halved the limit for it: such a job's limit follows a line fitted through its
+recent barriers instead (`meta.backfill_rate_fit`, which says when AIMD still decides: a barrier over
+the target itself, too few samples). A rate-limited snapshot read runs off the barrier's path
+(`compute.stream.snapshot`): its cost shows only as the cores and the driver it takes from the rounds
+while it runs (Spark's fair pools give the rounds their share of the cores, not priority), so the
+signal is weaker and later there, and no line links a barrier to the limit: AIMD decides, and the
+limit decides how much each read takes and how often one starts.
 
 A changed limit reaches the compute nodes as the `Throttle` mutation a fixed limit uses, in the
 next barrier (without forcing one), so every strategy follows it unchanged: arrangement and
@@ -73,10 +75,10 @@ import logging
 import statistics
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from meta.backfill_rate_fit import FitPolicy, LatencyLine
+from meta.backfill_rate_fit import FitPolicy
 from meta.metrics import METRICS, backfill_labels
 from meta.serverless import serverless_state
 from risingspark.barrier import Throttle
@@ -202,7 +204,6 @@ class BackfillRateController:
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
         # (limit, latency) of the last barriers of a job whose backfill runs in the rounds (`meta.backfill_rate_fit`)
         self._samples: dict[int, deque[tuple[float, float]]] = {}
-        self._lines: dict[int, LatencyLine] = {}  # the last line fitted through them
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:
         """Begin adapting a job's limit from `current` (a fixed limit it had), else from the start."""
@@ -217,10 +218,14 @@ class BackfillRateController:
         with self._lock:
             return self._rates.get(job_id)
 
-    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog]) -> Throttle | None:
+    def after_barrier(self, latency_ms: float, target: float, jobs: Iterable[RelationCatalog],
+                      read: Mapping[int, float] | None = None) -> Throttle | None:
         """One control step for the adaptive jobs among `jobs` (the creating jobs whose rounds run
         in the barrier that took `latency_ms`): the `Throttle` of the limits that changed, if any.
-        Jobs no longer among `jobs` (created, dropped, moved to a backfiller) are forgotten."""
+        Jobs no longer among `jobs` (created, dropped, moved to a backfiller) are forgotten. `read`:
+        the backfill rows each job's round read in that barrier, per parallelism (the limit's unit),
+        for the fitted line of `meta.backfill_rate_fit` — a new limit reaches the rounds a barrier or
+        two after it is sent, so the limit at this step is not what that round read."""
         changed = []
         with self._lock:
             live = set()
@@ -235,7 +240,7 @@ class BackfillRateController:
                     self._slow_start.add(rel.id)
                 slow_start = rel.id in self._slow_start
                 floor_ms, resume = self._measure_floor(rel.id, rate, latency_ms, target)
-                new = self._fitted_rate(rel, rate, latency_ms, target, floor_ms)
+                new = self._fitted_rate(rel, rate, latency_ms, target, floor_ms, read)
                 if new is None:
                     new = self.policy.next_rate(rate, latency_ms, target, slow_start, floor_ms)
                 if resume:  # (measured again: back near where the job was before it went to measure)
@@ -252,21 +257,25 @@ class BackfillRateController:
         return Throttle(tuple((job_id, rate) for job_id, rate in changed)) if changed else None
 
     def _fitted_rate(self, rel: RelationCatalog, rate: int, latency_ms: float, target: float,
-                     floor_ms: float) -> int | None:
+                     floor_ms: float, read: Mapping[int, float] | None) -> int | None:
         """The limit after this barrier from the line fitted through the job's recent barriers
-        (`meta.backfill_rate_fit`), or None where AIMD decides: a snapshot backfill, too few or too
-        alike samples for a line, a barrier over the target itself."""
+        (`meta.backfill_rate_fit`), or None where AIMD decides: a snapshot backfill, too few samples
+        for a line, a barrier over the target itself."""
         if rel.backfill_type not in (BackfillType.ARRANGEMENT_BACKFILL, BackfillType.NO_SHUFFLE_BACKFILL):
             return None
         samples = self._samples.setdefault(rel.id, deque(maxlen=self.fit.window))
-        samples.append((float(rate), latency_ms))
+        if read is None:  # (what the round read is not known: the limit now, as if it had)
+            samples.append((float(rate), latency_ms))
+        elif rel.id in read:
+            samples.append((read[rel.id], latency_ms))
         threshold = self.policy.threshold(target, floor_ms)
-        line = self.fit.line(samples, self._lines.get(rel.id))
+        if len(samples) < self.fit.samples or latency_ms > threshold / self.policy.aim:
+            return None
+        line = self.fit.line(samples)
         if line is None:
-            return None
-        self._lines[rel.id] = line
-        if latency_ms > threshold / self.policy.aim:
-            return None
+            if self.fit.probing(rate, samples):  # (its rounds have not read the last probe yet)
+                return rate
+            return self.policy.clamp(self.fit.probe(rate, latency_ms, threshold))
         return self.policy.clamp(self.fit.next_rate(rate, line, threshold, self.policy.factor))
 
     def _measure_floor(self, job_id: int, rate: int, latency_ms: float, target: float) -> tuple[float, int]:
@@ -314,7 +323,6 @@ class BackfillRateController:
         self._forget_floor(job_id)
         self._resume.pop(job_id, None)
         self._samples.pop(job_id, None)
-        self._lines.pop(job_id, None)
         labels = self._labels.pop(job_id, None)
         if labels is not None:
             with contextlib.suppress(KeyError):

@@ -730,25 +730,30 @@ class MetaService:
         return current if current is not None else stored
 
     # ---- after each commit ------------------------------------------------------------------------
-    def _adapt_backfill_rates(self) -> None:
-        """A step of the adaptive backfill rates on the latency of the barrier just committed. Under
-        the rate lock, so an ALTER of a job's limit is never overtaken by a step that read the
-        catalog before it."""
+    def _adapt_backfill_rates(self, result: EpochResult) -> None:
+        """A step of the adaptive backfill rates on the latency of the barrier just committed and the
+        rows its rounds' backfills read. Under the rate lock, so an ALTER of a job's limit is never
+        overtaken by a step that read the catalog before it."""
         sample = self.barriers.history.newest()
         if sample is None:
             return
+        rows: dict[int, int] = {}
+        for report in result.backfill:
+            rows[report.job_id] = rows.get(report.job_id, 0) + report.rows_read
         with self._rate_lock:
             jobs = [r for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED)
                     and not on_backfiller(r) and serverless_state(r) is None
                     and r.resource_group == DEFAULT_RESOURCE_GROUP]
             target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
-            throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs)
+            read = {r.id: rows[r.id] / parallelism for r in jobs
+                    if r.id in rows and (parallelism := r.parallelism or self.default_parallelism)}
+            throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs, read)
             if throttle is not None:
                 self.barriers.add_mutation(throttle, urgent=False)
 
     def _after_commit(self, result: EpochResult) -> None:
         try:
-            self._adapt_backfill_rates()
+            self._adapt_backfill_rates(result)
         except Exception:  # the epoch is committed: a failed step must not turn into a recovery
             logger.exception("adaptive backfill rates: the step after epoch %d failed", result.epoch)
         snap = self.catalog.snapshot

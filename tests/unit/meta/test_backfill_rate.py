@@ -53,7 +53,8 @@ def run(controller: BackfillRateController, rel: RelationCatalog, barriers: int,
     rate = controller.rate(rel.id) or rel.extra[BACKFILL_RATE_LIMIT]
     in_rounds = deque([rate] * (lag + 1), maxlen=lag + 1)  # the limit of the rounds of the next barriers
     for _ in range(barriers):
-        throttle = controller.after_barrier(latency_ms(in_rounds[0], **plant), TARGET_MS, [rel])
+        read = {rel.id: float(in_rounds[0])}  # (per parallelism: a round reads the limit it runs at)
+        throttle = controller.after_barrier(latency_ms(in_rounds[0], **plant), TARGET_MS, [rel], read)
         if throttle is not None:
             assert throttle.rates[0][0] == rel.id
             rate = throttle.rates[0][1]
@@ -234,8 +235,13 @@ ROUND_EQUILIBRIUM = 500_000
 
 def test_a_backfill_in_the_rounds_settles_where_the_line_meets_the_threshold():
     for lag in (0, 1):
-        rates = run(BackfillRateController(), job(backfill_type=ROUNDS), 200, lag=lag, **ROUND_PLANT)
-        assert all(abs(r - ROUND_EQUILIBRIUM) <= 0.03 * ROUND_EQUILIBRIUM for r in rates[100:]), (lag, rates[100:])
+        controller = BackfillRateController()
+        settled = run(controller, rel := job(backfill_type=ROUNDS), 200, lag=lag, **ROUND_PLANT)[100:]
+        near = [r for r in settled if abs(r - ROUND_EQUILIBRIUM) <= 0.03 * ROUND_EQUILIBRIUM]
+        # where the limits settle they show no slope: a probe of `spread` up or down now and then
+        assert len(near) >= 0.75 * len(settled), (lag, settled)
+        assert max(settled) <= controller.fit.spread * ROUND_EQUILIBRIUM * 1.03, (lag, settled)
+        assert controller.rate(rel.id) is not None
 
 
 def test_a_backfill_in_the_rounds_is_not_cut_for_noise():
@@ -248,7 +254,7 @@ def test_a_backfill_in_the_rounds_is_not_cut_for_noise():
         mean_rate[kind] = statistics.fmean(rates[100:])
         if kind is ROUNDS:
             noisy = [latency_ms(r, **ROUND_PLANT) * (1 + rng.uniform(-0.15, 0.15)) for r in rates[100:]]
-            assert sum(1 for ms in noisy if ms > TARGET_MS) <= len(noisy) // 50  # the target itself holds
+            assert sum(1 for ms in noisy if ms > TARGET_MS) <= len(noisy) // 30  # the target itself holds
             assert 0.8 * ROUND_EQUILIBRIUM <= mean_rate[kind] <= 1.1 * ROUND_EQUILIBRIUM
     assert mean_rate[ROUNDS] >= 2 * mean_rate[BackfillType.SNAPSHOT_BACKFILL], mean_rate
 
