@@ -81,7 +81,7 @@ from dataclasses import dataclass, replace
 from meta.backfill_rate_fit import FitPolicy
 from meta.metrics import METRICS, backfill_labels
 from meta.serverless import serverless_state
-from risingspark.barrier import Throttle
+from risingspark.barrier import BackfillReport, Throttle
 from risingspark.catalog import (
     ADAPTIVE_BACKFILL_RATE,
     BACKFILL_RATE_LIMIT,
@@ -260,14 +260,16 @@ class BackfillRateController:
                      floor_ms: float, read: Mapping[int, float] | None) -> int | None:
         """The limit after this barrier from the line fitted through the job's recent barriers
         (`meta.backfill_rate_fit`), or None where AIMD decides: a snapshot backfill, too few samples
-        for a line, a barrier over the target itself."""
+        for a line, a barrier over the target itself. A round that read nothing keeps the limit."""
         if rel.backfill_type not in (BackfillType.ARRANGEMENT_BACKFILL, BackfillType.NO_SHUFFLE_BACKFILL):
             return None
         samples = self._samples.setdefault(rel.id, deque(maxlen=self.fit.window))
         if read is None:  # (what the round read is not known: the limit now, as if it had)
             samples.append((float(rate), latency_ms))
-        elif rel.id in read:
+        elif read.get(rel.id, 0) > 0:
             samples.append((read[rel.id], latency_ms))
+        else:  # its round read nothing (its scans wait in the backfill order): no word on the limit
+            return rate
         threshold = self.policy.threshold(target, floor_ms)
         if len(samples) < self.fit.samples or latency_ms > threshold / self.policy.aim:
             return None
@@ -327,6 +329,30 @@ class BackfillRateController:
         if labels is not None:
             with contextlib.suppress(KeyError):
                 METRICS.backfill_rate_limit.remove(*labels.values())
+
+
+def rows_read_per_parallelism(reports: Iterable[BackfillReport], jobs: Iterable[RelationCatalog],
+                              default_parallelism: int | None) -> dict[int, float]:
+    """What each job's backfill read in a barrier's round, in the limit's unit, for the fitted line
+    (`meta.backfill_rate_fit`): the most rows one of its scans read, per parallelism. Each scan of a
+    job reads up to limit × parallelism rows in a round (`compute.stream.round`'s budget, at its
+    1-s round), so the most any scan read is the limit the round ran at; a sum would count a join's
+    scans k times. A job whose scans read nothing (waiting in the backfill order, or done) is left
+    out: such a round tells nothing of the limit. So is a job whose parallelism is not known.
+
+    >>> from risingspark.barrier import BackfillReport as R
+    >>> jobs = [RelationCatalog(id=i, database_id=1, schema_id=1, name="m", kind=None, fields=(), pk=(),
+    ...                         dist_key=(), definition="", parallelism=p) for i, p in ((1, 0), (2, 4), (3, 0))]
+    >>> rows_read_per_parallelism([R(1, 10, (), 2000, scan_id=0), R(1, 11, (), 1500, scan_id=1),
+    ...                            R(2, 10, (), 4000), R(3, 10, (), 0)], jobs, 2)
+    {1: 1000.0, 2: 1000.0}
+    """
+    most: dict[int, int] = {}
+    for report in reports:
+        if report.rows_read > 0:
+            most[report.job_id] = max(most.get(report.job_id, 0), report.rows_read)
+    return {r.id: most[r.id] / parallelism for r in jobs
+            if r.id in most and (parallelism := r.parallelism or default_parallelism or 0) > 0}
 
 
 def with_adaptive_start(rel: RelationCatalog, policy: AimdPolicy = POLICY) -> RelationCatalog:

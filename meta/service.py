@@ -23,6 +23,7 @@ from meta.backfill_rate import (
     BackfillRateController,
     describe,
     is_adaptive,
+    rows_read_per_parallelism,
     target_ms,
     with_adaptive_start,
 )
@@ -737,16 +738,12 @@ class MetaService:
         sample = self.barriers.history.newest()
         if sample is None:
             return
-        rows: dict[int, int] = {}
-        for report in result.backfill:
-            rows[report.job_id] = rows.get(report.job_id, 0) + report.rows_read
         with self._rate_lock:
             jobs = [r for r in self.catalog.snapshot.relations.values() if r.is_creating and not r.extra.get(QUEUED)
                     and not on_backfiller(r) and serverless_state(r) is None
                     and r.resource_group == DEFAULT_RESOURCE_GROUP]
             target = target_ms(self.params.get(TARGET_PARAM), self.params.barrier_interval_ms)
-            read = {r.id: rows[r.id] / parallelism for r in jobs
-                    if r.id in rows and (parallelism := r.parallelism or self.default_parallelism)}
+            read = rows_read_per_parallelism(result.backfill, jobs, self.default_parallelism)
             throttle = self.backfill_rates.after_barrier(sample.duration_s * 1000, target, jobs, read)
             if throttle is not None:
                 self.barriers.add_mutation(throttle, urgent=False)

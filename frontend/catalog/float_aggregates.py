@@ -49,7 +49,7 @@ _REAL_INFINITY = 2.0 ** 128 - 2.0 ** 103  # (the least sum round-to-nearest make
 
 def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types: OperandTypes | None = None
-    for node in list(query.find_all(exp.Sum, exp.Avg)):
+    for node in reversed(list(query.find_all(exp.Sum, exp.Avg))):  # (an inner aggregate's check first)
         values = _values(node)
         if values is None or not _checkable(node):
             continue

@@ -22,7 +22,10 @@ ERRORS = [f"SELECT sum(x) FROM {BIG}", f"SELECT avg(x) FROM {BIG}",
           "SELECT g, sum(x) FROM (VALUES (1, 1e308::float8), (1, 1e308::float8), (2, 1::float8)) v(g, x) GROUP BY g",
           "SELECT g FROM (VALUES (1, 1e308::float8), (1, 1e308::float8)) v(g, x) GROUP BY g HAVING sum(x) > 0",
           f"WITH c AS (SELECT x FROM {BIG}) SELECT avg(y) FROM (SELECT x AS y FROM c) s",
-          "SELECT sum(x::float8) FROM (VALUES ('1e308'), ('1e308')) v(x)"]
+          "SELECT sum(x::float8) FROM (VALUES ('1e308'), ('1e308')) v(x)",
+          # (an aggregate of an aggregate: the inner one's check too)
+          "SELECT g, sum(sum(x)) OVER () FROM (VALUES (1, 1e308::float8), (1, 1e308::float8), (2, 1::float8)) v(g, x) "
+          "GROUP BY g"]
 ANSWERS = ["SELECT avg(x) FROM (VALUES (3e38::real), (3e38::real)) v(x)",
            "SELECT sum(x), avg(x) FROM (VALUES (1e308::float8), ('Infinity'::float8)) v(x)",
            "SELECT sum(x) FROM (VALUES ('NaN'::float8), (1e308::float8)) v(x)",

@@ -9,11 +9,18 @@ from __future__ import annotations
 import random
 import statistics
 from collections import deque
+from dataclasses import replace
 
 from prometheus_client import REGISTRY
 
-from meta.backfill_rate import AimdPolicy, BackfillRateController, target_ms, with_adaptive_start
-from risingspark.barrier import Throttle
+from meta.backfill_rate import (
+    AimdPolicy,
+    BackfillRateController,
+    rows_read_per_parallelism,
+    target_ms,
+    with_adaptive_start,
+)
+from risingspark.barrier import BackfillReport, Throttle
 from risingspark.catalog import (
     ADAPTIVE_BACKFILL_RATE,
     BACKFILL_RATE_LIMIT,
@@ -282,3 +289,33 @@ def test_a_backfill_in_the_rounds_never_leaves_its_floor_and_ceiling():
     assert max(rates) == 300_000 and rates[-1] == 300_000
     rates = run(BackfillRateController(), job(backfill_type=ROUNDS), 100, base_ms=60_000)
     assert min(rates) == AimdPolicy().floor
+
+
+def test_a_join_backfill_is_judged_by_the_limit_its_scans_read_at():
+    # two scans each read limit × parallelism rows a round (`compute.stream.round`): the latency pays
+    # for both, so the threshold is met at half the one-scan equilibrium; the sample is the limit the
+    # round ran at (the most one scan read), not the sum, which would count it twice
+    controller, rel = BackfillRateController(), job(backfill_type=ROUNDS)
+    rel = replace(rel, parallelism=PARALLELISM)
+    rate = controller.rate(rel.id) or rel.extra[BACKFILL_RATE_LIMIT]
+    rates = []
+    for _ in range(200):
+        reports = [BackfillReport(rel.id, upstream, (), rate * PARALLELISM, scan_id=upstream) for upstream in (1, 2)]
+        read = rows_read_per_parallelism(reports, [rel], None)
+        throttle = controller.after_barrier(latency_ms(2 * rate, **ROUND_PLANT), TARGET_MS, [rel], read)
+        rate = throttle.rates[0][1] if throttle is not None else rate
+        rates.append(rate)
+    settled = rates[100:]
+    near = [r for r in settled if abs(r - ROUND_EQUILIBRIUM / 2) <= 0.03 * ROUND_EQUILIBRIUM / 2]
+    assert len(near) >= 0.75 * len(settled), settled
+    assert max(latency_ms(2 * r, **ROUND_PLANT) for r in settled) < TARGET_MS
+
+
+def test_a_backfill_whose_rounds_read_nothing_keeps_its_limit():
+    # its scans wait in the backfill order (or are done): quick barriers say nothing of its limit,
+    # which neither grows to the ceiling meanwhile nor falls
+    controller, rel = BackfillRateController(), job(backfill_type=ROUNDS)
+    before = run(controller, rel, 50, **ROUND_PLANT)[-1]
+    for latency in [300.0] * 30 + [5000.0] * 3:
+        assert controller.after_barrier(latency, TARGET_MS, [rel], {}) is None
+    assert controller.rate(rel.id) == before
