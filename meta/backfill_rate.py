@@ -202,7 +202,8 @@ class BackfillRateController:
         self._floor_age: dict[int, int] = {}  # barriers since a job's floor latency was measured
         self._resume: dict[int, int] = {}  # a job's limit when its floor latency expired
         self._labels: dict[int, dict[str, str]] = {}  # of each job's gauge
-        # (limit, latency) of the last barriers of a job whose backfill runs in the rounds (`meta.backfill_rate_fit`)
+        # (rows read per parallelism, latency) of the last barriers of a job whose backfill runs in the
+        # rounds (`meta.backfill_rate_fit`)
         self._samples: dict[int, deque[tuple[float, float]]] = {}
 
     def start(self, rel: RelationCatalog, current: int | None = None) -> int:

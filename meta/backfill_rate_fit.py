@@ -12,14 +12,15 @@ which there is mostly noise, and wins it back by a small step a barrier: the lim
 So such a job's limit follows a line fitted through its recent barriers instead, as
 `compute.stream.chunk_size` sizes a round's chunk::
 
-    latency ≈ fixed + per_rate × limit          (least squares over the last `FitPolicy.window`)
+    latency ≈ fixed + per_rate × rows read    (Theil–Sen over the last `FitPolicy.window` barriers)
 
-and after each barrier the limit moves to where the line meets the threshold (`limit_at`), at most
+(rows read by the job's round in that barrier, per parallelism: the limit's unit), and after each
+barrier the limit moves to where the line meets the threshold (`LatencyLine.limit_at`), at most
 `FitPolicy.growth` up and `AimdPolicy.factor` down a barrier. A barrier over the threshold is then
 no cut by itself: it moves the line only as much as one sample of the window can. The slope is never
 taken below 0 (a latency that falls as the limit grows is noise or the existing jobs' work going
-down: the line is then flat at the window's mean, and the limit grows only while that mean is under
-the threshold). Three things keep what the fit cannot see from hurting the existing jobs:
+down: the line is then flat, and the limit grows only while the window's latencies are under the
+threshold). What the fit cannot see is kept from hurting the existing jobs so:
 
 - a barrier over the **target** itself (not the threshold under it) halves the limit at once, as
   AIMD does: the cluster got busy, and the window has not seen it yet;
@@ -29,9 +30,10 @@ the threshold). Three things keep what the fit cannot see from hurting the exist
   and the line is fitted again through the samples that gives. (Keeping the last slope instead froze
   a job on a slope that two noisy barriers had made steep: bench/isolation.py held its limit at
   8–10K rows/s for 70 s, 2026-12-07 sixth.) The slope is fitted by Theil–Sen for the same reason;
-- a sample's limit is what the barrier's round read (the rows of the job's backfill reports, per
-  parallelism: the limit's unit), not the limit when it committed: a new limit reaches the rounds one
-  or two barriers after it is sent (barriers in flight), and a round near the end reads less. With
+- a round that read nothing (its scans wait in the backfill order) leaves the limit as it is;
+- a sample's limit is what the barrier's round read (`meta.backfill_rate.rows_read_per_parallelism`),
+  not the limit when it committed: a new limit reaches the rounds one or two barriers after it is
+  sent (barriers in flight), and a round near the end reads less. With
   the limit at commit instead, a probe's slope was attributed to the wrong barriers: in the unit
   tests' simulated cluster with one barrier of lag, the limit fell to a quarter now and then.
 
