@@ -166,6 +166,8 @@ class AimdPolicy:
         return latency_ms <= self.threshold(target_ms, floor_ms)
 
     def threshold(self, target_ms: float, floor_ms: float = 0.0) -> float:
+        """The latency the controller aims at: `aim` × the target, or the job's floor latency ×
+        `floor_margin` when that is higher (÷ `aim`: the bound a barrier must not pass)."""
         return max(self.aim * target_ms, self.floor_margin * floor_ms)
 
     def clamp(self, rate: int) -> int:

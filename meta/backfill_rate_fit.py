@@ -112,15 +112,14 @@ class FitPolicy:
     growth: float = 1.5
 
     def line(self, samples: Sequence[tuple[float, float]]) -> LatencyLine | None:
-        """The line through a job's recent `(limit, latency_ms)` samples, when they can carry one.
+        """The line through a job's recent `(limit, latency_ms)` samples (at least `samples` of them:
+        the caller's check), when their limits are far enough apart to show a slope.
 
         >>> FitPolicy().line([(1000, 1500)] * 5) is None  # one limit: no slope to see
         True
         >>> FitPolicy().line([(1000, 1500), (2000, 1600), (3000, 1700), (1000, 1500), (2000, 1600)])
         LatencyLine(fixed_ms=1400.0, per_rate_ms=0.1)
         """
-        if len(samples) < self.samples:
-            return None
         limits = [x for x, _ in samples]
         return LatencyLine.fit(samples) if max(limits) >= self.spread * min(limits) else None
 

@@ -104,5 +104,3 @@ def _null(e: exp.Expression) -> bool:
     while isinstance(e, exp.Paren | exp.Cast):
         e = e.this
     return isinstance(e, exp.Null)
-
-

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from frontend.catalog.composite import failure_call
+from frontend.catalog.float_overflow import in_window_spec, isinf_call
 from frontend.catalog.operand_types import FLOATS, OperandTypes
 from risingspark.errors import NumericValueOutOfRange
 
@@ -51,7 +52,7 @@ def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -
     types: OperandTypes | None = None
     for node in reversed(list(query.find_all(exp.Sum, exp.Avg))):  # (an inner aggregate's check first)
         values = _values(node)
-        if values is None or not _checkable(node):
+        if values is None or in_window_spec(node):
             continue
         types = types or OperandTypes.of(query, ctx)
         kind = types.kind(values)
@@ -63,12 +64,12 @@ def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -
             overflow: exp.Expr = exp.GTE(this=exp.Abs(this=over(node.copy())),
                                                expression=exp.Literal.number(repr(_REAL_INFINITY)))
         else:
-            overflow = _isinf(over(node.copy()))
+            overflow = isinf_call(over(node.copy()))
         if isinstance(node, exp.Avg):  # (float8_accum's sum of squared deviations)
             squares = exp.Mul(this=over(exp.VariancePop(this=node.this.copy())),
                               expression=over(exp.Count(this=node.this.copy())))
-            overflow = exp.or_(overflow, _isinf(squares))
-        finite = exp.Not(this=over(exp.LogicalOr(this=_isinf(values))))
+            overflow = exp.or_(overflow, isinf_call(squares))
+        finite = exp.Not(this=over(exp.LogicalOr(this=isinf_call(values))))
         check = exp.If(this=exp.and_(finite, overflow),
                        true=failure_call(NumericValueOutOfRange("value out of range: overflow")))
         call.replace(exp.Case(ifs=[check], default=call.copy()))
@@ -107,18 +108,3 @@ def _over(call: exp.Expr, node: exp.Expr) -> Callable[[exp.Expr], exp.Expr]:
         holder.set("this", aggregate)
         return top
     return over
-
-
-def _checkable(node: exp.Expr) -> bool:
-    """Not in a window's PARTITION BY or ORDER BY: DuckDB takes no volatile expression there."""
-    child: exp.Expr = node
-    parent = node.parent
-    while parent is not None and not isinstance(parent, exp.Select):
-        if isinstance(parent, exp.Window) and child is not parent.this:
-            return False
-        child, parent = parent, parent.parent
-    return True
-
-
-def _isinf(e: exp.Expr) -> exp.Expression:
-    return exp.Anonymous(this="isinf", expressions=[e.copy()])

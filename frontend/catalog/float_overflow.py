@@ -63,14 +63,25 @@ def _checkable(node: exp.Expression) -> bool:
     volatile expression there, and ``error()`` is one), and, in a SELECT with GROUP BY, only inside
     an aggregate's argument (elsewhere an expression must match a GROUP BY expression, and the checks
     read its operands bare)."""
-    child: exp.Expr = node
+    if in_window_spec(node):
+        return False
     parent, in_aggregate = node.parent, False
     while parent is not None and not isinstance(parent, exp.Select):
-        if isinstance(parent, exp.Window) and child is not parent.this:
-            return False
         in_aggregate = in_aggregate or isinstance(parent, exp.AggFunc)
-        child, parent = parent, parent.parent
+        parent = parent.parent
     return parent is None or in_aggregate or not parent.args.get("group")
+
+
+def in_window_spec(node: exp.Expr) -> bool:
+    """Whether `node` is in a window's PARTITION BY or ORDER BY (of its own SELECT), where DuckDB
+    takes no volatile expression, so no ``error()`` check."""
+    child: exp.Expr = node
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        if isinstance(parent, exp.Window) and child is not parent.this:
+            return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _checks(node: exp.Expr, a: exp.Expression, b: exp.Expression) -> list[tuple[exp.Expr, str]]:
@@ -78,7 +89,7 @@ def _checks(node: exp.Expr, a: exp.Expression, b: exp.Expression) -> list[tuple[
     divisor = exp.Nullif(this=b.copy(), expression=_zero()) if isinstance(node, exp.Div) else b.copy()
     result = type(node)(this=a.copy(), expression=divisor)  # (an operand in parentheses keeps them)
     finite = [_not_inf(a)] if isinstance(node, exp.Div) else [_not_inf(a), _not_inf(b)]
-    checks: list[tuple[exp.Expr, str]] = [(exp.and_(_isinf(result), *finite), "overflow")]
+    checks: list[tuple[exp.Expr, str]] = [(exp.and_(isinf_call(result), *finite), "overflow")]
     if isinstance(node, exp.Mul | exp.Div | exp.Pow):
         second = exp.NEQ(this=b.copy(), expression=_zero()) if isinstance(node, exp.Mul) else _not_inf(b)
         first = [_not_inf(a)] if isinstance(node, exp.Pow) else []  # ('Infinity' ^ -1 is 0)
@@ -92,12 +103,13 @@ def _expression(e: exp.Expr) -> exp.Expression:
     return e
 
 
-def _isinf(e: exp.Expr) -> exp.Expression:
+def isinf_call(e: exp.Expr) -> exp.Expression:
+    """DuckDB's ``isinf(e)``."""
     return exp.Anonymous(this="isinf", expressions=[e.copy()])
 
 
 def _not_inf(e: exp.Expr) -> exp.Expression:
-    return exp.Not(this=_isinf(e))
+    return exp.Not(this=isinf_call(e))
 
 
 def _zero() -> exp.Expression:

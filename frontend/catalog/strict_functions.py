@@ -42,8 +42,6 @@ def strict_functions(query: exp.Expression, ctx: object = None) -> exp.Expressio
     return query
 
 
-
-
 def _case(checks: list[tuple[exp.Expr, RisingSparkError]], value: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=cond, true=failure_call(err)) for cond, err in checks], default=value)
 

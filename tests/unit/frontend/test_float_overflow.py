@@ -108,3 +108,25 @@ def test_window_specs_and_group_keys_answer_as_in_postgresql(pg: psycopg.Connect
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert all(_same(float(a), float(b)) for a, b in zip(g, w, strict=True)), (g, w)
+
+
+def test_columns_of_nested_subqueries_are_typed_once_each():
+    # each level's x is typed from the level under it, referenced twice: typed again for every
+    # reference, the work doubles with every level (2^18 typings here)
+    import sqlglot
+
+    from frontend.catalog.operand_types import OperandTypes
+
+    query = "SELECT 1e10::float8 AS x"
+    for _ in range(18):
+        query = f"SELECT x * x AS x FROM ({query}) s"
+    tree = sqlglot.parse_one(query, read="risingwave")
+    calls = [0]
+
+    class Counting(OperandTypes):
+        def kind(self, e):
+            calls[0] += 1
+            return super().kind(e)
+
+    assert Counting(tree, None).kind(tree.expressions[0].unalias()) == "double"
+    assert calls[0] <= 10 * 18, calls[0]
