@@ -1,4 +1,5 @@
-"""Overflow of ``sum`` and ``avg`` of reals and doubles, as PostgreSQL fails, in batch queries.
+"""Overflow of ``sum``, ``avg``, the variances and standard deviations of reals and doubles, as
+PostgreSQL fails, in batch queries.
 
 PostgreSQL adds with its checked arithmetic (``src/include/utils/float.h``, ``float.c``):
 
@@ -7,7 +8,9 @@ PostgreSQL adds with its checked arithmetic (``src/include/utils/float.h``, ``fl
   arithmetic (``float4pl``: past 3.4e38).
 * ``avg`` of doubles is ``float8_accum``, which keeps the sum and, by the Youngs-Cramer algorithm,
   the sum of squared deviations: either turning infinite from finite rows is 22003 (``avg`` of
-  1e200 and -1e200 fails). ``avg`` of reals keeps doubles: it never overflows.
+  1e200 and -1e200 fails). So are ``variance``, ``var_samp``, ``var_pop``, ``stddev``,
+  ``stddev_samp`` and ``stddev_pop`` of doubles (`_ACCUM`: the same transition, the same check).
+  Of reals they keep doubles (``float4_accum``): they never overflow.
 
 DuckDB answers infinity (and sums reals as doubles). Where the text shows the argument is a real or
 a double (`frontend.catalog.operand_types`), the aggregate ``agg(x)`` (with its DISTINCT, FILTER and
@@ -16,8 +19,9 @@ OVER) is wrapped in a check::
     CASE WHEN NOT bool_or(isinf(x)) AND isinf(sum(x)) THEN error('...overflow') ELSE sum(x) END
 
 where a sum of reals is tested against the least sum a real rounds to infinity (2^128 - 2^103), and
-an average also fails when the sum of squared deviations (``var_pop(x) * count(x)``) is infinite.
-An infinite row stops the checks, as PostgreSQL's (its sum stays infinite or NaN after it).
+an average, a variance or a standard deviation also fails when the sum of squared deviations
+(``var_pop(x) * count(x)``) is infinite. An infinite row stops the checks, as PostgreSQL's (its sum
+stays infinite or NaN after it).
 
 PostgreSQL checks each running value, in the rows' order: a sum that overflows and comes back (1e308,
 1e308, -1e308) fails there, and is infinite here too (DuckDB adds in order as well); what depends on
@@ -46,17 +50,19 @@ if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
 
 _REAL_INFINITY = 2.0 ** 128 - 2.0 ** 103  # (the least sum round-to-nearest makes an infinite real)
+# the aggregates whose transition is ``float8_accum`` (sum and sum of squared deviations, both checked)
+_ACCUM = (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
 
 
 def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types: OperandTypes | None = None
-    for node in reversed(list(query.find_all(exp.Sum, exp.Avg))):  # (an inner aggregate's check first)
+    for node in reversed(list(query.find_all(exp.Sum, *_ACCUM))):  # (an inner aggregate's check first)
         values = _values(node)
         if values is None or in_window_spec(node):
             continue
         types = types or OperandTypes.of(query, ctx)
         kind = types.kind(values)
-        if kind not in FLOATS or (isinstance(node, exp.Avg) and kind == "real"):
+        if kind not in FLOATS or (isinstance(node, _ACCUM) and kind == "real"):
             continue
         call = _call(node)
         over = _over(call, node)
@@ -64,8 +70,8 @@ def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -
             overflow: exp.Expr = exp.GTE(this=exp.Abs(this=over(node.copy())),
                                                expression=exp.Literal.number(repr(_REAL_INFINITY)))
         else:
-            overflow = isinf_call(over(node.copy()))
-        if isinstance(node, exp.Avg):  # (float8_accum's sum of squared deviations)
+            overflow = isinf_call(over(exp.Sum(this=node.this.copy())))
+        if isinstance(node, _ACCUM):  # (float8_accum's sum of squared deviations)
             squares = exp.Mul(this=over(exp.VariancePop(this=node.this.copy())),
                               expression=over(exp.Count(this=node.this.copy())))
             overflow = exp.or_(overflow, isinf_call(squares))

@@ -3,11 +3,14 @@ batch queries.
 
 PostgreSQL types a quoted literal by the function it is passed to: ``abs('-5')``, ``ceil('2.5')``,
 ``floor('2.5')`` and ``sign('-3')`` take it as a double precision (the preferred type of the
-numeric category, among the functions' numeric signatures), ``round('2.5', 1)`` as a numeric (the
-only ``round`` of two arguments). DuckDB finds no single candidate for a string and fails ("Could
-not choose a best candidate function"). The literal is cast here to the type PostgreSQL gives it;
+numeric category, among the functions' numeric signatures), ``round('2.5', 1)`` and ``trunc('2.5', 1)`` as a numeric (the only
+signatures of two arguments). DuckDB finds no single candidate for a string and fails ("Could not
+choose a best candidate function"). The literal is cast here to the type PostgreSQL gives it;
 input it does not read as a number then fails as PostgreSQL's does (22P02). (DuckDB's ``sign`` is
-a tinyint of any argument: the sign of such a literal is cast back to a double.)
+a tinyint of any argument: the sign of such a literal is cast back to a double.) ``trunc`` of one
+quoted literal or NULL PostgreSQL cannot resolve: beside its numeric signatures is
+``trunc(macaddr)``, of another category, so it fails, 42725 ``function trunc(unknown) is not
+unique`` (as the binder's `frontend.binder.function.bind_trunc`).
 
 Beside an arithmetic operator (``+ - * / %``) a quoted literal takes the other operand's type:
 ``'5' + 1`` is the integer 6 and ``'2.5' * 2`` fails (22P02), as PostgreSQL resolves ``unknown +
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from frontend.catalog.operand_types import OperandTypes, is_number
+from risingspark.errors import AmbiguousFunction
 from risingspark.types import TypeName
 
 if TYPE_CHECKING:
@@ -52,11 +56,16 @@ def unknown_arguments(query: exp.Expression, ctx: RewriteContext | None = None) 
                 if t is not None:
                     literal.replace(exp.Cast(this=literal.copy(), to=t))
                 break
-    for node in list(query.find_all(*_DOUBLE_FUNCTIONS, exp.Round)):
+    for node in list(query.find_all(*_DOUBLE_FUNCTIONS, exp.Round, exp.Trunc)):
         x = node.this
+        if isinstance(node, exp.Trunc) and node.args.get("decimals") is None and \
+                (isinstance(x, exp.Null) or isinstance(x, exp.Literal) and x.is_string):
+            raise AmbiguousFunction("function trunc(unknown) is not unique",
+                                    hint="Could not choose a best candidate function. You might need to add "
+                                         "explicit type casts.")
         if not (isinstance(x, exp.Literal) and x.is_string):
             continue
-        if isinstance(node, exp.Round):
+        if isinstance(node, exp.Round | exp.Trunc):
             if node.args.get("decimals") is None:
                 continue  # (round('2.5') is a double's: `frontend.catalog.float_round` rounds it half to even)
             x.replace(exp.cast(x.copy(), "DECIMAL"))

@@ -1,6 +1,7 @@
-"""Overflow of ``sum`` and ``avg`` of reals and doubles in batch queries (`frontend.catalog.float_aggregates`)
-against PostgreSQL (the oracle): 22003 where finite rows give an infinite sum (``float8pl``, ``float4pl``)
-or, for ``avg`` of doubles, an infinite sum of squared deviations (``float8_accum``); infinite rows,
+"""Overflow of ``sum``, ``avg``, the variances and standard deviations of reals and doubles in batch queries
+(`frontend.catalog.float_aggregates`) against PostgreSQL (the oracle): 22003 where finite rows give an infinite
+sum (``float8pl``, ``float4pl``) or, for ``avg``, ``variance``, ``stddev``... of doubles, an infinite sum of squared
+deviations (``float8_accum``); infinite rows,
 NaN, DISTINCT, FILTER, windows and groups as PostgreSQL's."""
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ ERRORS = [f"SELECT sum(x) FROM {BIG}", f"SELECT avg(x) FROM {BIG}",
           "SELECT sum(x::float8) FROM (VALUES ('1e308'), ('1e308')) v(x)",
           # (an aggregate of an aggregate: the inner one's check too)
           "SELECT g, sum(sum(x)) OVER () FROM (VALUES (1, 1e308::float8), (1, 1e308::float8), (2, 1::float8)) v(g, x) "
-          "GROUP BY g"]
+          "GROUP BY g",
+          # (variances and standard deviations: float8_accum, as avg)
+          *[f"SELECT {f}(x) FROM (VALUES (1e300::float8), (-1e300::float8)) v(x)"
+            for f in ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")],
+          f"SELECT variance(x) FROM {BIG}", "SELECT stddev_pop(x) FROM (VALUES (1e160::float8), (0::float8)) v(x)",
+          f"SELECT var_samp(x) OVER () FROM {BIG}",
+          "SELECT g, stddev(x) FILTER (WHERE x <> 0) FROM (VALUES (1, 1e300::float8), (1, -1e300::float8), "
+          "(2, 1::float8)) v(g, x) GROUP BY g"]
 ANSWERS = ["SELECT avg(x) FROM (VALUES (3e38::real), (3e38::real)) v(x)",
            "SELECT sum(x), avg(x) FROM (VALUES (1e308::float8), ('Infinity'::float8)) v(x)",
            "SELECT sum(x) FROM (VALUES ('NaN'::float8), (1e308::float8)) v(x)",
@@ -33,7 +41,12 @@ ANSWERS = ["SELECT avg(x) FROM (VALUES (3e38::real), (3e38::real)) v(x)",
            f"SELECT sum(DISTINCT x), avg(DISTINCT x) FROM {BIG}",
            "SELECT sum(x), avg(x) FROM (VALUES (1.5::float8), (2::float8)) v(x) WHERE false",
            "SELECT sum(x), avg(x), sum(y), avg(y) FROM (VALUES (1.5::float8, 1::real), (NULL, 2::real), (NULL, NULL)) v(x, y)",
-           "SELECT sum(x) FROM (VALUES (1::real), (2::real)) v(x)"]
+           "SELECT sum(x) FROM (VALUES (1::real), (2::real)) v(x)",
+           "SELECT stddev(x), var_pop(x) FROM (VALUES (3e38::real), (-3e38::real)) v(x)",
+           "SELECT stddev(x), variance(x) FROM (VALUES (1e300::float8), ('Infinity'::float8)) v(x)",
+           "SELECT stddev(x), var_samp(x), stddev_pop(x) FROM (VALUES (1e150::float8), (-1e150::float8)) v(x)",
+           "SELECT stddev(x), var_pop(x) FROM (VALUES (1e308::float8)) v(x)",
+           f"SELECT stddev(DISTINCT x), var_pop(DISTINCT x) FROM {BIG}"]
 
 
 @pytest.mark.parametrize("query", ERRORS)

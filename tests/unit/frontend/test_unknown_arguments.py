@@ -1,7 +1,7 @@
 """Quoted literals as the arguments of numeric functions and beside arithmetic operators in batch
 queries (`frontend.catalog.unknown_arguments`): PostgreSQL's values and types (a double precision, a
-numeric for round's two arguments, the other operand's type), and its 22P02 for input that is no
-number of that type."""
+numeric for round's and trunc's two arguments, the other operand's type), its 22P02 for input that
+is no number of that type, and its 42725 for trunc of one (trunc(macaddr) beside the numeric ones)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from catalog_session import fail_both, make_session, select_both
 
 CALLS = ["abs('-5')", "ceil('2.5')", "ceiling('-0.5')", "floor('2.5')", "sign('-3')", "round('2.5', 0)",
-         "round('2.55', 1)", "round('2.5')", "abs(' 7 ')", "floor(NULL)"]
+         "round('2.55', 1)", "round('2.5')", "abs(' 7 ')", "floor(NULL)", "trunc('2.77', 1)", "trunc('-2.77', 0)"]
 
 
 def _both(oracle_dsn: str, expressions: list[str]) -> tuple[pa.Table, list[int]]:
@@ -45,7 +45,14 @@ def test_a_literal_beside_a_catalog_column_takes_its_type() -> None:
     assert pa.types.is_decimal(table.schema.field("a").type) and table.schema.field("c").type == pa.int32()
 
 
-@pytest.mark.parametrize("call", ["abs('x')", "round('two', 1)", "'2.5' * 2", "'a' + 1"])
+@pytest.mark.parametrize("call", ["abs('x')", "round('two', 1)", "'2.5' * 2", "'a' + 1", "trunc('x', 1)"])
 def test_input_that_is_no_number_fails_as_in_postgresql(oracle_dsn: str, call: str) -> None:
     got, want = fail_both(oracle_dsn, f"SELECT {call}")
     assert got.sqlstate == want.sqlstate == "22P02"
+
+
+@pytest.mark.parametrize("call", ["trunc('2.7')", "trunc(NULL)", "trunc('x')"])
+def test_trunc_of_one_literal_is_not_unique_as_in_postgresql(oracle_dsn: str, call: str) -> None:
+    got, want = fail_both(oracle_dsn, f"SELECT {call}")
+    assert (got.sqlstate, got.message) == (want.sqlstate, want.diag.message_primary) == \
+        ("42725", "function trunc(unknown) is not unique")
