@@ -12,13 +12,17 @@
 Python tasks in the middle of the graph cannot return their files with their rows: each writes a
 manifest (`manifest_path`) that the driver reads once the job has run; the root returns its files
 as rows. Rows flow between operators in Spark without being written anywhere.
+
+A job's plan is built once per shape (which of its inputs have rows) and run again every round; its
+tasks take what changes between rounds (the epoch, the SSTs, the files) from the round's arguments,
+which travel as a Spark local property beside the plan (`compute.stream.round_args`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -35,21 +39,26 @@ from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
 from compute.js_udf import register_js_udfs
 from compute.metrics import JOB_DURATION, SPARK_JOBS
+from compute.stream.round_args import MAX_SHAPES, ArgsOf, CachedPlan, deferred, encode, round_property
 from compute.stream.tasks import (
     META_SCHEMA,
     Task,
+    TaskEnv,
+    backfill_task,
     dynamic_filter_task,
     hash_agg_changes_task,
     hash_join_task,
     manifest_dir,
     materialize_task,
     over_window_task,
+    read_files_task,
     temporal_filter_task,
     top_n_task,
 )
 from risingspark.aggregate import VALUE_COUNT, keeps_nulls
 from risingspark.chunk import OP, SEQ, VNODE, Op
 from risingspark.errors import FeatureNotSupported
+from risingspark.storage.desc import SstableInfo
 from risingspark.stream_plan import (
     CHANGELOG_EPOCH,
     CHANGELOG_OP,
@@ -69,6 +78,7 @@ from risingspark.stream_plan import (
     StreamTemporalFilter,
     StreamTopN,
     StreamUnion,
+    scans,
     walk,
 )
 from risingspark.types import Field, spark_ddl
@@ -78,6 +88,10 @@ DYNAMIC_BOUND = "_rw_dynamic_bound"  # the right input's value, beside the left 
 
 if TYPE_CHECKING:
     from compute.stream.round import EpochRound, JobRuntime
+
+
+def _dml_paths(rnd: EpochRound, rt: JobRuntime) -> tuple:
+    return (tuple(rnd.dml.get(rt.job.job_id, ())),)
 
 
 def agg_spec(node: StreamHashAgg) -> HashAggSpec:
@@ -110,6 +124,16 @@ def _vnode_column(df: DataFrame, fields: tuple[Field, ...], key: tuple[int, ...]
     return df.withColumn(VNODE, F.expr(vnode_expr([f.name for f in dist], [f.type.to_spark() for f in dist])))
 
 
+def _state_args(*table_ids: int) -> ArgsOf:
+    """A task's round arguments: the round's task environment and the committed SSTs of `table_ids`."""
+
+    def args_of(rnd: EpochRound, rt: JobRuntime) -> tuple:
+        version = rnd.barrier.version
+        return (rnd.env, *(tuple(version.ssts(t)) for t in table_ids))
+
+    return args_of
+
+
 class Dataflow:
     """Builds and runs one job's epoch. `source` replaces the plan's scan (a snapshot split, a
     change-log batch); otherwise the round provides each leaf's input."""
@@ -120,29 +144,41 @@ class Dataflow:
         self.source = source
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
+        self.args_of: list[ArgsOf] = []
+        self.built: DataFrame | None = None  # the plan built in this round, if it was
         self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter
                                                           | StreamDynamicFilter | StreamOverWindow)
                                        for n in walk(plan))
 
     def run(self) -> bool:
-        """Run the epoch; False when no input reached the job (no Spark job ran)."""
+        """Run the epoch; False when no input reached the job (no Spark job ran). The job's plan of
+        this round's shape is built once and kept (`compute.stream.round_args`); a plan fed from
+        elsewhere (`source`) or holding the epoch as a constant (a change log's) is built each time."""
         plan = self.rt.job.plan
         if not isinstance(plan, StreamMaterialize) or plan.input is None or plan.table is None:
             raise FeatureNotSupported(f"a streaming job must end in StreamMaterialize, not {type(plan).__name__}")
-        register_js_udfs(self.rnd.spark, plan.functions)
-        df = self.build(plan.input)
-        if df is None:
+        spark = self.rnd.spark
+        register_js_udfs(spark, plan.functions)
+        shape = None if self.source is not None else self.rnd.plan_shape(self.rt)
+        cached = self.rt.plans.get(shape) if shape is not None else None
+        if cached is None:
+            cached = self._build(plan)
+            if shape is not None:
+                if len(self.rt.plans) >= MAX_SHAPES:
+                    self.rt.plans.clear()
+                self.rt.plans[shape] = cached
+        if cached.logical is None:
             return False
         started = time.monotonic()
-        mv = plan.table
-        if not isinstance(plan.input, StreamExchange):
-            # Rows arrive partitioned by the key an aggregation grouped them by, which is the MV's
-            # key: only the vnode column needs computing.
-            df = _vnode_column(df, plan.fields, mv.dist_key)
-        version = self.rnd.barrier.version
-        task = materialize_task(self.rnd.env, mv, tuple(version.ssts(mv.table_id)), plan.conflict)
-        rows = map_in_arrow(df, task, META_SCHEMA).collect()
+        df = cached.dataframe(spark) if self.built is None else self.built
+        args = encode([f(self.rnd, self.rt) for f in cached.args_of])
         job = self.rt.job
+        prop = round_property(job.job_id)
+        spark.sparkContext.setLocalProperty(prop, args)
+        try:
+            rows = df.collect()
+        finally:
+            spark.sparkContext.setLocalProperty(prop, None)  # type: ignore[arg-type]
         self.rnd.count_spark_job()
         SPARK_JOBS.labels(job=job.name).inc()
         JOB_DURATION.labels(job=job.name).observe(time.monotonic() - started)
@@ -151,6 +187,27 @@ class Dataflow:
         if self.has_stateful_middle:
             self._collect_manifests()
         return True
+
+    def _build(self, plan: StreamMaterialize) -> CachedPlan:
+        assert plan.input is not None and plan.table is not None
+        df = self.build(plan.input)
+        if df is None:
+            return CachedPlan(None, ())
+        mv = plan.table
+        if not isinstance(plan.input, StreamExchange):
+            # Rows arrive partitioned by the key an aggregation grouped them by, which is the MV's
+            # key: only the vnode column needs computing.
+            df = _vnode_column(df, plan.fields, mv.dist_key)
+        conflict = plan.conflict
+        task = self._task(lambda env, ssts: materialize_task(env, mv, ssts, conflict), _state_args(mv.table_id))
+        self.built = map_in_arrow(df, task, META_SCHEMA)
+        return CachedPlan(self.built._jdf.queryExecution().analyzed(), tuple(self.args_of))
+
+    def _task(self, make: Callable[..., Task], args_of: ArgsOf) -> Task:
+        """A task of the plan that builds itself from the round's arguments, ``make(*args_of(round,
+        job))`` (`round_args.deferred`). `make` is pickled with the plan: it must not hold the round."""
+        self.args_of.append(args_of)
+        return deferred(self.rt.job.job_id, len(self.args_of) - 1, make)
 
     def _collect_manifests(self) -> None:
         store = self.rnd.store
@@ -164,9 +221,9 @@ class Dataflow:
     # ---- nodes ----------------------------------------------------------------------------------
     def build(self, node: StreamNode) -> DataFrame | None:
         if isinstance(node, StreamDml):
-            return self.source if self.source is not None else self.rnd.source_of(self.rt, node)
+            return self.source if self.source is not None else self._input(node)
         if isinstance(node, StreamTableScan):
-            df = self.source if self.source is not None else self.rnd.source_of(self.rt, node)
+            df = self.source if self.source is not None else self._input(node)
             assert node.upstream_desc is not None
             original = node.upstream_desc.names
             if df is None or original == node.names:
@@ -223,6 +280,44 @@ class Dataflow:
             return self._dynamic_filter(node)
         raise FeatureNotSupported(f"stream plan node {type(node).__name__} is not supported by the compute node")
 
+    def _input(self, src: StreamDml | StreamTableScan) -> DataFrame | None:
+        """A leaf's input this epoch: DML batches, the upstream's change log, or its backfill; None
+        when it has none (`EpochRound.input_slices`)."""
+        rt = self.rt
+        slices = self.rnd.input_slices(rt, src)
+        if not slices:
+            return None
+        if isinstance(src, StreamDml):
+            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(SEQ, pa.int64()),
+                                *(pa.field(f.name, f.type.to_arrow()) for f in src.fields)])
+            return self._read_files(_dml_paths, schema, f"`{OP}` TINYINT, `{SEQ}` BIGINT, {spark_ddl(src.fields)}",
+                                    slices)
+        upstream = src.upstream_desc
+        assert upstream is not None
+        if not rt.backfilling:
+            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(VNODE, pa.int16()),
+                                *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields)])
+            table_id = upstream.table_id
+            return self._read_files(lambda rnd, rt: (tuple(rnd.changelogs.get(table_id, ())),), schema,
+                                    f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}", slices)
+        # by identity: two scans of one upstream with the same columns (the branches of a UNION) are
+        # equal as values but backfill separately
+        scan_id = next(i for i, s in enumerate(scans(rt.job.plan)) if s is src)
+        job_id = rt.job.job_id
+        task = self._task(lambda env, ssts, paths, actors, limit: backfill_task(env, job_id, scan_id, upstream, ssts,
+                                                                               paths, actors, limit),
+                          lambda rnd, rt: rnd.backfill_args(rt, scan_id, upstream))
+        n = rt.parallelism
+        return self.rnd.spark.range(0, n, 1, numPartitions=n).mapInArrow(
+            task, f"`{OP}` TINYINT, {spark_ddl(upstream.fields)}")
+
+    def _read_files(self, paths_of: ArgsOf, schema: pa.Schema, ddl: str, slices: int) -> DataFrame:
+        """The rows of the files `paths_of` gives each round, read by `slices` tasks
+        (`EpochRound.read_files`)."""
+        url = self.rnd.store.url
+        task = self._task(lambda paths: read_files_task(url, paths, schema, slices), paths_of)
+        return self.rnd.spark.range(0, slices, 1, numPartitions=slices).mapInArrow(task, ddl)
+
     def _changelog(self, node: StreamChangeLog) -> DataFrame | None:
         """Every change of the input as an inserted row (`StreamChangeLog`): its op becomes
         ``changelog_op`` in RisingWave's numbering, the epoch and a row id are added."""
@@ -271,10 +366,9 @@ class Dataflow:
         spec = JoinSpec(node.kind, node.left_state, node.right_state, tuple(lf[i].name for i in node.left_key),
                         tuple(rf[i].name for i in node.right_key), tuple(node.fields[i].name for i in node.stream_key),
                         node.null_safe, node.condition)
-        version = self.rnd.barrier.version
-        task = hash_join_task(self.rnd.env, spec, tuple(version.ssts(node.left_state.table_id)),
-                              tuple(version.ssts(node.right_state.table_id)), self.rt.job.job_id,
-                              self.op_ids[id(node)])
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+        task = self._task(lambda env, left, right: hash_join_task(env, spec, left, right, job_id, op_id),
+                          _state_args(node.left_state.table_id, node.right_state.table_id))
         return map_in_arrow(both, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _top_n(self, node: StreamTopN) -> DataFrame | None:
@@ -289,8 +383,9 @@ class Dataflow:
                         tuple((names[i], desc, nf) for i, desc, nf in node.order), node.limit, node.offset,
                         tuple(names[i] for i in node.stream_key), node.fields[-1].name if node.rank else None)
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
-        ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
-        task = top_n_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+        task = self._task(lambda env, ssts: top_n_task(env, spec, ssts, job_id, op_id),
+                          _state_args(node.state_table.table_id))
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _over_window(self, node: StreamOverWindow) -> DataFrame | None:
@@ -307,8 +402,9 @@ class Dataflow:
                               tuple(names[c.arg] if c.arg is not None else None for c in node.calls), outputs,
                               tuple(names[i] for i in node.stream_key))
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
-        ssts = tuple(self.rnd.barrier.version.ssts(node.state_table.table_id))
-        task = over_window_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+        task = self._task(lambda env, ssts: over_window_task(env, spec, ssts, job_id, op_id),
+                          _state_args(node.state_table.table_id))
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _temporal_filter(self, node: StreamTemporalFilter) -> DataFrame:
@@ -329,10 +425,9 @@ class Dataflow:
         names = [f.name for f in fields]
         spec = TemporalFilterSpec(node.state_table, node.bound_table, names[node.column], node.op, node.offset_us,
                                   tuple(names[i] for i in node.stream_key))
-        version = self.rnd.barrier.version
-        task = temporal_filter_task(self.rnd.env, spec, tuple(version.ssts(node.state_table.table_id)),
-                                    tuple(version.ssts(node.bound_table.table_id)), self.rt.job.job_id,
-                                    self.op_ids[id(node)])
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+        task = self._task(lambda env, state, bound: temporal_filter_task(env, spec, state, bound, job_id, op_id),
+                          _state_args(node.state_table.table_id, node.bound_table.table_id))
         df = df.select(F.col(OP), F.col(VNODE), *[F.col(f"`{n}`") for n in names])
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
@@ -362,10 +457,9 @@ class Dataflow:
         both = side(left, lf, 0).unionByName(side(right, rf, 1)).repartition(1)
         spec = DynamicFilterSpec(node.state_table, node.bound_table, lf[node.key].name, node.op, DYNAMIC_BOUND,
                                  tuple(lf[i].name for i in node.stream_key))
-        version = self.rnd.barrier.version
-        task = dynamic_filter_task(self.rnd.env, spec, tuple(version.ssts(node.state_table.table_id)),
-                                   tuple(version.ssts(node.bound_table.table_id)), self.rt.job.job_id,
-                                   self.op_ids[id(node)])
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+        task = self._task(lambda env, state, bound: dynamic_filter_task(env, spec, state, bound, job_id, op_id),
+                          _state_args(node.state_table.table_id, node.bound_table.table_id))
         both = both.select(F.col(DYNAMIC_SIDE), F.col(OP), F.col(VNODE), *[F.col(f"`{f.name}`") for f in cols])
         return map_in_arrow(both, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
@@ -392,10 +486,14 @@ class Dataflow:
             # Pre-aggregate in Spark: one row of signed partial sums per group reaches Python.
             df = df.groupBy(VNODE, *spec.group_key).agg(*partials)
         assert node.state_table is not None
-        version = self.rnd.barrier.version
-        ssts = {d.table_id: tuple(version.ssts(d.table_id))
-                for d in (node.state_table, *(c.input_state for c in spec.calls if c.input_state is not None))}
-        task = hash_agg_changes_task(self.rnd.env, spec, ssts, self.rt.job.job_id, self.op_ids[id(node)])
+        tables = tuple(d.table_id for d in (node.state_table,
+                                            *(c.input_state for c in spec.calls if c.input_state is not None)))
+        job_id, op_id = self.rt.job.job_id, self.op_ids[id(node)]
+
+        def make(env: TaskEnv, *ssts: tuple[SstableInfo, ...]) -> Task:
+            return hash_agg_changes_task(env, spec, dict(zip(tables, ssts, strict=True)), job_id, op_id)
+
+        task = self._task(make, _state_args(*tables))
         return map_in_arrow(df, task, f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(node.fields)}")
 
     def _with_input_deltas(self, df: DataFrame, spec: HashAggSpec, partials: list) -> DataFrame:

@@ -40,7 +40,6 @@ from compute.metrics import (
 from compute.stream.chunk_size import HISTORY, INITIAL_CHUNK_ROWS, RoundSample, next_chunk_rows
 from compute.stream.tasks import (
     TaskEnv,
-    backfill_task,
     progress_path,
     read_files_task,
 )
@@ -54,16 +53,15 @@ from risingspark.barrier import (
     StreamJob,
     VnodeProgress,
 )
-from risingspark.chunk import OP, SEQ, VNODE
 from risingspark.errors import job_plan_failed
 from risingspark.keys import decode_key
 from risingspark.storage.desc import SstableInfo, StateTableDesc
 from risingspark.storage.object_store import ObjectStore
-from risingspark.stream_plan import StreamDml, StreamHashAgg, StreamTableScan, scans, walk
-from risingspark.types import spark_ddl
+from risingspark.stream_plan import StreamChangeLog, StreamDml, StreamHashAgg, StreamTableScan, scans, walk
 from risingspark.vnode import VNODE_COUNT, actor_vnodes
 
 if TYPE_CHECKING:
+    from compute.stream.round_args import CachedPlan
     from compute.stream.snapshot import PendingRead, ReadBucket
 
 logger = logging.getLogger(__name__)
@@ -84,6 +82,7 @@ class JobRuntime:
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
     bucket: ReadBucket | None = None  # what a rate-limited snapshot backfill may read (`snapshot.ReadBucket`)
     pending: PendingRead | None = None  # a snapshot read running off the barrier's path (`snapshot.PendingRead`)
+    plans: dict[tuple, CachedPlan] = field(default_factory=dict)  # the job's plans by shape (`round_args`)
 
     @property
     def scan(self) -> StreamTableScan | None:
@@ -228,29 +227,31 @@ class EpochRound:
         if ran and rt.backfilling:
             self._collect_backfill(rt, time.monotonic() - started)
 
-    def source_of(self, rt: JobRuntime, src: StreamDml | StreamTableScan) -> DataFrame | None:
-        """A leaf's input this epoch: DML batches, the upstream's change log, or its backfill."""
+    def input_slices(self, rt: JobRuntime, src: StreamDml | StreamTableScan) -> int:
+        """How many tasks read a leaf's input this epoch (its files' slices, `read_files`; a backfill's
+        actors); 0 when it has none."""
         if isinstance(src, StreamDml):
-            paths = self.dml.get(rt.job.job_id)
-            if not paths:
+            paths = self.dml.get(rt.job.job_id, [])
+        elif rt.backfilling:
+            return rt.parallelism
+        else:
+            assert src.upstream_desc is not None
+            paths = self.changelogs.get(src.upstream_desc.table_id, [])
+        return min(len(paths), self.spark.sparkContext.defaultParallelism)
+
+    def plan_shape(self, rt: JobRuntime) -> tuple | None:
+        """What a job's Spark plan depends on besides its round arguments (`compute.stream.round_args`):
+        how many tasks read each leaf (none: the leaf gives no DataFrame), whether it backfills (a
+        backfill replaces its scans, a global aggregate adds a seed row), its parallelism. None for a
+        plan with the epoch in it as a constant (a change log's row ids), built every round."""
+        plan = rt.job.plan
+        leaves = []
+        for n in walk(plan):
+            if isinstance(n, StreamChangeLog):
                 return None
-            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(SEQ, pa.int64()),
-                                *(pa.field(f.name, f.type.to_arrow()) for f in src.fields)])
-            return self.read_files(paths, schema, f"`{OP}` TINYINT, `{SEQ}` BIGINT, {spark_ddl(src.fields)}")
-        assert src.upstream_desc is not None
-        upstream = src.upstream_desc
-        paths = self.changelogs.get(upstream.table_id, [])
-        if not rt.backfilling:
-            if not paths:
-                return None
-            schema = pa.schema([pa.field(OP, pa.int8()), pa.field(VNODE, pa.int16()),
-                                *(pa.field(f.name, f.type.to_arrow()) for f in upstream.fields)])
-            return self.read_files(paths, schema,
-                                    f"`{OP}` TINYINT, `{VNODE}` SMALLINT, {spark_ddl(upstream.fields)}")
-        # by identity: two scans of one upstream with the same columns (the branches of a UNION) are
-        # equal as values but backfill separately
-        scan_id = next(i for i, s in enumerate(scans(rt.job.plan)) if s is src)
-        return self._backfill_source(rt, scan_id, upstream, tuple(paths))
+            if isinstance(n, StreamDml | StreamTableScan):
+                leaves.append(self.input_slices(rt, n))
+        return id(plan), rt.backfilling, rt.parallelism, tuple(leaves)
 
     def read_files(self, paths: list[str], schema: pa.Schema, ddl: str) -> DataFrame:
         """The rows of `paths`, read by one task per slice of them. The seeds are the slices' numbers,
@@ -262,9 +263,12 @@ class EpochRound:
         seeds = self.spark.range(0, parts, 1, numPartitions=parts)
         return seeds.mapInArrow(read_files_task(self.store.url, tuple(paths), schema, parts), ddl)
 
-    def _backfill_source(self, rt: JobRuntime, scan_id: int, upstream: StateTableDesc,
-                         paths: tuple[str, ...]) -> DataFrame:
+    def backfill_args(self, rt: JobRuntime, scan_id: int, upstream: StateTableDesc) -> tuple:
+        """A backfill executor's round arguments (`compute.stream.tasks.backfill_task`): the
+        environment, the upstream's SSTs and change log of this epoch, each actor's vnodes, and the
+        rows each vnode may read."""
         assert rt.progress is not None
+        paths = tuple(self.changelogs.get(upstream.table_id, []))
         progress = rt.progress[scan_id]
         n = rt.parallelism
         by_vnode = {p.vnode: p for p in progress}
@@ -286,9 +290,7 @@ class EpochRound:
             window = max(1, math.ceil(budget / n / per_vnode)) if budget else 1
             actors = tuple(_walk_window(a, window) for a in actors)
             limit = 0 if budget == 0 else max(1, math.ceil(budget / max(1, n * window)))
-        task = backfill_task(self.env, rt.job.job_id, scan_id, upstream, ssts, paths, actors, limit)
-        ddl = f"`{OP}` TINYINT, {spark_ddl(upstream.fields)}"
-        return self.spark.range(0, n, 1, numPartitions=n).mapInArrow(task, ddl)
+        return self.env, ssts, paths, actors, limit
 
     # ---- results ------------------------------------------------------------------------------
     def count_spark_job(self) -> None:
