@@ -14,6 +14,9 @@ type is in one of those classes is cast to the binder's type (`conform`):
   neighbour ``617283945.5599999428``); past ~15 significant digits it keeps a double's precision;
 * a DOUBLE to a real: ``sum(real)``.
 
+(Where the query's text shows a ``sum``'s argument is a smallint, an integer or a real, its rewrite
+has cast the sum already, `frontend.catalog.sum_types`: the queries the binder does not bind too.)
+
 A column is cast only when the binder's output names equal the result's, in order. (``SELECT *``
 over a USING or NATURAL join is expanded in PostgreSQL's order before DuckDB runs it,
 `frontend.join_star`; reordering the result would not do: an ``ORDER BY 1`` or a UNION inside the

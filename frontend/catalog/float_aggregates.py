@@ -57,14 +57,14 @@ _ACCUM = (exp.Avg, exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, ex
 def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types: OperandTypes | None = None
     for node in reversed(list(query.find_all(exp.Sum, *_ACCUM))):  # (an inner aggregate's check first)
-        values = _values(node)
+        values = aggregate_values(node)
         if values is None or in_window_spec(node):
             continue
         types = types or OperandTypes.of(query, ctx)
         kind = types.kind(values)
         if kind not in FLOATS or (isinstance(node, _ACCUM) and kind == "real"):
             continue
-        call = _call(node)
+        call = aggregate_call(node)
         over = _over(call, node)
         if isinstance(node, exp.Sum) and kind == "real":
             overflow: exp.Expr = exp.GTE(this=exp.Abs(this=over(node.copy())),
@@ -82,7 +82,7 @@ def float_aggregates(query: exp.Expression, ctx: RewriteContext | None = None) -
     return query
 
 
-def _values(node: exp.Expr) -> exp.Expression | None:
+def aggregate_values(node: exp.Expr) -> exp.Expression | None:
     """The aggregate's argument, under its DISTINCT; None with an ORDER BY or several arguments."""
     arg = node.this
     if isinstance(arg, exp.Distinct):
@@ -90,7 +90,7 @@ def _values(node: exp.Expr) -> exp.Expression | None:
     return arg if isinstance(arg, exp.Expression) and not isinstance(arg, exp.Order) else None
 
 
-def _call(node: exp.Expr) -> exp.Expr:
+def aggregate_call(node: exp.Expr) -> exp.Expr:
     """The aggregate with its FILTER and OVER: the expression around it whose value is the call's."""
     while isinstance(node.parent, exp.Filter | exp.Window) and node.parent.this is node:
         node = node.parent

@@ -13,7 +13,9 @@ and of values with no such operator (`frontend.catalog.concat_operator`), ``%`` 
 a double (`frontend.catalog.float_round`),
 a real with an integer or numeric operand (`frontend.catalog.real_operands`), overflow and
 underflow of float arithmetic (`frontend.catalog.float_overflow`) and of ``sum``/``avg`` of floats
-(`frontend.catalog.float_aggregates`), a double made text
+(`frontend.catalog.float_aggregates`), the type of ``sum`` (`frontend.catalog.sum_types`) and of
+``sign`` (`frontend.catalog.sign_function`), ``pg_typeof``'s type names (`frontend.catalog.pg_typeof`),
+a double made text
 (`frontend.catalog.float_text`), the default of ``lag``/``lead`` (`frontend.catalog.lag_default`), quotients of numeric literals (`frontend.catalog.numeric_quotients`),
 integer literals in arithmetic as ``integer`` and their quotients of the operands' type,
 ``'{a,b}'`` array literals, ``pg_catalog.``-qualified
@@ -53,9 +55,12 @@ from frontend.catalog.literal_casts import literal_casts
 from frontend.catalog.numeric_quotients import numeric_quotients
 from frontend.catalog.oids import SYSTEM_NAMESPACES, format_type, type_oid
 from frontend.catalog.operand_types import FLOATS, OperandTypes, is_number
+from frontend.catalog.pg_typeof import pg_typeof
 from frontend.catalog.real_operands import real_operands
+from frontend.catalog.sign_function import sign_function
 from frontend.catalog.similar_to import similar_to
 from frontend.catalog.strict_functions import strict_functions
+from frontend.catalog.sum_types import sum_types
 from frontend.catalog.table import SystemContext
 from frontend.catalog.to_char import to_char
 from frontend.catalog.unknown_arguments import unknown_arguments
@@ -655,10 +660,10 @@ def functions(query: exp.Expression, ctx: RewriteContext | None) -> exp.Expressi
 
 Rule = Callable[[exp.Expression, RewriteContext | None], exp.Expression]
 RULES: tuple[Rule, ...] = (group_by_output_names, with_ties, jsonb_operators, qualified_names, operators, drop_collations,
-                           concat_operator, float_modulo, aggregate_arguments, like_escape, keyword_calls,
+                           pg_typeof, concat_operator, float_modulo, aggregate_arguments, like_escape, keyword_calls,
                            similar_to, extract_fractions, float_text, pg_format, to_char, strict_functions,
-                           unknown_arguments, literal_casts, float_round, real_operands, float_overflow,
-                           float_aggregates, lag_default,
+                           unknown_arguments, sign_function, literal_casts, float_round, real_operands, float_overflow,
+                           sum_types, float_aggregates, lag_default,
                            numeric_quotients, integer_literals, integer_quotients, untyped_array_comparisons,
                            array_literals, casts, functions)
 

@@ -7,8 +7,8 @@ numeric category, among the functions' numeric signatures), ``round('2.5', 1)`` 
 signatures of two arguments). DuckDB finds no single candidate for a string and fails ("Could not
 choose a best candidate function"). The literal is cast here to the type PostgreSQL gives it;
 input it does not read as a number then fails as PostgreSQL's does (22P02). (DuckDB's ``sign`` is
-a tinyint of any argument: the sign of such a literal is cast back to a double.) ``trunc`` of one
-quoted literal or NULL PostgreSQL cannot resolve: beside its numeric signatures is
+a tinyint of any argument: `frontend.catalog.sign_function` makes the sign of a double a double.)
+``trunc`` of one quoted literal or NULL PostgreSQL cannot resolve: beside its numeric signatures is
 ``trunc(macaddr)``, of another category, so it fails, 42725 ``function trunc(unknown) is not
 unique`` (as the binder's `frontend.binder.function.bind_trunc`).
 
@@ -71,8 +71,6 @@ def unknown_arguments(query: exp.Expression, ctx: RewriteContext | None = None) 
             x.replace(exp.cast(x.copy(), "DECIMAL"))
         elif len([a for a in node.args.values() if a is not None]) == 1:
             x.replace(exp.cast(x.copy(), "DOUBLE"))
-            if isinstance(node, exp.Sign):  # (DuckDB's sign is a tinyint, PostgreSQL's of a double a double)
-                node.replace(exp.cast(node.copy(), "DOUBLE"))
     return query
 
 
