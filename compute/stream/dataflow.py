@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -171,14 +172,17 @@ class Dataflow:
             return False
         started = time.monotonic()
         df = cached.dataframe(spark) if self.built is None else self.built
-        args = encode([f(self.rnd, self.rt) for f in cached.args_of])
         job = self.rt.job
+        store, spilled = self.rnd.store, f"rounds/{self.rnd.env.epoch}/{job.job_id}-{uuid.uuid4().hex}"
+        args = encode([f(self.rnd, self.rt) for f in cached.args_of], store, spilled)
         prop = round_property(job.job_id)
         spark.sparkContext.setLocalProperty(prop, args)
         try:
             rows = df.collect()
         finally:
             spark.sparkContext.setLocalProperty(prop, None)  # type: ignore[arg-type]
+            if args.startswith("file:"):
+                store.delete([spilled])
         self.rnd.count_spark_job()
         SPARK_JOBS.labels(job=job.name).inc()
         JOB_DURATION.labels(job=job.name).observe(time.monotonic() - started)

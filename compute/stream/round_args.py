@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from risingspark.storage.object_store import ObjectStore, get_object_store
+
 if TYPE_CHECKING:
     from compute.stream.round import EpochRound, JobRuntime
     from compute.stream.tasks import Task
@@ -43,12 +45,28 @@ def round_property(job_id: int) -> str:
     return f"risingspark.round.{job_id}"
 
 
-def encode(args: list[tuple]) -> str:
-    return base64.b64encode(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+INLINE_BYTES = 32 * 1024  # larger arguments travel as a file (a local property goes with every task)
+
+
+def encode(args: list[tuple], store: ObjectStore, path: str) -> str:
+    """The property's value: the pickled arguments, or, past `INLINE_BYTES`, the path of the file
+    they are written to (Spark copies a job's local properties into each of its tasks, where a
+    task's function is broadcast once a stage; a job's SST lists can grow to tens of KB)."""
+    data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) <= INLINE_BYTES:
+        return "inline:" + base64.b64encode(data).decode("ascii")
+    store.write_bytes(path, data)
+    return f"file:{store.url}|{path}"
 
 
 def decode(text: str) -> list[tuple]:
-    return pickle.loads(base64.b64decode(text))  # noqa: S301 - written by this job's driver
+    kind, _, value = text.partition(":")
+    if kind == "inline":
+        data = base64.b64decode(value)
+    else:
+        url, _, path = value.partition("|")
+        data = get_object_store(url).read_bytes(path)
+    return pickle.loads(data)  # noqa: S301 - written by this job's driver
 
 
 def deferred(job_id: int, index: int, make: Callable[..., Task]) -> Task:

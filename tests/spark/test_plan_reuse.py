@@ -120,3 +120,13 @@ def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_
     reader = StateTableReader(cluster.store)
     rows = reader.read(VIEW, cluster.version.ssts(2), cluster.version.committed_epoch).to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, 99), (2, 50), (3, 60), (4, 70), (6, 80)]
+
+
+def test_large_arguments_travel_as_a_file(spark, tmp_path, monkeypatch) -> None:
+    from compute.stream import round_args
+
+    monkeypatch.setattr(round_args, "INLINE_BYTES", 0)
+    cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs()
+    assert cluster.round(runtimes, [(1, 5), (2, 50)]).row_count_deltas == {1: 2, 2: 1}
+    assert cluster.round(runtimes, [(1, 60), (3, 70)]).row_count_deltas == {1: 1, 2: 2}
+    assert not cluster.store.list("rounds"), "the files of the arguments are deleted after the job"
