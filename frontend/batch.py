@@ -35,7 +35,7 @@ from frontend.batch_stream import (
     stream_input,
     stream_result,
 )
-from frontend.batch_types import Wanted, conform
+from frontend.batch_types import ResultTypes, conform_result
 from frontend.binder import CatalogReader, ident
 from frontend.binder.udf import resolve_udfs
 from frontend.catalog.composite import register_js_function, register_udfs
@@ -115,7 +115,7 @@ class BatchEngine:
         return table
 
     def run(self, query: exp.Expression, ctx: QueryContext, *, cancel: threading.Event | None = None,
-            full_relations: bool = False, schema_only: bool = False, types: Wanted | None = None) -> pa.Table:
+            full_relations: bool = False, schema_only: bool = False, types: ResultTypes | None = None) -> pa.Table:
         """Run a SELECT (or VALUES) and return its rows, with Postgres' column names. With
         `schema_only` the tables and MVs it reads are empty: what it returns is its result's schema
         (a statement's description, the types distributed mode conforms to), with no relation read.
@@ -125,7 +125,7 @@ class BatchEngine:
         return result
 
     def stream(self, query: exp.Expression, ctx: QueryContext, *, cancel: threading.Event | None = None,
-               types: Wanted | None = None) -> pa.Table | RowStream:
+               types: ResultTypes | None = None) -> pa.Table | RowStream:
         """`run`, with big relations read as streams and the result produced while it is sent
         (`frontend.batch_stream`): a table when it is one batch, else a `RowStream`, which holds the
         query's cursor until it is closed."""
@@ -135,7 +135,7 @@ class BatchEngine:
             return self._run(query, ctx, cancel, False, False, stream=True, stream_inputs=False, types=types)
 
     def _run(self, query: exp.Expression, ctx: QueryContext, cancel: threading.Event | None, full_relations: bool,
-             schema_only: bool, *, stream: bool, stream_inputs: bool = True, types: Wanted | None = None
+             schema_only: bool, *, stream: bool, stream_inputs: bool = True, types: ResultTypes | None = None
              ) -> pa.Table | RowStream:
         query = query.copy()
         cursor = _Cursor(self._db.cursor(), self._watcher)
@@ -169,14 +169,14 @@ class BatchEngine:
                 return pa.table({})
             json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
             if stream:
-                out = stream_result(rel, lambda t: conform(normalize(t, json_columns), types), canceled_or, cursor.close, cancel,
+                out = stream_result(rel, lambda t: conform_result(normalize(t, json_columns), types), canceled_or, cursor.close, cancel,
                                     con.interrupt)
                 handed = isinstance(out, RowStream)
             else:
                 out = rel.to_arrow_table()
             if not handed and cursor.close():  # (interrupted as it finished: its rows are dropped)
                 raise QueryCanceled("canceling statement due to user request")
-            return out if stream else conform(normalize(out, json_columns), types)
+            return out if stream else conform_result(normalize(out, json_columns), types)
         except duckdb.Error as e:
             if streamed and consumed_twice(e):
                 raise _ConsumedTwice() from None

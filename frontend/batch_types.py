@@ -32,23 +32,38 @@ its Describe announced. Top-level ORDER BY, LIMIT and OFFSET are left out of the
 change the output's types, and a LIMIT parameter (a NULL) does not bind.
 RisingWave types a batch query with the same binder as a streaming one, so its two modes cannot
 differ; this gets that for the classes above.
+
+Last, the string columns PostgreSQL describes as text or regtype are labelled with that OID
+(`frontend.output_oids`, found once per statement with the binder's types: `ResultTypes`,
+`conform_result`), whether the binder binds the query or not.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from frontend.binder import CatalogReader, QueryBinder
+from frontend.output_oids import OutputOids, output_oids, with_oids
 from risingspark.errors import NumericValueOutOfRange, RisingSparkError
 from risingspark.types import Field
 
 logger = logging.getLogger(__name__)
 
 Wanted = tuple[tuple[str, pa.DataType | None], ...]  # the binder's output columns: (name, type)
+
+
+class ResultTypes(NamedTuple):
+    """What a client's batch result is conformed to (`conform_result`): the binder's output columns (None:
+    it does not bind the query) and the OIDs of its text outputs (`frontend.output_oids`)."""
+
+    bound: Wanted | None
+    oids: OutputOids | None
+
 
 _INT_NAMES = {pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint"}
 
@@ -76,6 +91,24 @@ def bound_types(reader: CatalogReader, query: exp.Expression) -> Wanted | None:
         return None if fields is None else tuple((f.name, f.type.to_arrow()) for f in fields)
     except RisingSparkError:
         return None
+
+
+def result_types(reader: CatalogReader, query: exp.Expression) -> ResultTypes:
+    """`bound_types` and `frontend.output_oids.output_oids` of a client's query."""
+    try:
+        oids = output_oids(query)
+    except Exception as e:  # (a shape the classes do not know: the result's own types)
+        logger.debug("batch query keeps its string types: %s", e)
+        oids = None
+    return ResultTypes(bound_types(reader, query), oids)
+
+
+def conform_result(table: pa.Table, types: ResultTypes | None) -> pa.Table:
+    """`table` (a normalized result) conformed to `types`: `conform`, then labelled with its text
+    outputs' OIDs (`frontend.output_oids.with_oids`)."""
+    if types is None:
+        return table
+    return with_oids(conform(table, types.bound), types.oids)
 
 
 def conform(table: pa.Table, wanted: Wanted | None) -> pa.Table:

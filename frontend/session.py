@@ -29,7 +29,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from frontend.batch import BatchEngine, QueryContext
-from frontend.batch_types import Wanted, bound_types
+from frontend.batch_types import ResultTypes, result_types
 from frontend.binder import CatalogReader
 from frontend.catalog.oids import PG_TYPES_BY_OID
 from frontend.catalog.rewrite import RewriteContext, name_outputs
@@ -42,6 +42,7 @@ from frontend.handlers import alter, commands, copy, ddl, dml, functions, indexe
 from frontend.key_query import KeyQuery, match_key_query
 from frontend.loop_insert import LoopSync, insert_now, insert_on_loop
 from frontend.metrics import KEY_QUERIES, NODE, QUERY_DURATION, QUERY_ERRORS, SELECT_DURATION, statement_kind
+from frontend.output_oids import REGTYPE, TEXT, described_oid
 from frontend.parser import (
     DIALECT,
     AlterParallelismStmt,
@@ -141,7 +142,7 @@ class Frontend:
         self.password_method = password_method
         self.plans = PlanCache()
         # client statements' output types as the binder gives them (`Session.statement_types`)
-        self.statement_types: dict[tuple, Wanted | None] = {}
+        self.statement_types: dict[tuple, ResultTypes | None] = {}
         self.statement_types_lock = threading.Lock()
         # with a DML log, acknowledged statements meta had not recorded at a crash are queued first
         log = DmlLog(dml_log_dir) if dml_log_dir else None
@@ -734,14 +735,15 @@ class Session:
         return QueryContext(reader, version, self.database, self.user, system_rows, rewrite,
                             int(self.vars.get("rw_batch_stream_min_bytes")), self.time_zone)
 
-    def statement_types(self, query: exp.Expression, reader: CatalogReader) -> Wanted | None:
-        """The binder's output types of the client's current statement (`frontend.batch_types`),
-        bound once per text, parameter types and catalog version: from the statement's Describe
-        form (parameters as typed NULLs), so a prepared statement's rows and its Describe agree;
-        `query` itself when the session runs no client statement (`statement_form` unset)."""
+    def statement_types(self, query: exp.Expression, reader: CatalogReader) -> ResultTypes | None:
+        """The binder's output types of the client's current statement and the OIDs of its text
+        outputs (`frontend.batch_types.result_types`), found once per text, parameter types and
+        catalog version: from the statement's Describe form (parameters as typed NULLs), so a
+        prepared statement's rows and its Describe agree; `query` itself when the session runs no
+        client statement (`statement_form` unset)."""
         form = self.statement_form
         if form is None:
-            return bound_types(reader, query)
+            return result_types(reader, query)
         key = (*form, reader.snapshot.version, self.database, self.vars.search_path_key())
         frontend = self.frontend
         with frontend.statement_types_lock:
@@ -749,7 +751,7 @@ class Session:
                 return frontend.statement_types[key]
         _, text = describe_form(form[0], list(form[1]))
         stmt = parse_statement(text) if text.strip() else None
-        types = bound_types(reader, stmt.ast) if isinstance(stmt, SqlStmt) else None
+        types = result_types(reader, stmt.ast) if isinstance(stmt, SqlStmt) else None
         if len(form[0]) > MAX_CACHED_TEXT:
             return types
         with frontend.statement_types_lock:
@@ -795,6 +797,7 @@ _USER_HANDLERS: dict[type, Callable[[Session, Any], StatementResult]] = {
 }
 
 VECTOR_OIDS = {pa.uint16(): 22, pa.uint32(): 30}  # int2vector, oidvector (`frontend.catalog.table`)
+_TYPLENS = {TEXT: (-1, -1), REGTYPE: (4, -1)}  # (typlen, typmod) of the OIDs `frontend.output_oids` labels
 
 
 def columns_of(table: pa.Table) -> list[ColumnDesc]:
@@ -810,7 +813,8 @@ def columns_of(table: pa.Table) -> list[ColumnDesc]:
         t = DataType.from_arrow(f.type)
         if t.name is TypeName.NUMERIC and pa.types.is_decimal(f.type) and t.precision is not None:
             t = DataType(TypeName.NUMERIC, f.type.precision, f.type.scale)
-        out.append(ColumnDesc(f.name, t.oid, t.typlen, t.typmod))
+        oid = described_oid(f)  # (text or regtype: `frontend.output_oids`)
+        out.append(ColumnDesc(f.name, t.oid, t.typlen, t.typmod) if oid is None else ColumnDesc(f.name, oid, *_TYPLENS[oid]))
     return out
 
 

@@ -99,7 +99,7 @@ class OperandTypes:
                 return None
             return _CAST_KINDS.get(e.to.this, "other")
         if isinstance(e, exp.Column):
-            values = self._derived_values(e)
+            values = self.derived_values(e)
             if values is not None:  # (PostgreSQL's common type of the rows: double precision is preferred)
                 kinds: set[Kind | None] = self._each(values, self.kind)
                 if len(kinds) == 1:
@@ -154,7 +154,7 @@ class OperandTypes:
     def column_type(self, col: exp.Column) -> DataType | None:
         """The type of a column of a catalog relation (`column_relation`) or of a derived table (the
         type its values agree on), else None."""
-        values = self._derived_values(col)
+        values = self.derived_values(col)
         if values is not None:
             types = self._each(values, self.type_of)
             return types.pop() if len(types) == 1 else None
@@ -168,7 +168,7 @@ class OperandTypes:
         source = self._source(col)
         return None if isinstance(source, dict) else source
 
-    def _derived_values(self, col: exp.Column) -> list[exp.Expression] | None:
+    def derived_values(self, col: exp.Column) -> list[exp.Expression] | None:
         """The expressions giving the values of a column of a subquery, CTE or VALUES list."""
         source = self._source(col)
         return source.get(col.name) if isinstance(source, dict) else None

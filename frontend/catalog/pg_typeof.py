@@ -27,9 +27,10 @@ replaced by
   column of a system catalog is named by its DuckDB type (``pg_class.relname``, a ``name`` in
   PostgreSQL, is ``text``; an ``oid`` ``bigint``).
 
-The result is text (PostgreSQL's is a ``regtype``, OID 2206, that a client reads as its name): a
-client is told it is a ``character varying``. Comparing it with ``'integer'::regtype`` compares
-the name with an OID, as before.
+The result is the name, a string: a client is told it is a ``regtype`` (OID 2206), as PostgreSQL
+says, whose text is that name and whose binary format its OID (`frontend.output_oids`,
+`frontend.pgwire.codec.binary_value`). Comparing it with ``'integer'::regtype`` compares the name
+with an OID, as before.
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT pg_typeof(1), pg_typeof('a'), pg_typeof(1.5::real), pg_typeof(x::text)", read="risingwave")

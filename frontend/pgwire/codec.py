@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from frontend.catalog.oids import type_oid
 from risingspark.errors import (
     DataException,
     InvalidDatetimeFormat,
@@ -35,7 +36,7 @@ from risingspark.interval import Interval
 BOOL, BYTEA, CHAR, NAME, INT8, INT2, INT4, TEXT, OID = 16, 17, 18, 19, 20, 21, 23, 25, 26
 JSON, FLOAT4, FLOAT8, UNKNOWN, BPCHAR, VARCHAR = 114, 700, 701, 705, 1042, 1043
 DATE, TIMESTAMP, TIMESTAMPTZ, NUMERIC, INTERVAL = 1082, 1114, 1184, 1700, 1186
-RECORD, JSONB = 2249, 3802
+RECORD, JSONB, REGTYPE = 2249, 3802, 2206
 
 TEXT_LIKE = frozenset({0, TEXT, VARCHAR, NAME, CHAR, BPCHAR, UNKNOWN, JSON})
 JSONB_VERSION = b"\x01"  # the first byte of jsonb's binary format
@@ -297,6 +298,8 @@ def binary_value(value: Any, oid: int, typmod: int = -1) -> bytes:
         return Interval.from_value(value).to_binary()
     if oid == JSONB:
         return JSONB_VERSION + text_value(value, oid, typmod)
+    if oid == REGTYPE and isinstance(value, str):  # (the type's OID: a regtype's text is its name)
+        return struct.pack("!I", type_oid(value) or 0)
     return text_value(value, oid, typmod)
 
 

@@ -69,8 +69,8 @@ TYPEOFS = [
 
 @pytest.mark.parametrize("query", TYPEOFS)
 def test_pg_typeof_names_types_as_postgresql(pg: psycopg.Connection, query: str) -> None:
-    # (the values: PostgreSQL's column is a regtype, OID 2206, here a varchar: see the module doc)
-    assert _here(query)[0] == _there(pg, query)[0], query
+    # (a regtype, OID 2206, as PostgreSQL's: `frontend.output_oids`)
+    assert _here(query) == _there(pg, query), query
 
 
 SUMS = [
