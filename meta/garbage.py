@@ -8,7 +8,8 @@ older than ``min_sst_retention_time_sec``. The age is one guard; two others prot
 flight whatever its age, as RisingWave protects SST ids not yet committed:
 
 * an epoch round's files are named after their epoch (``hummock/<table>/<epoch>-...``,
-  ``changelog/<table>/<epoch>-...``, ``backfill/<job>/<epoch>/...``): those of an epoch newer than
+  ``changelog/<table>/<epoch>-...``, ``backfill/<job>/<epoch>/...``, and a job's manifests and
+  round arguments, ``manifests/<epoch>/...``, ``rounds/<epoch>/...``): those of an epoch newer than
   the committed one belong to a round still running, and so do those of an epoch at or after the
   oldest *outstanding* one — a round run elsewhere (a serverless backfiller's, another resource
   group's) commits with a later checkpoint of the default group, which commits newer epochs meanwhile
@@ -41,7 +42,7 @@ from risingspark.storage.object_store import ObjectStore, final_path
 
 logger = logging.getLogger(__name__)
 
-PREFIXES = ("hummock", "changelog", "dml", "backfill")
+PREFIXES = ("hummock", "changelog", "dml", "backfill", "manifests", "rounds")
 DEFAULT_INTERVAL_S = 600.0
 # A frontend writes a DML batch's file, then registers it with meta; a meta that takes over from a
 # dead one must not delete a file a frontend is about to register.
@@ -56,6 +57,8 @@ def epoch_of(path: str) -> int | None:
         head = parts[2].split("-", 1)[0]
     elif len(parts) >= 4 and parts[0] == "backfill":
         head = parts[2]
+    elif len(parts) >= 3 and parts[0] in ("manifests", "rounds"):
+        head = parts[1]
     else:
         return None
     return int(head) if head.isdigit() else None

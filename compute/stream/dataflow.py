@@ -160,14 +160,19 @@ class Dataflow:
             raise FeatureNotSupported(f"a streaming job must end in StreamMaterialize, not {type(plan).__name__}")
         spark = self.rnd.spark
         register_js_udfs(spark, plan.functions)
+        plans = self.rt.plans
         shape = None if self.source is not None else self.rnd.plan_shape(self.rt)
-        cached = self.rt.plans.get(shape) if shape is not None else None
-        if cached is None:
+        cached = plans.get(shape) if shape is not None else None
+        if shape is not None and cached is not None:
+            plans.move_to_end(shape)
+        else:
             cached = self._build(plan)
-            if shape is not None:
-                if len(self.rt.plans) >= MAX_SHAPES:
-                    self.rt.plans.clear()
-                self.rt.plans[shape] = cached
+            # (a plan Spark calls nondeterministic, as ``rand()`` makes it, keeps the seeds it was
+            # analyzed with: run again, it would give the same numbers every round)
+            if shape is not None and (cached.logical is None or cached.logical.deterministic()):
+                plans[shape] = cached
+                while len(plans) > MAX_SHAPES:
+                    plans.popitem(last=False)
         if cached.logical is None:
             return False
         started = time.monotonic()
@@ -176,8 +181,8 @@ class Dataflow:
         store, spilled = self.rnd.store, f"rounds/{self.rnd.env.epoch}/{job.job_id}-{uuid.uuid4().hex}"
         args = encode([f(self.rnd, self.rt) for f in cached.args_of], store, spilled)
         prop = round_property(job.job_id)
-        spark.sparkContext.setLocalProperty(prop, args)
         try:
+            spark.sparkContext.setLocalProperty(prop, args)
             rows = df.collect()
         finally:
             spark.sparkContext.setLocalProperty(prop, None)  # type: ignore[arg-type]

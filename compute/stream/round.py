@@ -20,7 +20,7 @@ import logging
 import math
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -82,7 +82,7 @@ class JobRuntime:
     snapshot: SnapshotState | None = None  # a snapshot backfill in progress
     bucket: ReadBucket | None = None  # what a rate-limited snapshot backfill may read (`snapshot.ReadBucket`)
     pending: PendingRead | None = None  # a snapshot read running off the barrier's path (`snapshot.PendingRead`)
-    plans: dict[tuple, CachedPlan] = field(default_factory=dict)  # the job's plans by shape (`round_args`)
+    plans: OrderedDict[tuple, CachedPlan] = field(default_factory=OrderedDict)  # by shape, least recently run first
 
     @property
     def scan(self) -> StreamTableScan | None:
@@ -228,8 +228,10 @@ class EpochRound:
             self._collect_backfill(rt, time.monotonic() - started)
 
     def input_slices(self, rt: JobRuntime, src: StreamDml | StreamTableScan) -> int:
-        """How many tasks read a leaf's input this epoch (its files' slices, `read_files`; a backfill's
-        actors); 0 when it has none."""
+        """How many tasks read a leaf's input this epoch (slices of its files, `read_files`; a
+        backfill's actors); 0 when it has none. One file is read by one task, more by as many tasks
+        as Spark has cores (some read nothing when the files are fewer): three widths, so a job's
+        plans are few (`plan_shape`)."""
         if isinstance(src, StreamDml):
             paths = self.dml.get(rt.job.job_id, [])
         elif rt.backfilling:
@@ -237,7 +239,7 @@ class EpochRound:
         else:
             assert src.upstream_desc is not None
             paths = self.changelogs.get(src.upstream_desc.table_id, [])
-        return min(len(paths), self.spark.sparkContext.defaultParallelism)
+        return len(paths) if len(paths) <= 1 else self.spark.sparkContext.defaultParallelism
 
     def plan_shape(self, rt: JobRuntime) -> tuple | None:
         """What a job's Spark plan depends on besides its round arguments (`compute.stream.round_args`):
@@ -341,6 +343,7 @@ class EpochRound:
         if done == total:
             self.out.finished.append(rt.job.job_id)
             rt.progress = None
+            rt.plans.clear()  # (the plans of a backfilling job: it runs others from now on)
             logger.info("job %d: backfill finished at epoch %d", rt.job.job_id, self.env.epoch)
         else:
             logger.info("job %d: backfill read %d snapshot rows in %.2f s (%d/%d vnodes done)", rt.job.job_id,

@@ -45,7 +45,7 @@ def round_property(job_id: int) -> str:
     return f"risingspark.round.{job_id}"
 
 
-INLINE_BYTES = 32 * 1024  # larger arguments travel as a file (a local property goes with every task)
+INLINE_BYTES = 32 * 1024  # larger arguments (pickled; a third more in base64) travel as a file
 
 
 def encode(args: list[tuple], store: ObjectStore, path: str) -> str:
@@ -64,7 +64,7 @@ def decode(text: str) -> list[tuple]:
     if kind == "inline":
         data = base64.b64decode(value)
     else:
-        url, _, path = value.partition("|")
+        url, _, path = value.rpartition("|")
         data = get_object_store(url).read_bytes(path)
     return pickle.loads(data)  # noqa: S301 - written by this job's driver
 
@@ -101,4 +101,4 @@ class CachedPlan:
         return DataFrame(jdf, spark)
 
 
-MAX_SHAPES = 8  # plans kept per job (a shape is which inputs have rows: a few per job)
+MAX_SHAPES = 16  # plans kept per job, the least recently run dropped first (3 widths a leaf: `input_slices`)

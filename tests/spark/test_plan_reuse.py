@@ -43,11 +43,11 @@ def spark():
         session.stop()
 
 
-def jobs() -> list[JobRuntime]:
+def jobs(predicate: str = "v > 10") -> list[JobRuntime]:
     table = StreamMaterialize(FIELDS, (0,), input=StreamDml(FIELDS, (0,), table_id=1), table=TABLE,
                               conflict=ConflictBehavior.OVERWRITE)
     scan = StreamTableScan(FIELDS, (0,), upstream_id=1, upstream_name="t", upstream_desc=TABLE)
-    view = StreamMaterialize(FIELDS, (0,), input=StreamFilter(FIELDS, (0,), input=scan, predicate="v > 10"),
+    view = StreamMaterialize(FIELDS, (0,), input=StreamFilter(FIELDS, (0,), input=scan, predicate=predicate),
                              table=VIEW)
     return [JobRuntime(StreamJob(1, "t", table, 1, ()), 1), JobRuntime(StreamJob(2, "m", view, 1, (1,)), 1)]
 
@@ -130,3 +130,20 @@ def test_large_arguments_travel_as_a_file(spark, tmp_path, monkeypatch) -> None:
     assert cluster.round(runtimes, [(1, 5), (2, 50)]).row_count_deltas == {1: 2, 2: 1}
     assert cluster.round(runtimes, [(1, 60), (3, 70)]).row_count_deltas == {1: 1, 2: 2}
     assert not cluster.store.list("rounds"), "the files of the arguments are deleted after the job"
+
+
+def test_a_nondeterministic_plan_is_built_every_round(spark, tmp_path, monkeypatch) -> None:
+    """Spark fixes ``rand()``'s seed when it analyzes a plan: a kept plan would draw the same numbers
+    every round."""
+    built: list[str] = []
+    build = dataflow.Dataflow._build
+
+    def counted(self, plan):
+        built.append(self.rt.job.name)
+        return build(self, plan)
+
+    monkeypatch.setattr(dataflow.Dataflow, "_build", counted)
+    cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs("v > 10 AND rand() < 2")
+    for i in range(3):
+        assert cluster.round(runtimes, [(i, 50)]).row_count_deltas == {1: 1, 2: 1}
+    assert sorted(built) == ["m", "m", "m", "t"]

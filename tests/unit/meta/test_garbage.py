@@ -52,7 +52,8 @@ class Cluster:
             self.hm.commit_epoch(tx, epoch, ssts, [])
 
     def paths(self) -> set[str]:
-        return {o.path for p in ("hummock", "changelog", "dml", "backfill") for o in self.objects.list(p)}
+        return {o.path for p in ("hummock", "changelog", "dml", "backfill", "manifests", "rounds")
+                for o in self.objects.list(p)}
 
 
 def test_epoch_of_names_rounds_files_only():
@@ -60,6 +61,8 @@ def test_epoch_of_names_rounds_files_only():
     assert epoch_of("hummock/5/123-ab12-0.parquet") == 123
     assert epoch_of("changelog/5/77-x.parquet") == 77
     assert epoch_of("backfill/3/42/scan-1-actor-0.json") == 42
+    assert epoch_of("manifests/43/7/2-0.json") == 43
+    assert epoch_of("rounds/44/7-0a1b") == 44
     assert epoch_of("hummock/5/c3-ab12-l1.parquet") is None
     assert epoch_of("dml/5/0a1b.parquet") is None
 
@@ -74,6 +77,8 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
         c.file("backfill/1/9/scan-1-actor-0.json"),
         c.sst("hummock/5/c4-abandoned-l1.parquet", 9).path,  # a compactor died before reporting it
         c.file("dml/5/never-registered.parquet"),
+        c.file("manifests/9/1/2-0.json"),  # a round died before its driver read them
+        c.file("rounds/9/1-0a1b"),
     }
     kept = {
         live.path,
@@ -83,6 +88,8 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
         c.sst("hummock/5/6-too-recent.parquet", 6, age=time.time() - 60).path,
         c.file("dml/5/just-written.parquet", age=time.time()),  # a frontend registers it next
         c.file("dml/5/registered.parquet"),
+        c.file("manifests/99/1/2-0.json"),  # a round in flight
+        c.file("rounds/99/1-0a1b"),
     }
     c.in_flight.append("hummock/5/c3-running")
     with c.store.transaction() as tx:
@@ -102,8 +109,9 @@ def test_full_gc_deletes_what_never_committed(tmp_path):
     with c.store.transaction() as tx:
         assert c.hm.commit_compaction(tx, 5, [], [c.sst("hummock/5/c3-running-l1-0.parquet", 9)], 0) is not None
     # (a round's backfill progress files are read when it commits, and referenced by nothing after)
-    assert c.gc.collect(retention_s=0) == ["backfill/1/99/scan-1-actor-0.json"]
-    assert c.paths() == kept - {"hummock/5/6-too-recent.parquet", "backfill/1/99/scan-1-actor-0.json"}
+    round_files = ["backfill/1/99/scan-1-actor-0.json", "manifests/99/1/2-0.json", "rounds/99/1-0a1b"]
+    assert c.gc.collect(retention_s=0) == round_files
+    assert c.paths() == kept - {"hummock/5/6-too-recent.parquet", *round_files}
 
 
 def test_rounds_run_elsewhere_and_writes_in_progress_are_kept(tmp_path):
