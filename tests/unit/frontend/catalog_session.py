@@ -131,6 +131,27 @@ def batch_rows(session: Session, query: str) -> list[tuple]:
     return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 
 
+# the catalog's `orders` (`ORDERS`) as a view in PostgreSQL (`oracle_with_view`), with one row
+ORDERS_ORACLE = ("SELECT 1::bigint AS id, 2 AS customer, 3.5::numeric(12,2) AS amount, 'x'::varchar AS note, "
+                 "'2024-01-01'::timestamp AS created_at")
+
+
+def described_here(query: str) -> tuple[list[tuple], list[int]]:
+    """The rows of a client's batch query here and the type OIDs it is described with
+    (RowDescription's)."""
+    from frontend.session import columns_of
+
+    session = make_session()
+    table = session.run_batch(session.parse_sql(query), typed=True)
+    return [tuple(r.values()) for r in table.to_pylist()], [c.type_oid for c in columns_of(table)]
+
+
+def described_there(pg: psycopg.Connection, query: str) -> tuple[list[tuple], list[int]]:
+    """`described_here` in PostgreSQL."""
+    cur = pg.execute(query)
+    return cur.fetchall(), [d.type_code for d in cur.description]
+
+
 def fail_both(oracle_dsn: str, sql: str) -> tuple[RisingSparkError, psycopg.Error]:
     """The errors `sql` fails with as a batch query here and in PostgreSQL (each must fail)."""
     with psycopg.connect(oracle_dsn, autocommit=True) as pg, pytest.raises(psycopg.Error) as want:

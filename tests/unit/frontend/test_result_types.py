@@ -11,14 +11,9 @@ import math
 import numpy as np
 import psycopg
 import pytest
-from catalog_session import make_session, oracle_with_view
+from catalog_session import ORDERS_ORACLE, described_here, described_there, oracle_with_view
 
 from frontend.pgwire.codec import FLOAT4
-from frontend.session import columns_of
-
-# the catalog's `orders` (`catalog_session.ORDERS`) as a view in PostgreSQL: empty too
-ORDERS = ("SELECT 1::bigint AS id, 2 AS customer, 3.5::numeric(12,2) AS amount, 'x'::varchar AS note, "
-          "'2024-01-01'::timestamp AS created_at WHERE false")
 
 
 def _comparable(v: object, oid: int) -> object:
@@ -29,23 +24,18 @@ def _comparable(v: object, oid: int) -> object:
 
 
 def _here(query: str) -> tuple[list[tuple], list[int]]:
-    """The rows of a client's batch query here and the type OIDs it is described with."""
-    session = make_session()
-    table = session.run_batch(session.parse_sql(query), typed=True)
-    oids = [c.type_oid for c in columns_of(table)]
-    rows = [tuple(_comparable(v, o) for v, o in zip(row.values(), oids, strict=True)) for row in table.to_pylist()]
-    return rows, oids
+    rows, oids = described_here(query)
+    return [tuple(_comparable(v, o) for v, o in zip(row, oids, strict=True)) for row in rows], oids
 
 
 def _there(pg: psycopg.Connection, query: str) -> tuple[list[tuple], list[int]]:
-    cur = pg.execute(query)
-    oids = [d.type_code for d in cur.description]
-    return [tuple(_comparable(v, o) for v, o in zip(row, oids, strict=True)) for row in cur.fetchall()], oids
+    rows, oids = described_there(pg, query)
+    return [tuple(_comparable(v, o) for v, o in zip(row, oids, strict=True)) for row in rows], oids
 
 
 @pytest.fixture(scope="module")
 def pg(oracle_dsn: str):
-    with oracle_with_view(oracle_dsn, "orders", ORDERS) as conn:
+    with oracle_with_view(oracle_dsn, "orders", ORDERS_ORACLE + " WHERE false") as conn:  # (empty, as here)
         yield conn
 
 

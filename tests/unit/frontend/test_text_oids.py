@@ -11,7 +11,7 @@ import struct
 
 import psycopg
 import pytest
-from catalog_session import make_session, oracle_with_view
+from catalog_session import ORDERS_ORACLE, described_here, described_there, make_session, oracle_with_view
 
 from frontend import batch_stream
 from frontend.pgwire.codec import binary_value
@@ -20,27 +20,12 @@ from frontend.session import columns_of
 
 REGTYPE = 2206
 
-# the catalog's `orders` (`catalog_session.ORDERS`) as a view in PostgreSQL, with a row
-ORDERS = ("SELECT 1::bigint AS id, 2 AS customer, 3.5::numeric(12,2) AS amount, 'x'::varchar AS note, "
-          "'2024-01-01'::timestamp AS created_at")
-
-
-def _here(query: str) -> tuple[list[tuple], list[int]]:
-    """The rows of a client's batch query here and the type OIDs it is described with (`orders` is
-    empty here: the queries over it are compared by their OIDs)."""
-    session = make_session()
-    table = session.run_batch(session.parse_sql(query), typed=True)
-    return [tuple(r.values()) for r in table.to_pylist()], [c.type_oid for c in columns_of(table)]
-
-
-def _there(pg: psycopg.Connection, query: str) -> tuple[list[tuple], list[int]]:
-    cur = pg.execute(query)
-    return cur.fetchall(), [d.type_code for d in cur.description]
+_here, _there = described_here, described_there
 
 
 @pytest.fixture(scope="module")
 def pg(oracle_dsn: str):
-    with oracle_with_view(oracle_dsn, "orders", ORDERS) as conn:
+    with oracle_with_view(oracle_dsn, "orders", ORDERS_ORACLE) as conn:
         yield conn
 
 
