@@ -57,6 +57,9 @@ def _counter(name: str, doc: str, labels: tuple[str, ...]) -> NodeSeries:
 
 
 SPARK_JOBS = _counter("risingspark_compute_spark_jobs_total", "Spark jobs run by epoch rounds", ("job",))
+PLANS_BUILT = _counter("risingspark_compute_plans_built_total",
+                       "Spark plans of streaming jobs built (a plan is kept and run again while its shape holds)",
+                       ("job",))
 EPOCH_ROUNDS = _counter("risingspark_compute_epoch_rounds_total", "Epoch rounds run, idle ones included", ())
 STATE_CACHE_HITS = _counter("risingspark_state_cache_hits_total",
                             "Keys stateful executors found in their state caches", ("executor",))

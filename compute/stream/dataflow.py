@@ -39,7 +39,7 @@ from compute.executor.over_window import OverWindowSpec
 from compute.executor.temporal_filter import TemporalFilterSpec
 from compute.executor.top_n import TopNSpec
 from compute.js_udf import register_js_udfs
-from compute.metrics import JOB_DURATION, SPARK_JOBS
+from compute.metrics import JOB_DURATION, PLANS_BUILT, SPARK_JOBS
 from compute.stream.round_args import MAX_SHAPES, ArgsOf, CachedPlan, deferred, encode, round_property
 from compute.stream.tasks import (
     META_SCHEMA,
@@ -167,6 +167,8 @@ class Dataflow:
             plans.move_to_end(shape)
         else:
             cached = self._build(plan)
+            if cached.logical is not None:  # (a shape without input has nothing to build)
+                PLANS_BUILT.labels(job=self.rt.job.name).inc()
             # (a plan Spark calls nondeterministic, as ``rand()`` makes it, keeps the seeds it was
             # analyzed with: run again, it would give the same numbers every round)
             if shape is not None and (cached.logical is None or cached.logical.deterministic()):

@@ -84,6 +84,13 @@ class Cluster:
         return result
 
 
+def _built_metric(job: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return sum(s.value for m in REGISTRY.collect() if m.name == "risingspark_compute_plans_built"
+               for s in m.samples if s.name.endswith("_total") and s.labels.get("job") == job)
+
+
 def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_path, monkeypatch) -> None:
     built: list[str] = []
     build = dataflow.Dataflow._build
@@ -96,6 +103,7 @@ def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_
 
     monkeypatch.setattr(dataflow.Dataflow, "_build", counted)
     cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs()
+    metric_before = _built_metric("m")
 
     first = cluster.round(runtimes, [(1, 5), (2, 50), (3, 60)])
     assert first.row_count_deltas == {1: 3, 2: 2} and first.spark_jobs == 2
@@ -112,6 +120,7 @@ def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_
     assert third.row_count_deltas == {1: 2, 2: 1}
     assert {s.min_epoch for s in third.ssts} == {5}
     assert sorted(built) == ["m", "t"], "each job's plan is built once, in its first round"
+    assert _built_metric("m") - metric_before == 1
     assert all(len(rt.plans) == 2 for rt in runtimes)  # (with input, and without)
 
     # The view holds what PostgreSQL would answer: the rows of the table with v > 10.
