@@ -146,7 +146,6 @@ class Dataflow:
         plan = rt.job.plan
         self.op_ids = {id(n): i for i, n in enumerate(walk(plan))}
         self.args_of: list[ArgsOf] = []
-        self.built: DataFrame | None = None  # the plan built in this round, if it was
         self.has_stateful_middle = any(isinstance(n, StreamHashAgg | StreamHashJoin | StreamTopN | StreamTemporalFilter
                                                           | StreamDynamicFilter | StreamOverWindow)
                                        for n in walk(plan))
@@ -163,10 +162,11 @@ class Dataflow:
         plans = self.rt.plans
         shape = None if self.source is not None else self.rnd.plan_shape(self.rt)
         cached = plans.get(shape) if shape is not None else None
+        built: DataFrame | None = None  # (the plan built in this round, if it was)
         if shape is not None and cached is not None:
             plans.move_to_end(shape)
         else:
-            cached = self._build(plan)
+            cached, built = self._build(plan)
             if cached.logical is not None:  # (a shape without input has nothing to build)
                 PLANS_BUILT.labels(job=self.rt.job.name).inc()
             # (a plan Spark calls nondeterministic, as ``rand()`` makes it, keeps the seeds it was
@@ -178,7 +178,7 @@ class Dataflow:
         if cached.logical is None:
             return False
         started = time.monotonic()
-        df = cached.dataframe(spark) if self.built is None else self.built
+        df = cached.dataframe(spark) if built is None else built
         job = self.rt.job
         store, spilled = self.rnd.store, f"rounds/{self.rnd.env.epoch}/{job.job_id}-{uuid.uuid4().hex}"
         args = encode([f(self.rnd, self.rt) for f in cached.args_of], store, spilled)
@@ -199,11 +199,12 @@ class Dataflow:
             self._collect_manifests()
         return True
 
-    def _build(self, plan: StreamMaterialize) -> CachedPlan:
+    def _build(self, plan: StreamMaterialize) -> tuple[CachedPlan, DataFrame | None]:
+        """The job's plan for this round's inputs, kept (`CachedPlan`) and as a DataFrame to run now."""
         assert plan.input is not None and plan.table is not None
         df = self.build(plan.input)
         if df is None:
-            return CachedPlan(None, ())
+            return CachedPlan(None, ()), None
         mv = plan.table
         if not isinstance(plan.input, StreamExchange):
             # Rows arrive partitioned by the key an aggregation grouped them by, which is the MV's
@@ -211,8 +212,8 @@ class Dataflow:
             df = _vnode_column(df, plan.fields, mv.dist_key)
         conflict = plan.conflict
         task = self._task(lambda env, ssts: materialize_task(env, mv, ssts, conflict), _state_args(mv.table_id))
-        self.built = map_in_arrow(df, task, META_SCHEMA)
-        return CachedPlan(self.built._jdf.queryExecution().analyzed(), tuple(self.args_of))
+        built = map_in_arrow(df, task, META_SCHEMA)
+        return CachedPlan(built._jdf.queryExecution().analyzed(), tuple(self.args_of)), built
 
     def _task(self, make: Callable[..., Task], args_of: ArgsOf) -> Task:
         """A task of the plan that builds itself from the round's arguments, ``make(*args_of(round,

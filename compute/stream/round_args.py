@@ -21,6 +21,7 @@ neither Python nor the analyzer builds it again.
 from __future__ import annotations
 
 import base64
+import functools
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -59,7 +60,11 @@ def encode(args: list[tuple], store: ObjectStore, path: str) -> str:
     return f"file:{store.url}|{path}"
 
 
+@functools.lru_cache(maxsize=16)
 def decode(text: str) -> list[tuple]:
+    """The arguments `encode` gave, once per worker process and value: every task of a job's stages
+    (each of its operators, each partition) asks for the same value, which a file holds when large.
+    They are frozen values (the task environment, SST descriptions, tuples), never changed by a task."""
     kind, _, value = text.partition(":")
     if kind == "inline":
         data = base64.b64decode(value)

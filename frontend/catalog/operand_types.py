@@ -54,7 +54,8 @@ _COLUMN_KINDS: dict[TypeName, Kind] = {TypeName.REAL: "real", TypeName.DOUBLE: "
 ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)
 _SAME_KIND = (exp.Paren, exp.Neg, exp.Sum, exp.Min, exp.Max)  # (PostgreSQL's sum of a real is a real)
 T = TypeVar("T")
-_INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
+_INTEGERS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)  # (narrowest first)
+_INTEGER_ARITHMETIC = (*ARITHMETIC, exp.Mod)
 
 
 def is_number(e: exp.Expression) -> bool:
@@ -150,6 +151,17 @@ class OperandTypes:
         if isinstance(e, exp.Column):
             return self.column_type(e)
         return None
+
+    def integer_type(self, e: exp.Expression) -> TypeName | None:
+        """The integer type of `e` where the text shows it (`type_of`), or of arithmetic of two
+        integers the wider operand's (PostgreSQL's ``int2pl``, ``int24mul``...); else None."""
+        while isinstance(e, exp.Paren | exp.Neg):
+            e = e.this
+        if isinstance(e, _INTEGER_ARITHMETIC):
+            a, b = self.integer_type(e.this), self.integer_type(e.expression)
+            return None if a is None or b is None else max(a, b, key=_INTEGERS.index)
+        t = self.type_of(e)
+        return t.name if t is not None and t.name in _INTEGERS else None
 
     def column_type(self, col: exp.Column) -> DataType | None:
         """The type of a column of a catalog relation (`column_relation`) or of a derived table (the

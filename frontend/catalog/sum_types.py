@@ -41,9 +41,6 @@ from risingspark.types import TypeName
 if TYPE_CHECKING:
     from frontend.catalog.rewrite import RewriteContext
 
-_INTEGER_OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
-_WIDTHS = (TypeName.SMALLINT, TypeName.INT, TypeName.BIGINT)
-
 
 def sum_types(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.Expression:
     types: OperandTypes | None = None
@@ -54,7 +51,7 @@ def sum_types(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.E
         types = types or OperandTypes.of(query, ctx)
         if types.kind(values) == "real":
             target = "REAL"
-        elif integer_type(values, types) in (TypeName.SMALLINT, TypeName.INT):
+        elif types.integer_type(values) in (TypeName.SMALLINT, TypeName.INT):
             target = "BIGINT"
         else:
             continue
@@ -62,14 +59,3 @@ def sum_types(query: exp.Expression, ctx: RewriteContext | None = None) -> exp.E
         call.replace(exp.cast(call.copy(), target))
     return query
 
-
-def integer_type(e: exp.Expression, types: OperandTypes) -> TypeName | None:
-    """The integer type of `e` where the text shows it: an operand's (`OperandTypes.type_of`), or
-    arithmetic of two integers, of the wider one's; else None."""
-    while isinstance(e, exp.Paren | exp.Neg):
-        e = e.this
-    if isinstance(e, _INTEGER_OPERATORS):
-        a, b = integer_type(e.this, types), integer_type(e.expression, types)
-        return None if a is None or b is None else max(a, b, key=_WIDTHS.index)
-    t = types.type_of(e)
-    return t.name if t is not None and t.name in _WIDTHS else None

@@ -91,17 +91,23 @@ def _built_metric(job: str) -> float:
                for s in m.samples if s.name.endswith("_total") and s.labels.get("job") == job)
 
 
-def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_path, monkeypatch) -> None:
-    built: list[str] = []
+@pytest.fixture
+def built(monkeypatch) -> list[str]:
+    """The jobs whose plans were built, one name a build (a round without input builds nothing to run)."""
+    names: list[str] = []
     build = dataflow.Dataflow._build
 
     def counted(self, plan):
-        cached = build(self, plan)
-        if cached.logical is not None:  # (a round without input builds nothing to run)
-            built.append(self.rt.job.name)
-        return cached
+        cached, df = build(self, plan)
+        if cached.logical is not None:
+            names.append(self.rt.job.name)
+        return cached, df
 
     monkeypatch.setattr(dataflow.Dataflow, "_build", counted)
+    return names
+
+
+def test_a_plan_is_built_once_and_runs_each_round_with_its_arguments(spark, tmp_path, built) -> None:
     cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs()
     metric_before = _built_metric("m")
 
@@ -135,23 +141,24 @@ def test_large_arguments_travel_as_a_file(spark, tmp_path, monkeypatch) -> None:
     from compute.stream import round_args
 
     monkeypatch.setattr(round_args, "INLINE_BYTES", 0)
+    sent: list[str] = []
+    encode = round_args.encode
+
+    def recorded(*args):
+        sent.append(encode(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(dataflow, "encode", recorded)
     cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs()
     assert cluster.round(runtimes, [(1, 5), (2, 50)]).row_count_deltas == {1: 2, 2: 1}
     assert cluster.round(runtimes, [(1, 60), (3, 70)]).row_count_deltas == {1: 1, 2: 2}
+    assert len(sent) == 4 and all(v.startswith("file:") for v in sent), "the arguments went as files"
     assert not cluster.store.list("rounds"), "the files of the arguments are deleted after the job"
 
 
-def test_a_nondeterministic_plan_is_built_every_round(spark, tmp_path, monkeypatch) -> None:
+def test_a_nondeterministic_plan_is_built_every_round(spark, tmp_path, built) -> None:
     """Spark fixes ``rand()``'s seed when it analyzes a plan: a kept plan would draw the same numbers
     every round."""
-    built: list[str] = []
-    build = dataflow.Dataflow._build
-
-    def counted(self, plan):
-        built.append(self.rt.job.name)
-        return build(self, plan)
-
-    monkeypatch.setattr(dataflow.Dataflow, "_build", counted)
     cluster, runtimes = Cluster(spark, ObjectStore(str(tmp_path))), jobs("v > 10 AND rand() < 2")
     for i in range(3):
         assert cluster.round(runtimes, [(i, 50)]).row_count_deltas == {1: 1, 2: 1}
